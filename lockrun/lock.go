@@ -1,0 +1,95 @@
+// Package lockrun takes a named lock, keeps it while a child process runs, and supervises
+// that child: process group, signal forwarding, time-outs, and no process of the job left
+// behind once the lock is released.
+//
+// Two backends implement Locker: Redis (for a fleet) and a kernel file lock (one machine).
+// The package knows nothing of flags, configuration files or the run history; the cmd
+// package wires those together. It never invokes a shell: the child's argv is executed
+// directly.
+package lockrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrLockLost reports that the lock is definitely no longer ours: the key is gone, or it
+// holds another token, or the local lock file was replaced.
+var ErrLockLost = errors.New("lockrun: lock lost")
+
+// Request describes one attempt to take a lock.
+type Request struct {
+	Key     string        // validated with ValidKey
+	TTL     time.Duration // lease length; ignored by backends without leases (local)
+	Wait    time.Duration // how long Acquire waits for a held lock; 0 = try once
+	MinHold time.Duration // Release keeps the lock until this long after acquisition
+	Node    string        // holder metadata
+	PID     int
+	RunID   string
+}
+
+// Holder describes who holds a lock, as the backend recorded it when it was acquired.
+type Holder struct {
+	Node         string    `json:"node"`
+	PID          int       `json:"pid"`
+	RunID        string    `json:"run_id"`
+	Since        time.Time `json:"since"`   // acquisition time (holder's wall clock)
+	Renewed      time.Time `json:"renewed"` // last confirmed renewal; zero when unknown
+	FencingToken uint64    `json:"fencing_token"`
+	// TTLLeft is the remaining lease as the backend reports it; 0 for backends without leases.
+	TTLLeft time.Duration `json:"ttl_left_ms"`
+}
+
+// String names the holder for messages and history rows: "node (pid P, run R)".
+func (h Holder) String() string {
+	return fmt.Sprintf("%s (pid %d, run %s)", h.Node, h.PID, h.RunID)
+}
+
+// HeldError is returned by Acquire when another holder has the lock (after Wait ran out).
+type HeldError struct {
+	Key    string
+	Holder *Holder // nil when the holder could not be read
+}
+
+func (e *HeldError) Error() string {
+	if e.Holder == nil {
+		return fmt.Sprintf("%s is held by another run", e.Key)
+	}
+	return fmt.Sprintf("%s held by %s since %s", e.Key, e.Holder, e.Holder.Since.Format(time.RFC3339))
+}
+
+// Locker is one lock backend.
+type Locker interface {
+	// Acquire takes req.Key, waiting up to req.Wait for a holder to let go.
+	// It returns *HeldError when the lock stays held; any other error means the
+	// backend could not be asked (unreachable, refused, misconfigured).
+	Acquire(ctx context.Context, req Request) (Lease, error)
+	// Inspect returns the current holder of key, or nil when the key is free.
+	Inspect(ctx context.Context, key string) (*Holder, error)
+	// List returns every lock held right now, by key.
+	List(ctx context.Context) (map[string]Holder, error)
+	// Unlock force-releases key and returns the holder it removed (nil: nothing held).
+	// Backends that cannot remove another process's lock return an error naming the holder.
+	Unlock(ctx context.Context, key string, force bool) (*Holder, error)
+	// Describe names the backend for people and history rows, with no secret in it:
+	// "redis 127.0.0.1:6379/0", "local /run/cronlock".
+	Describe() string
+	// Close frees the backend's connections.
+	Close() error
+}
+
+// Lease is a held lock.
+type Lease interface {
+	// FencingToken is strictly greater than every token handed out before for this key
+	// by this backend.
+	FencingToken() uint64
+	// TTL is the lease length; 0 means the lock never expires while its holder lives.
+	TTL() time.Duration
+	// Renew extends the lease by TTL from now. ErrLockLost means the lock is no longer
+	// ours; any other error means the outcome is unknown and the caller may retry.
+	Renew(ctx context.Context) error
+	// Release lets the lock go (honouring MinHold). It never removes another holder's lock.
+	Release(ctx context.Context) error
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Runs cronlock's whole test suite against a real, private redis-server.
+#
+# Needs: Go with cgo (gcc) for go-sqlite3. Installs redis-server with apt-get when it is
+# missing (as root). Starts Redis on a free loopback port with its data in a temporary
+# folder, exports CRONLOCK_TEST_REDIS_ADDR for the tests, runs `go test -race ./...`
+# (extra arguments are passed to go test), and stops Redis whatever happens.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v redis-server >/dev/null 2>&1; then
+	echo "test.sh: redis-server is missing; installing it with apt-get" >&2
+	if [ "$(id -u)" != 0 ]; then
+		echo "test.sh: run as root, or install redis-server yourself (apt-get install redis-server)" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq redis-server >/dev/null
+fi
+
+workdir=$(mktemp -d)
+redis_pid=
+cleanup() {
+	if [ -n "$redis_pid" ]; then
+		kill "$redis_pid" 2>/dev/null || true
+		wait "$redis_pid" 2>/dev/null || true
+	fi
+	rm -rf "$workdir"
+}
+trap cleanup EXIT
+
+# A free port: ask the kernel for one, then hand it to redis-server. Retry if another
+# process takes it in between.
+for attempt in 1 2 3 4 5; do
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
+		shuf -i 20000-60000 -n 1)
+	redis-server --port "$port" --bind 127.0.0.1 --dir "$workdir" --save "" --appendonly no \
+		--daemonize no --logfile "$workdir/redis.log" &
+	redis_pid=$!
+	for _ in $(seq 1 100); do
+		if redis-cli -p "$port" ping >/dev/null 2>&1; then break 2; fi
+		kill -0 "$redis_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill "$redis_pid" 2>/dev/null || true
+	wait "$redis_pid" 2>/dev/null || true
+	redis_pid=
+done
+if [ -z "$redis_pid" ]; then
+	echo "test.sh: could not start redis-server; its log:" >&2
+	cat "$workdir/redis.log" >&2 || true
+	exit 1
+fi
+echo "test.sh: redis-server $(redis-server --version | awk '{print $3}') on 127.0.0.1:$port" >&2
+
+export CRONLOCK_TEST_REDIS_ADDR="127.0.0.1:$port"
+go vet ./...
+go test -race -count=1 -timeout 8m "$@" ./...

@@ -81,7 +81,12 @@ func (s *Server) start(bin string) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if reply, err := s.Do("PING"); err == nil && reply == "PONG" {
+		reply, err := s.Do("PING")
+		if err == nil && reply == "PONG" {
+			return
+		}
+		// A server started with --requirepass answers NOAUTH: it is up.
+		if err != nil && strings.Contains(err.Error(), "NOAUTH") {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)

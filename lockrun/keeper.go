@@ -1,0 +1,161 @@
+package lockrun
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Boottime reads CLOCK_BOOTTIME: a monotonic clock that, unlike Go's timers, keeps
+// counting while the machine is suspended, so a lease deadline measured on it is not
+// fooled by a frozen VM.
+func Boottime() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		// CLOCK_BOOTTIME exists on every Linux since 2.6.39; fall back to the
+		// monotonic clock rather than fail a run.
+		unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	}
+	return time.Duration(ts.Nano())
+}
+
+// Keeper renews a lease while the child runs. It is the only place that decides a lease
+// is lost, and it fails closed: without a confirmed renewal, the child is told to stop
+// early enough to be dead before the lease ends.
+type Keeper struct {
+	Lease Lease
+	// Interval is the time between renewals: TTL/3. It also paces the local backend,
+	// whose lease never expires but whose file must be checked and touched.
+	Interval time.Duration
+	// Grace is --grace: the time between SIGTERM and SIGKILL when the child is stopped.
+	Grace time.Duration
+	// OpTimeout bounds one renewal call (--redis-timeout); the call is also cut short
+	// at the lease's safe-until deadline.
+	OpTimeout time.Duration
+	// Acquired is Now() taken just before the acquire request was sent: the lease
+	// counts from then, never from when the reply arrived.
+	Acquired time.Duration
+	// Now reads the clock; nil means Boottime. Tests inject the fake clock of
+	// testing/synctest through it.
+	Now func() time.Duration
+	// Warn, when set, is told about renewals that failed but may be retried.
+	Warn func(error)
+}
+
+// maxSleep caps every wait of the keeper so that a deadline measured on Boottime is
+// noticed soon after a suspend, while Go's timers (which stop during suspend) are late.
+const maxSleep = time.Second
+
+// drift is the margin taken off every lease for clock rate differences between this
+// host and Redis (the Redlock figure: 1% of the TTL plus 2 ms).
+func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
+
+// Run renews until ctx ends or the lease is lost. On loss it sends one LockLoss on the
+// returned channel and stops: the Grace in it is how long the child may take after
+// SIGTERM before it must be killed for the lease to still be ours.
+func (k *Keeper) Run(ctx context.Context) <-chan LockLoss {
+	out := make(chan LockLoss, 1)
+	go func() {
+		if loss, lost := k.loop(ctx); lost {
+			out <- loss
+		}
+	}()
+	return out
+}
+
+func (k *Keeper) loop(ctx context.Context) (LockLoss, bool) {
+	now := k.Now
+	if now == nil {
+		now = Boottime
+	}
+	ttl := k.Lease.TTL()
+	interval := k.Interval
+	if interval <= 0 {
+		interval = ttl / 3
+	}
+	if interval <= 0 {
+		interval = 20 * time.Second
+	}
+	// g: the child gets SIGTERM at safeUntil-g and SIGKILL at safeUntil.
+	g := k.Grace
+	if ttl > 0 && ttl/4 < g {
+		g = ttl / 4
+	}
+	var safeUntil time.Duration // zero when the lease never expires
+	if ttl > 0 {
+		safeUntil = k.Acquired + ttl - drift(ttl)
+	}
+	next := k.Acquired + interval
+	for {
+		wake := next
+		if safeUntil > 0 && safeUntil-g < wake {
+			wake = safeUntil - g
+		}
+		if d := min(wake-now(), maxSleep); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return LockLoss{}, false
+			case <-t.C:
+			}
+			continue // re-read the clock: the timer may have slept through a suspend
+		}
+		if ctx.Err() != nil {
+			return LockLoss{}, false
+		}
+		if safeUntil > 0 && now() >= safeUntil-g {
+			return LockLoss{Grace: max(safeUntil-now(), 0),
+				Err: errors.New("no renewal confirmed before the lease ran out")}, true
+		}
+		sent := now()
+		var termAt time.Duration // when the child must get SIGTERM; 0 = never
+		if safeUntil > 0 {
+			termAt = safeUntil - g
+		}
+		err := k.renew(ctx, sent, termAt)
+		switch {
+		case err == nil:
+			if ttl > 0 {
+				safeUntil = sent + ttl - drift(ttl)
+			}
+			next = sent + interval
+		case errors.Is(err, ErrLockLost):
+			return LockLoss{Grace: g, Err: err}, true
+		case ctx.Err() != nil:
+			return LockLoss{}, false
+		default:
+			if k.Warn != nil {
+				k.Warn(err)
+			}
+			// Retry soon, with jitter so a fleet that lost Redis together does not
+			// come back in lockstep.
+			next = now() + retryDelay(interval)
+		}
+	}
+}
+
+// renew makes one renewal call, cut short at termAt: a call still waiting for its reply
+// then must not delay the child's SIGTERM.
+func (k *Keeper) renew(ctx context.Context, sent, termAt time.Duration) error {
+	limit := k.OpTimeout
+	if limit <= 0 {
+		limit = 2 * time.Second
+	}
+	if termAt > 0 && termAt-sent < limit {
+		limit = termAt - sent
+	}
+	rctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	return k.Lease.Renew(rctx)
+}
+
+// retryDelay is a random pause between 1/10 and 1/5 of the renewal interval, at least
+// 10 ms: several retries fit before the lease ends.
+func retryDelay(interval time.Duration) time.Duration {
+	lo := max(interval/10, 10*time.Millisecond)
+	return lo + rand.N(lo)
+}

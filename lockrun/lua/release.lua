@@ -1,0 +1,32 @@
+-- release.lua: let a lock go, only if it holds our token, honouring a minimum hold time.
+--
+-- KEYS[1] the lock, ARGV[1] token, ARGV[2] min hold in ms (0 = none),
+-- ARGV[3] the release channel
+--
+-- Returns {1, 0} when the lock was deleted (and announced on the channel),
+-- {2, ms} when it is kept for the ms left of the min hold (measured on the Redis clock, the
+-- clock that also counts the PX), {0, 0} when the lock is missing or not ours (lost).
+
+if redis.replicate_commands then redis.replicate_commands() end
+
+local cur = redis.call('GET', KEYS[1])
+if not cur then return {0, 0} end
+local ok, h = pcall(cjson.decode, cur)
+if not ok or type(h) ~= 'table' or h.token ~= ARGV[1] then return {0, 0} end
+
+local minHold = tonumber(ARGV[2]) or 0
+if minHold > 0 then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local left = math.ceil(minHold - (now - (tonumber(h.acquired_us) or now)) / 1000)
+  if left > 0 then
+    h.released_us = string.format('%.0f', now)
+    redis.call('SET', KEYS[1], cjson.encode(h), 'PX', string.format('%.0f', left), 'XX')
+    return {2, left}
+  end
+end
+
+redis.call('DEL', KEYS[1])
+-- redis.pcall: an ACL without rights on the channel makes PUBLISH fail, never the release.
+redis.pcall('PUBLISH', ARGV[3], 'released')
+return {1, 0}

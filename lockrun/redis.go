@@ -1,0 +1,724 @@
+package lockrun
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// Redis layout of one lock KEY (the hash tag puts all of them in one Cluster slot):
+//
+//	<prefix>{KEY}:lock      string, PX = the lease: a JSON object with the token and the
+//	                        holder (see lockValue); present while the lock is held
+//	<prefix>{KEY}:fence     string, no TTL: the last fencing token handed out
+//	<prefix>{KEY}:released  pub/sub channel: "released" is published when the lock is freed
+//
+// Holder metadata lives in the lock's own value, not in a sibling key, so that it expires
+// with the lock in the same instant and Inspect reads both in one GET.
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// The scripts are sent with EVAL every time rather than EVALSHA: they are about a
+// kilobyte once their comments are stripped, and EVAL costs exactly one round trip, where
+// EVALSHA costs two (NOSCRIPT, then EVAL) after every Redis restart or failover.
+var (
+	acquireScript = loadScript("acquire.lua")
+	renewScript   = loadScript("renew.lua")
+	releaseScript = loadScript("release.lua")
+	unlockScript  = loadScript("unlock.lua")
+)
+
+// loadScript reads an embedded script and drops its comment lines and indentation, which
+// would otherwise travel to Redis with every call.
+func loadScript(name string) string {
+	b, err := luaFiles.ReadFile("lua/" + name)
+	if err != nil {
+		panic(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "--") {
+			continue
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}
+
+// RedisOptions configures NewRedisLocker.
+type RedisOptions struct {
+	URL      string        // redis://[user:pass@]host:port/db, rediss://… (TLS), unix:///path[?db=N]
+	Password string        // from --redis-password-file; overrides the URL's password when non-empty
+	Timeout  time.Duration // deadline of one Redis operation (dial, read, write, script); default 2s if 0
+	Prefix   string        // key namespace, default "cronlock:"
+}
+
+// DefaultRedisTimeout is the deadline of one Redis operation when RedisOptions.Timeout is 0.
+const DefaultRedisTimeout = 2 * time.Second
+
+// DefaultRedisPrefix is the key namespace when RedisOptions.Prefix is empty.
+const DefaultRedisPrefix = "cronlock:"
+
+// redisClient is the part of go-redis the locker uses; tests wrap it to inject faults.
+type redisClient interface {
+	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
+	Scan(ctx context.Context, cursor uint64, match string, count int64) *redis.ScanCmd
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
+	Close() error
+}
+
+// RedisLocker is the Redis backend: a lease per lock, renewed by its holder, with a
+// fencing token that keeps rising across Redis restarts. It is safe for concurrent use.
+// It talks to one Redis server (or a Cluster through the hash-tagged keys' single slot);
+// it does not implement Redlock across several independent servers.
+type RedisLocker struct {
+	c       redisClient
+	target  redisTarget
+	timeout time.Duration
+	prefix  string
+	secret  string // the password, scrubbed from every error message
+
+	// poll overrides the waiters' polling period (default min(1s, ttl/3)); tests raise it
+	// to prove that a release wakes a waiter through pub/sub alone.
+	poll time.Duration
+}
+
+var _ Locker = (*RedisLocker)(nil)
+
+// quietRedisLog silences go-redis's own logging, which writes to stderr (and so to cron
+// mail) on every failed dial; every failure reaches the caller as an error instead.
+var quietRedisLog sync.Once
+
+type nopLogger struct{}
+
+func (nopLogger) Printf(context.Context, string, ...any) {}
+
+// NewRedisLocker parses o.URL and prepares a client; it does not connect (the first
+// Acquire does, so a run costs no extra round trip). Its errors never contain the password.
+// It silences go-redis's process-wide logger.
+func NewRedisLocker(o RedisOptions) (*RedisLocker, error) {
+	t, err := parseRedisURL(o.URL)
+	if err != nil {
+		return nil, err
+	}
+	if o.Password != "" {
+		t.password = o.Password
+	}
+	if o.Timeout < 0 {
+		return nil, fmt.Errorf("the Redis timeout %s is negative; give --redis-timeout a duration such as 2s", o.Timeout)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultRedisTimeout
+	}
+	if o.Prefix == "" {
+		o.Prefix = DefaultRedisPrefix
+	}
+	if err := validPrefix(o.Prefix); err != nil {
+		return nil, err
+	}
+	quietRedisLog.Do(func() { redis.SetLogger(nopLogger{}) })
+
+	to := o.Timeout
+	c := redis.NewClient(&redis.Options{
+		Network:   t.network,
+		Addr:      t.addr,
+		Username:  t.username,
+		Password:  t.password,
+		DB:        t.db,
+		TLSConfig: t.tlsConfig(),
+
+		// RESP2 and no CLIENT SETINFO: fewer handshake round trips for a short-lived process.
+		Protocol:        2,
+		DisableIdentity: true,
+
+		// Every time-out explicit (the defaults are 5s each), and the caller's context
+		// deadline cuts a socket read short, so a renewal never outlives its lease.
+		DialTimeout:           to,
+		ReadTimeout:           to,
+		WriteTimeout:          to,
+		PoolTimeout:           to,
+		ContextTimeoutEnabled: true,
+
+		// No hidden retries: the locker retries itself, within its own deadline, and only
+		// operations that are safe to repeat (all of its scripts are idempotent).
+		MaxRetries:         -1,
+		MinRetryBackoff:    -1,
+		MaxRetryBackoff:    -1,
+		DialerRetries:      1,
+		DialerRetryTimeout: 10 * time.Millisecond,
+
+		// Small, but not 1: after PoolSize failed dials go-redis returns the cached dial
+		// error for about a second, and a single-connection pool trips that at once.
+		PoolSize:         4,
+		MinIdleConns:     0,
+		MaxIdleConns:     4,
+		MaxActiveConns:   8,
+		PipelinePoolSize: -1, // pipelines (List) share the main pool
+		ConnMaxIdleTime:  time.Minute,
+		ConnMaxLifetime:  0,
+
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	})
+	return &RedisLocker{c: c, target: t, timeout: to, prefix: o.Prefix, secret: t.password}, nil
+}
+
+// validPrefix allows the key charset only: no "{" or "}" (they would break the hash tag)
+// and no glob characters (List matches keys with SCAN MATCH).
+func validPrefix(p string) error {
+	if len(p) > MaxKeyLen {
+		return fmt.Errorf("the Redis prefix is %d characters long; the limit is %d (--prefix / CRONLOCK_PREFIX)", len(p), MaxKeyLen)
+	}
+	for i := 0; i < len(p); i++ {
+		if !keyByte(p[i]) {
+			return fmt.Errorf("the Redis prefix has %q at position %d; use only A-Z a-z 0-9 . _ - : / @ (--prefix / CRONLOCK_PREFIX)", p[i], i+1)
+		}
+	}
+	return nil
+}
+
+// Describe names the backend without secrets: "redis 127.0.0.1:6379/0".
+func (l *RedisLocker) Describe() string { return l.target.describe() }
+
+// Close closes the client's connections.
+func (l *RedisLocker) Close() error { return l.c.Close() }
+
+func (l *RedisLocker) lockKey(key string) string  { return l.prefix + "{" + key + "}:lock" }
+func (l *RedisLocker) fenceKey(key string) string { return l.prefix + "{" + key + "}:fence" }
+func (l *RedisLocker) channel(key string) string  { return l.prefix + "{" + key + "}:released" }
+
+// newToken returns 128 random bits from crypto/rand, in hex.
+func newToken() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("make a lock token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// durMS is d in whole milliseconds, rounded up so that a lease is never shorter than asked.
+func durMS(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// Acquire takes req.Key. With req.Wait > 0 it waits for the holder to let go, woken by the
+// release's PUBLISH and also polling every min(1s, ttl/3) (pub/sub loses messages, and an
+// expiry publishes nothing). It returns *HeldError when the lock stays held, and an error
+// that says what to check when Redis cannot be asked. When the outcome of the last attempt
+// is unknown (no reply), it first tries to release the lock it may have taken.
+func (l *RedisLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
+	if err := ValidKey(req.Key); err != nil {
+		return nil, err
+	}
+	if req.TTL <= 0 {
+		return nil, fmt.Errorf("the lock TTL must be positive, not %s (--ttl)", req.TTL)
+	}
+	token, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	if req.Wait <= 0 {
+		lease, held, err := l.acquireOnce(ctx, req, token)
+		if err != nil {
+			return nil, err
+		}
+		if held != nil {
+			return nil, &HeldError{Key: req.Key, Holder: held}
+		}
+		return lease, nil
+	}
+	return l.acquireWait(ctx, req, token)
+}
+
+// acquireWait is Acquire with req.Wait > 0.
+func (l *RedisLocker) acquireWait(ctx context.Context, req Request, token string) (Lease, error) {
+	deadline := time.Now().Add(req.Wait)
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+
+	// Subscribe before the first attempt, so that a release between that attempt and the
+	// wait is not missed. Without the subscription (an ACL without channel rights, a
+	// hiccup) the waiter still polls.
+	wake := make(chan struct{}, 1)
+	if stop := l.subscribe(wctx, req.Key, wake); stop != nil {
+		defer stop()
+	}
+
+	poll := l.poll
+	if poll <= 0 {
+		poll = min(time.Second, req.TTL/3)
+	}
+	poll = max(poll, 10*time.Millisecond)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		// Each attempt gets the full operation time-out even when the wait is almost over.
+		lease, held, err := l.acquireOnce(ctx, req, token)
+		if err != nil {
+			return nil, err
+		}
+		if held == nil {
+			return lease, nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, &HeldError{Key: req.Key, Holder: held}
+		}
+		// Also wake just after the holder's lease runs out: an expiry publishes nothing.
+		sleep := min(poll, left)
+		if held.TTLLeft > 0 {
+			sleep = min(sleep, held.TTLLeft+2*time.Millisecond)
+		}
+		timer.Reset(sleep)
+		select {
+		case <-wake:
+		case <-timer.C:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for lock %s: %w", req.Key, ctx.Err())
+		}
+	}
+}
+
+// subscribe listens on key's release channel and signals wake (without blocking) on each
+// message until ctx ends. It returns nil when the subscription could not be confirmed,
+// else a function that ends it and waits for its goroutine.
+func (l *RedisLocker) subscribe(ctx context.Context, key string, wake chan<- struct{}) (stop func()) {
+	sctx, cancel := context.WithTimeout(ctx, l.timeout)
+	ps := l.c.Subscribe(sctx, l.channel(key))
+	_, err := ps.Receive(sctx) // the SUBSCRIBE confirmation: from now on nothing is missed
+	cancel()
+	if err != nil {
+		ps.Close()
+		return nil
+	}
+	// Its own context: stop must end the goroutine at once, not when the wait runs out
+	// (after Close, ReceiveMessage fails at once and would otherwise loop until then).
+	ctx, cancel = context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			_, err := ps.ReceiveMessage(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				// The connection dropped; go-redis re-subscribes on the next receive.
+				// Polling covers the gap, so back off instead of spinning.
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				continue
+			}
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		ps.Close() // ends a ReceiveMessage blocked on the socket
+		<-done
+	}
+}
+
+// acquireOnce runs the acquire script for token, retrying network errors within one
+// operation time-out. The same token makes the retry safe: the script reports success
+// when the lock already holds it. It returns the lease, or the holder when the lock is held
+// by another token. When no reply came and the retries ran out, it releases the lock in
+// case the script did run, so the fleet is not blocked for a TTL.
+func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token string) (*redisLease, *Holder, error) {
+	keys := []string{l.lockKey(req.Key), l.fenceKey(req.Key)}
+	res, unknown, err := l.eval(ctx, acquireScript, keys,
+		token, durMS(req.TTL), req.Node, req.PID, req.RunID, time.Now().UnixMilli())
+	if err != nil {
+		if unknown {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
+			l.c.Eval(rctx, releaseScript, keys[:1], token, 0, l.channel(req.Key)) // best effort
+			cancel()
+		}
+		return nil, nil, l.userError("take lock "+req.Key, err)
+	}
+	r, ok := res.([]any)
+	if !ok || len(r) < 2 {
+		return nil, nil, fmt.Errorf("take lock %s: unexpected reply %v from %s", req.Key, res, l.target.server())
+	}
+	if code, _ := r[0].(int64); code == 1 {
+		s, _ := r[1].(string)
+		fence, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return nil, nil, fmt.Errorf("take lock %s: %s sent the fencing token %q, not a number", req.Key, l.target.server(), s)
+		}
+		return &redisLease{l: l, key: req.Key, token: token, ttl: req.TTL, minHold: req.MinHold, fence: fence}, nil, nil
+	}
+	value, _ := r[1].(string)
+	var pttl int64
+	if len(r) > 2 {
+		pttl, _ = r[2].(int64)
+	}
+	return nil, parseHolder(value, pttl), nil
+}
+
+// eval runs one script, retrying network errors and transient server states (LOADING,
+// BUSY…) with a short back-off while the operation time-out (and ctx) allow; every script
+// of this file is safe to repeat. unknown reports that a failed call may have run anyway
+// (it was sent, and no reply came).
+func (l *RedisLocker) eval(ctx context.Context, script string, keys []string, args ...any) (res any, unknown bool, err error) {
+	octx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		res, err = l.c.Eval(octx, script, keys, args...).Result()
+		if err == nil {
+			return res, false, nil
+		}
+		var rerr redis.Error
+		if errors.As(err, &rerr) && !transientRedisError(err) {
+			return nil, false, err // the server answered: nothing uncertain
+		}
+		if !isDialError(err) {
+			unknown = true
+		}
+		backoff := time.Duration(attempt) * 25 * time.Millisecond
+		if attempt >= 3 || octx.Err() != nil {
+			return nil, unknown, err
+		}
+		if dl, ok := octx.Deadline(); ok && time.Until(dl) < backoff+5*time.Millisecond {
+			return nil, unknown, err
+		}
+		select {
+		case <-octx.Done():
+			return nil, unknown, err
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// transientRedisError reports a server error that goes away by itself.
+func transientRedisError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// isDialError reports an error from before anything was sent: a refused or failed dial
+// (or go-redis's cached copy of one).
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// redisError is an error a user reads: it names the server and what to check, and it
+// never shows the password, whatever the wrapped error says.
+type redisError struct {
+	msg string
+	err error
+}
+
+func (e *redisError) Error() string { return e.msg }
+func (e *redisError) Unwrap() error { return e.err }
+
+// userError turns a go-redis error into a message that says what failed and what to do.
+func (l *RedisLocker) userError(op string, err error) error {
+	server := l.target.server()
+	detail := err.Error()
+	var msg string
+	switch {
+	case errors.Is(err, context.Canceled):
+		msg = fmt.Sprintf("%s: %s: interrupted", op, server)
+	case isAuthError(detail) && l.secret == "":
+		// Redis answers a client without a password with NOAUTH, or, for a command with
+		// more than 10 arguments, with "Protocol error: unauthenticated multibulk length".
+		msg = fmt.Sprintf("%s authentication failed: the server requires a password and none was given (%s); put it in --redis-password-file / CRONLOCK_REDIS_PASSWORD_FILE", server, detail)
+	case isAuthError(detail):
+		msg = fmt.Sprintf("%s authentication failed: %s (check the password in --redis-password-file / CRONLOCK_REDIS_PASSWORD_FILE or in --redis / CRONLOCK_REDIS_URL)", server, detail)
+	case strings.Contains(detail, "NOPERM"):
+		msg = fmt.Sprintf("%s refused: %s (the Redis ACL user needs EVAL, SCAN, GET, PTTL, SUBSCRIBE and the %s* keys; see the README)", server, detail, l.prefix)
+	case isTimeout(err):
+		msg = fmt.Sprintf("%s did not answer within %s: %s (check --redis / CRONLOCK_REDIS_URL, or raise --redis-timeout)", server, l.timeout, detail)
+	case isNetworkError(err):
+		msg = fmt.Sprintf("%s unreachable: %s (check --redis / CRONLOCK_REDIS_URL)", server, detail)
+	default:
+		msg = fmt.Sprintf("%s: %s: %s", op, server, detail)
+	}
+	return &redisError{msg: l.scrub(msg), err: err}
+}
+
+// scrub removes the password from s, in its plain and URL-escaped forms.
+func (l *RedisLocker) scrub(s string) string {
+	if l.secret == "" {
+		return s
+	}
+	q := url.QueryEscape(l.secret)
+	for _, form := range []string{l.secret, url.PathEscape(l.secret), q, strings.ReplaceAll(q, "+", "%20")} {
+		s = strings.ReplaceAll(s, form, "xxxxx")
+	}
+	return s
+}
+
+func isAuthError(msg string) bool {
+	for _, p := range []string{"WRONGPASS", "NOAUTH", "invalid password", "failed to authenticate", "AUTH failed", "without any password configured", "unauthenticated"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func isNetworkError(err error) bool {
+	var ne net.Error
+	var rerr redis.Error
+	return errors.As(err, &ne) || (!errors.As(err, &rerr) && err != nil)
+}
+
+// lockValue is the JSON stored in the lock key by acquire.lua. Large numbers are strings
+// because Lua's numbers are doubles that it would print as 1.7e+15.
+type lockValue struct {
+	Token      string `json:"token"`
+	Fence      string `json:"fence"`
+	Node       string `json:"node"`
+	PID        int    `json:"pid"`
+	RunID      string `json:"run_id"`
+	SinceMS    string `json:"since_ms"`    // the holder's wall clock at acquisition
+	AcquiredUS string `json:"acquired_us"` // Redis TIME at acquisition
+	RenewedUS  string `json:"renewed_us"`  // Redis TIME at the last acquire or renewal
+	TTLMS      int64  `json:"ttl_ms"`
+	ReleasedUS string `json:"released_us,omitempty"` // set when a release kept it for --min-hold
+}
+
+// parseHolder reads the holder from a lock value. A value cronlock did not write still
+// counts as a holder (the key is taken), with what can be said about it.
+func parseHolder(value string, pttl int64) *Holder {
+	h := &Holder{}
+	if pttl > 0 {
+		h.TTLLeft = time.Duration(pttl) * time.Millisecond
+	}
+	var v lockValue
+	if err := json.Unmarshal([]byte(value), &v); err != nil {
+		h.Node = "(unknown: the lock key does not hold cronlock data)"
+		return h
+	}
+	h.Node, h.PID, h.RunID = v.Node, v.PID, v.RunID
+	if ms, err := strconv.ParseInt(v.SinceMS, 10, 64); err == nil {
+		h.Since = time.UnixMilli(ms)
+	}
+	if us, err := strconv.ParseInt(v.RenewedUS, 10, 64); err == nil {
+		h.Renewed = time.UnixMicro(us)
+	}
+	h.FencingToken, _ = strconv.ParseUint(v.Fence, 10, 64)
+	return h
+}
+
+// Inspect returns the holder of key, or nil when it is free.
+func (l *RedisLocker) Inspect(ctx context.Context, key string) (*Holder, error) {
+	if err := ValidKey(key); err != nil {
+		return nil, err
+	}
+	hs, err := l.readHolders(ctx, []string{l.lockKey(key)})
+	if err != nil {
+		return nil, l.userError("read lock "+key, err)
+	}
+	return hs[0], nil
+}
+
+// readHolders reads the holders of lock keys in one round trip; nil for a free key.
+func (l *RedisLocker) readHolders(ctx context.Context, lockKeys []string) ([]*Holder, error) {
+	octx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	gets := make([]*redis.StringCmd, len(lockKeys))
+	pttls := make([]*redis.DurationCmd, len(lockKeys))
+	_, err := l.c.Pipelined(octx, func(p redis.Pipeliner) error {
+		for i, k := range lockKeys {
+			gets[i] = p.Get(octx, k)
+			pttls[i] = p.PTTL(octx, k)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]*Holder, len(lockKeys))
+	for i := range lockKeys {
+		v, err := gets[i].Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		d := pttls[i].Val() // -1 no TTL, -2 gone since the GET: parseHolder keeps positives only
+		out[i] = parseHolder(v, d.Milliseconds())
+	}
+	return out, nil
+}
+
+// List returns every lock held right now under the prefix, by key. It walks the keyspace
+// with SCAN (never KEYS, which would block the server).
+func (l *RedisLocker) List(ctx context.Context) (map[string]Holder, error) {
+	out := map[string]Holder{}
+	match := l.prefix + "{*}:lock"
+	var cursor uint64
+	for {
+		octx, cancel := context.WithTimeout(ctx, l.timeout)
+		keys, next, err := l.c.Scan(octx, cursor, match, 1000).Result()
+		cancel()
+		if err != nil {
+			return nil, l.userError("list locks", err)
+		}
+		var names, lockKeys []string
+		for _, k := range keys {
+			name, ok := l.keyName(k)
+			if _, dup := out[name]; ok && !dup { // SCAN may return a key twice
+				names = append(names, name)
+				lockKeys = append(lockKeys, k)
+			}
+		}
+		if len(lockKeys) > 0 {
+			hs, err := l.readHolders(ctx, lockKeys)
+			if err != nil {
+				return nil, l.userError("list locks", err)
+			}
+			for i, h := range hs {
+				if h != nil {
+					out[names[i]] = *h
+				}
+			}
+		}
+		if next == 0 {
+			return out, nil
+		}
+		cursor = next
+	}
+}
+
+// keyName returns KEY from "<prefix>{KEY}:lock".
+func (l *RedisLocker) keyName(lockKey string) (string, bool) {
+	s, ok := strings.CutPrefix(lockKey, l.prefix+"{")
+	if !ok {
+		return "", false
+	}
+	s, ok = strings.CutSuffix(s, "}:lock")
+	if !ok || ValidKey(s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// Unlock removes key whatever its token, reading the holder and deleting the lock in one
+// script, and returns the holder it removed (nil, nil when the key is free). Without force
+// it refuses a lock whose holder confirmed it (acquired or renewed) within its TTL, with an
+// error that names the holder and says to use --force.
+func (l *RedisLocker) Unlock(ctx context.Context, key string, force bool) (*Holder, error) {
+	if err := ValidKey(key); err != nil {
+		return nil, err
+	}
+	f := "0"
+	if force {
+		f = "1"
+	}
+	res, _, err := l.eval(ctx, unlockScript, []string{l.lockKey(key)}, f, l.channel(key))
+	if err != nil {
+		return nil, l.userError("unlock "+key, err)
+	}
+	r, ok := res.([]any)
+	if !ok || len(r) == 0 {
+		return nil, fmt.Errorf("unlock %s: unexpected reply %v from %s", key, res, l.target.server())
+	}
+	code, _ := r[0].(int64)
+	if code == 0 {
+		return nil, nil
+	}
+	var h *Holder
+	if len(r) >= 3 {
+		v, _ := r[1].(string)
+		pttl, _ := r[2].(int64)
+		h = parseHolder(v, pttl)
+	} else {
+		h = &Holder{}
+	}
+	if code < 0 {
+		ago := "recently"
+		if !h.Renewed.IsZero() {
+			ago = fmt.Sprintf("%s ago", time.Since(h.Renewed).Round(time.Second))
+		}
+		return nil, fmt.Errorf("%s is held by %s, renewed %s: it looks alive; stop that run, or use --force to remove the lock anyway", key, h, ago)
+	}
+	return h, nil
+}
+
+// redisLease is a held Redis lock.
+type redisLease struct {
+	l       *RedisLocker
+	key     string
+	token   string
+	ttl     time.Duration
+	minHold time.Duration
+	fence   uint64
+}
+
+// FencingToken is max(stored counter + 1, Redis time in µs) at acquisition.
+func (s *redisLease) FencingToken() uint64 { return s.fence }
+
+// TTL is the lease length.
+func (s *redisLease) TTL() time.Duration { return s.ttl }
+
+// Renew extends the lease by TTL from now, within ctx's deadline and one operation
+// time-out. It returns an error wrapping ErrLockLost when the lock is gone or not ours
+// (the key is never re-created), and another error when the outcome is unknown.
+func (s *redisLease) Renew(ctx context.Context) error {
+	res, _, err := s.l.eval(ctx, renewScript, []string{s.l.lockKey(s.key)}, s.token, durMS(s.ttl))
+	if err != nil {
+		return s.l.userError("renew lock "+s.key, err)
+	}
+	if n, _ := res.(int64); n != 1 {
+		return fmt.Errorf("renew lock %s: it expired or was taken over: %w", s.key, ErrLockLost)
+	}
+	return nil
+}
+
+// Release deletes the lock if it is still ours and announces it to waiters; with MinHold it
+// keeps the lock until MinHold after acquisition instead. It returns an error wrapping
+// ErrLockLost when the lock was no longer ours (nothing is removed then).
+func (s *redisLease) Release(ctx context.Context) error {
+	res, _, err := s.l.eval(ctx, releaseScript, []string{s.l.lockKey(s.key)}, s.token, durMS(s.minHold), s.l.channel(s.key))
+	if err != nil {
+		return s.l.userError("release lock "+s.key, err)
+	}
+	r, _ := res.([]any)
+	if len(r) == 0 {
+		return fmt.Errorf("release lock %s: unexpected reply %v from %s", s.key, res, s.l.target.server())
+	}
+	if code, _ := r[0].(int64); code == 0 {
+		return fmt.Errorf("release lock %s: it had already expired or been taken over: %w", s.key, ErrLockLost)
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+package lockrun
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// redisTarget is a parsed --redis URL.
+type redisTarget struct {
+	scheme   string // redis, rediss or unix
+	network  string // tcp or unix
+	addr     string // host:port, or the socket path
+	host     string // for TLS server name checks
+	username string
+	password string
+	db       int
+}
+
+// parseRedisURL understands redis://[user:pass@]host[:port][/db], rediss://… (TLS) and
+// unix://[user:pass@]/path[?db=N]. It is stricter than go-redis's ParseURL on purpose: that
+// one accepts query options (timeouts, retries, pool size) that would silently override the
+// lock-safe settings, and its errors can quote the whole URL, password included. Errors
+// from this function never contain the password.
+func parseRedisURL(raw string) (redisTarget, error) {
+	var t redisTarget
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("invalid Redis URL %q: %s (want redis://[user:pass@]host:port/db, rediss://… or unix:///path; check --redis / CRONLOCK_REDIS_URL)",
+			RedactURL(raw), fmt.Sprintf(format, a...))
+	}
+	if strings.TrimSpace(raw) == "" {
+		return t, fmt.Errorf("no Redis URL given: set --redis or CRONLOCK_REDIS_URL")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Parse's own message quotes the raw URL, password and all: leave it out.
+		return t, bad("it does not parse as a URL")
+	}
+	t.scheme = u.Scheme
+	if u.User != nil {
+		t.username = u.User.Username()
+		t.password, _ = u.User.Password()
+	}
+	q := u.Query()
+	for name := range q {
+		if name != "db" {
+			return t, bad("unknown parameter %q (time-outs and retries come from --redis-timeout, not the URL)", name)
+		}
+	}
+	switch u.Scheme {
+	case "redis", "rediss":
+		t.network = "tcp"
+		t.host = u.Hostname()
+		if t.host == "" {
+			return t, bad("it names no host")
+		}
+		port := u.Port()
+		if port == "" {
+			port = "6379"
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return t, bad("the port %q is not a number from 1 to 65535", port)
+		}
+		t.addr = net.JoinHostPort(t.host, port)
+		switch path := strings.Trim(u.Path, "/"); {
+		case path != "" && q.Has("db"):
+			return t, bad("the database is given twice, in the path and in ?db=")
+		case path != "":
+			if t.db, err = parseDB(path); err != nil {
+				return t, bad("%v", err)
+			}
+		}
+	case "unix":
+		t.network = "unix"
+		t.addr = u.Path
+		if t.addr == "" || !strings.HasPrefix(t.addr, "/") {
+			return t, bad("it names no absolute socket path (unix:///run/redis/redis.sock)")
+		}
+	case "":
+		return t, bad("it has no scheme")
+	default:
+		return t, bad("the scheme %q is not redis, rediss or unix", u.Scheme)
+	}
+	if q.Has("db") {
+		if t.db, err = parseDB(q.Get("db")); err != nil {
+			return t, bad("%v", err)
+		}
+	}
+	return t, nil
+}
+
+func parseDB(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("the database %q is not a number from 0 up", s)
+	}
+	return n, nil
+}
+
+// tlsConfig is the TLS setting of a rediss:// target (nil otherwise): the server's
+// certificate is checked against the system roots and the URL's host name.
+func (t redisTarget) tlsConfig() *tls.Config {
+	if t.scheme != "rediss" {
+		return nil
+	}
+	return &tls.Config{ServerName: t.host, MinVersion: tls.VersionTLS12}
+}
+
+// describe names the target for people, without any secret:
+// "redis 127.0.0.1:6379/0", "rediss redis.example.com:6380/2", "redis unix:/run/redis.sock/0".
+func (t redisTarget) describe() string {
+	where := t.addr
+	if t.network == "unix" {
+		where = "unix:" + t.addr
+	}
+	return fmt.Sprintf("%s %s/%d", t.schemeWord(), where, t.db)
+}
+
+// server names the server in error messages: "redis 127.0.0.1:6379".
+func (t redisTarget) server() string {
+	if t.network == "unix" {
+		return t.schemeWord() + " unix:" + t.addr
+	}
+	return t.schemeWord() + " " + t.addr
+}
+
+func (t redisTarget) schemeWord() string {
+	if t.scheme == "rediss" {
+		return "rediss"
+	}
+	return "redis"
+}
+
+// RedactURL returns raw with any password replaced by "xxxxx", for messages and history
+// rows. A URL that does not parse still has everything between "scheme://user:" and the
+// last "@" replaced, since a password is most often what makes a URL unparseable.
+func RedactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return raw
+	}
+	rest := raw[i+3:]
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return raw
+	}
+	user := rest[:at]
+	if c := strings.Index(user, ":"); c >= 0 {
+		user = user[:c+1] + "xxxxx"
+	}
+	return raw[:i+3] + user + rest[at:]
+}

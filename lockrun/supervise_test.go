@@ -1,0 +1,807 @@
+package lockrun
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// helperEnv names the role a re-executed test binary plays (see TestMain).
+const helperEnv = "LOCKRUN_TEST_HELPER"
+
+// TestMain lets the test binary stand in for cronlock: as the guard ("__guard", which is
+// what StartGuard runs via /proc/self/exe) and as a supervising process that a test can
+// SIGKILL or give a broken stdout.
+func TestMain(m *testing.M) {
+	// Re-executed test binaries built with -race would otherwise linger 1 s at exit.
+	if os.Getenv("GORACE") == "" {
+		os.Setenv("GORACE", "atexit_sleep_ms=0")
+	}
+	if len(os.Args) > 1 && os.Args[1] == GuardArg {
+		os.Exit(GuardMain())
+	}
+	switch os.Getenv(helperEnv) {
+	case "":
+	case "guard":
+		os.Exit(helperGuarded())
+	case "epipe":
+		os.Exit(helperEPIPE())
+	case "sigign":
+		os.Exit(helperSigIgn())
+	case "foreground":
+		os.Exit(helperForeground())
+	default:
+		fmt.Fprintln(os.Stderr, "unknown helper", os.Getenv(helperEnv))
+		os.Exit(2)
+	}
+	os.Exit(m.Run())
+}
+
+// helperGuarded supervises `sh -c 'sleep 1000 | sleep 1000'` with a guard and prints the
+// job's pgid; the test then SIGKILLs this process.
+func helperGuarded() int {
+	sig := NotifySignals()
+	g, err := StartGuard()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	res := Supervise(context.Background(), Job{
+		Argv:  []string{"sh", "-c", "sleep 1000 | sleep 1000"},
+		Grace: time.Second,
+		Guard: g,
+	}, sig, nil, false, func(pid int) { fmt.Printf("%d\n", pid) })
+	fmt.Fprintln(os.Stderr, "supervise returned", res.Reason)
+	return 3
+}
+
+// helperEPIPE relays a chatty child to a stdout whose reader is gone, without NotifySignals
+// (the strictest case: no SIGPIPE handler either).
+func helperEPIPE() int {
+	res := Supervise(context.Background(), Job{
+		Argv:    []string{"sh", "-c", `i=0; while [ $i -lt 3000 ]; do echo line$i; i=$((i+1)); done; exit 3`},
+		Stdout:  os.Stdout,
+		Stderr:  os.Stderr,
+		Capture: 64,
+		Grace:   time.Second,
+	}, nil, nil, false, nil)
+	fmt.Fprintf(os.Stderr, "exit=%d reason=%v outerr=%v tail=%q\n", res.ExitCode, res.Reason, res.OutputErr, res.Output)
+	return 0
+}
+
+// helperSigIgn runs a child that reports its ignored-signal mask; it is started with SIGHUP
+// ignored, as `nohup` does.
+func helperSigIgn() int {
+	sig := NotifySignals()
+	res := Supervise(context.Background(), Job{
+		Argv:    []string{"grep", "^SigIgn:", "/proc/self/status"},
+		Capture: 4096,
+		Grace:   time.Second,
+	}, sig, nil, false, nil)
+	os.Stdout.Write(res.Output)
+	return 0
+}
+
+// helperForeground runs, on the terminal it was given as stdin, a child that reads the
+// terminal; then it checks that the terminal came back to its own process group.
+func helperForeground() int {
+	sig := NotifySignals()
+	res := Supervise(context.Background(), Job{
+		Argv:  []string{"sh", "-c", `read x; echo "got $x"`},
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		Grace: time.Second, Foreground: true,
+	}, sig, nil, false, nil)
+	pg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
+	fmt.Printf("exit=%d restored=%v err=%v\n", res.ExitCode, pg == unix.Getpgrp(), err)
+	return 0
+}
+
+// testSignals returns Signals fed by the returned channel instead of real signals.
+func testSignals(t *testing.T) (*Signals, chan os.Signal) {
+	t.Helper()
+	c := make(chan os.Signal, 4)
+	s := newSignals(c)
+	t.Cleanup(func() { signal.Stop(s.chld) })
+	setSubreaper()
+	return s, c
+}
+
+// supervise runs Supervise with a watchdog, so that a hang fails the test instead of
+// stalling the suite.
+func supervise(t *testing.T, job Job, sig *Signals, loss <-chan LockLoss, cont bool, started func(int)) (Result, time.Duration) {
+	t.Helper()
+	if sig == nil {
+		sig, _ = testSignals(t)
+	}
+	type out struct {
+		r Result
+		d time.Duration
+	}
+	ch := make(chan out, 1)
+	go func() {
+		t0 := time.Now()
+		r := Supervise(context.Background(), job, sig, loss, cont, started)
+		ch <- out{r, time.Since(t0)}
+	}()
+	select {
+	case o := <-ch:
+		return o.r, o.d
+	case <-time.After(20 * time.Second):
+		t.Fatalf("Supervise did not return within 20s")
+	}
+	panic("unreachable")
+}
+
+func sh(script string, args ...string) []string {
+	return append([]string{"sh", "-c", script, "sh"}, args...)
+}
+
+func writeScript(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// waitFile polls until path exists.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s did not appear", path)
+}
+
+// procGone reports whether pid has no /proc entry at all (exited and reaped).
+func procGone(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return errors.Is(err, os.ErrNotExist)
+}
+
+// procDead reports whether pid is gone or a zombie.
+func procDead(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i > 0 && i+2 < len(b) && b[i+2] == 'Z'
+}
+
+func TestSuperviseExitCode(t *testing.T) {
+	for _, code := range []int{0, 1, 7, 255} {
+		res, _ := supervise(t, Job{Argv: sh("exit " + strconv.Itoa(code)), Grace: time.Second}, nil, nil, false, nil)
+		if !res.Started || res.Reason != ReasonExited || res.ExitCode != code || res.Signal != 0 {
+			t.Errorf("exit %d: got %+v", code, res)
+		}
+		if res.Output != nil {
+			t.Errorf("Capture 0 must give nil Output, got %q", res.Output)
+		}
+	}
+}
+
+func TestSuperviseNotFound(t *testing.T) {
+	for _, argv0 := range []string{"cronlock-no-such-command", "/nonexistent/dir/cmd"} {
+		res, _ := supervise(t, Job{Argv: []string{argv0}}, nil, nil, false, nil)
+		var se *StartError
+		if res.Started || !errors.As(res.StartErr, &se) || se.ExitCode() != 127 {
+			t.Fatalf("%s: got %+v", argv0, res)
+		}
+		t.Logf("%s: %v", argv0, se)
+	}
+	res, _ := supervise(t, Job{Argv: []string{"cronlock-no-such-command"}}, nil, nil, false, nil)
+	if got, want := res.StartErr.Error(), "cronlock-no-such-command: command not found"; got != want {
+		t.Errorf("message %q, want %q", got, want)
+	}
+	// PATH comes from the job's environment.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "myjob"), []byte("#!/bin/sh\nexit 4\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, _ = supervise(t, Job{Argv: []string{"myjob"}, Env: []string{"PATH=" + dir}}, nil, nil, false, nil)
+	if !res.Started || res.ExitCode != 4 {
+		t.Errorf("command from the job's PATH: got %+v", res)
+	}
+}
+
+func TestSuperviseNotExecutable(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain.sh")
+	if err := os.WriteFile(plain, []byte("#!/bin/sh\nexit 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badInterp := filepath.Join(dir, "badinterp.sh")
+	if err := os.WriteFile(badInterp, []byte("#!/nonexistent/interp\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		job  Job
+	}{
+		{"non-executable file", Job{Argv: []string{plain}}},
+		{"directory", Job{Argv: []string{dir}}},
+		{"non-executable in PATH", Job{Argv: []string{"plain.sh"}, Env: []string{"PATH=" + dir}}},
+		{"missing interpreter", Job{Argv: []string{badInterp}}},
+	}
+	for _, c := range cases {
+		res, _ := supervise(t, c.job, nil, nil, false, nil)
+		var se *StartError
+		if res.Started || !errors.As(res.StartErr, &se) || se.ExitCode() != 126 {
+			t.Errorf("%s: got %+v", c.name, res)
+			continue
+		}
+		t.Logf("%s: %v", c.name, se)
+	}
+}
+
+func TestSuperviseSignalDeath(t *testing.T) {
+	res, _ := supervise(t, Job{Argv: sh("kill -KILL $$"), Grace: time.Second}, nil, nil, false, nil)
+	if res.Reason != ReasonExited || res.Signal != syscall.SIGKILL || res.ExitCode != -1 {
+		t.Fatalf("got %+v", res)
+	}
+}
+
+var (
+	realSignalsOnce sync.Once
+	realSignals     *Signals
+)
+
+// TestSuperviseForwardTermToGrandchild sends a real SIGTERM to the test process, which
+// NotifySignals has taken over, and checks that a grandchild in the job's group got it.
+func TestSuperviseForwardTermToGrandchild(t *testing.T) {
+	realSignalsOnce.Do(func() { realSignals = NotifySignals() })
+	dir := t.TempDir()
+	mark, ready := filepath.Join(dir, "mark"), filepath.Join(dir, "ready")
+	inner := writeScript(t, "inner.sh", `trap 'echo got > "$MARK"; exit 0' TERM
+sleep 1000 &
+touch "$READY"
+wait
+`)
+	outer := writeScript(t, "outer.sh", `"$INNER" &
+wait
+`)
+	env := append(os.Environ(), "INNER="+inner, "MARK="+mark, "READY="+ready)
+	go func() {
+		waitFile(t, ready)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	}()
+	res, d := supervise(t, Job{Argv: []string{outer}, Env: env, Grace: 5 * time.Second}, realSignals, nil, false, nil)
+	if res.Reason != ReasonSignal || res.StopSignal != syscall.SIGTERM {
+		t.Fatalf("got %+v", res)
+	}
+	b, err := os.ReadFile(mark)
+	if err != nil || string(b) != "got\n" {
+		t.Fatalf("the grandchild did not get SIGTERM: %q %v", b, err)
+	}
+	if d > 4*time.Second {
+		t.Errorf("took %v: the group was not stopped by the forwarded SIGTERM", d)
+	}
+}
+
+func TestSuperviseIgnoredTermGetsKilled(t *testing.T) {
+	sig, c := testSignals(t)
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	go func() {
+		waitFile(t, ready)
+		c <- syscall.SIGTERM
+	}()
+	const grace = 300 * time.Millisecond
+	res, d := supervise(t, Job{Argv: sh(`trap "" TERM; touch "$1"; sleep 1000`, ready), Grace: grace}, sig, nil, false, nil)
+	if res.Reason != ReasonSignal || res.Signal != syscall.SIGKILL || res.StopSignal != syscall.SIGTERM {
+		t.Fatalf("got %+v", res)
+	}
+	if d < grace {
+		t.Errorf("SIGKILL came after %v, before the grace of %v", d, grace)
+	}
+}
+
+func TestSuperviseTimeout(t *testing.T) {
+	res, d := supervise(t, Job{Argv: sh("sleep 1000"), Timeout: 200 * time.Millisecond, Grace: time.Second}, nil, nil, false, nil)
+	if res.Reason != ReasonTimeout || res.Signal != syscall.SIGTERM {
+		t.Fatalf("got %+v", res)
+	}
+	if d < 200*time.Millisecond || d > 900*time.Millisecond {
+		t.Errorf("took %v", d)
+	}
+
+	// A child that exits 0 on SIGTERM is still a timeout.
+	res, _ = supervise(t, Job{Argv: sh(`trap 'exit 0' TERM; sleep 1000 & wait`), Timeout: 200 * time.Millisecond, Grace: time.Second}, nil, nil, false, nil)
+	if res.Reason != ReasonTimeout || res.ExitCode != 0 || res.Signal != 0 {
+		t.Fatalf("exit 0 during grace: got %+v", res)
+	}
+
+	// A child that ignores SIGTERM gets SIGKILL after the grace.
+	res, d = supervise(t, Job{Argv: sh(`trap "" TERM; sleep 1000`), Timeout: 100 * time.Millisecond, Grace: 200 * time.Millisecond}, nil, nil, false, nil)
+	if res.Reason != ReasonTimeout || res.Signal != syscall.SIGKILL || d < 300*time.Millisecond {
+		t.Fatalf("TERM ignored: got %+v after %v", res, d)
+	}
+}
+
+func TestSuperviseLockLoss(t *testing.T) {
+	loss := make(chan LockLoss, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		loss <- LockLoss{Grace: 200 * time.Millisecond, Err: ErrLockLost}
+	}()
+	res, d := supervise(t, Job{Argv: sh(`trap "" TERM; sleep 1000`), Grace: time.Hour}, nil, loss, false, nil)
+	if res.Reason != ReasonLockLost || res.Signal != syscall.SIGKILL || !errors.Is(res.LossErr, ErrLockLost) {
+		t.Fatalf("got %+v", res)
+	}
+	if d > 2*time.Second {
+		t.Errorf("the loss's grace (200ms) was not used instead of Job.Grace: took %v", d)
+	}
+
+	// --on-lock-lost continue: the child finishes with its own code.
+	loss = make(chan LockLoss, 1)
+	loss <- LockLoss{Grace: 10 * time.Millisecond, Err: ErrLockLost}
+	res, d = supervise(t, Job{Argv: sh("sleep 0.4; exit 3"), Grace: 10 * time.Millisecond}, nil, loss, true, nil)
+	if res.Reason != ReasonLockLost || res.ExitCode != 3 || res.Signal != 0 || d < 400*time.Millisecond {
+		t.Fatalf("continue: got %+v after %v", res, d)
+	}
+}
+
+func TestSuperviseLossChannelClosed(t *testing.T) {
+	loss := make(chan LockLoss)
+	close(loss)
+	res, _ := supervise(t, Job{Argv: sh("sleep 0.1; exit 2"), Grace: time.Second}, nil, loss, false, nil)
+	if res.Reason != ReasonExited || res.ExitCode != 2 {
+		t.Fatalf("a closed loss channel is not a loss: got %+v", res)
+	}
+}
+
+func TestSuperviseFirstEventDecides(t *testing.T) {
+	// Timeout first, then a forwarded stop signal: still a timeout.
+	sig, c := testSignals(t)
+	go func() {
+		time.Sleep(250 * time.Millisecond)
+		c <- syscall.SIGINT
+	}()
+	res, _ := supervise(t, Job{Argv: sh(`trap "" TERM INT; sleep 1000`), Timeout: 100 * time.Millisecond, Grace: 500 * time.Millisecond}, sig, nil, false, nil)
+	if res.Reason != ReasonTimeout {
+		t.Fatalf("got %+v", res)
+	}
+}
+
+func TestSuperviseUSR1Forwarded(t *testing.T) {
+	sig, c := testSignals(t)
+	ready := filepath.Join(t.TempDir(), "ready")
+	go func() {
+		waitFile(t, ready)
+		c <- syscall.SIGUSR1
+	}()
+	res, _ := supervise(t, Job{Argv: sh(`trap 'exit 5' USR1; touch "$1"; sleep 1000 & wait`, ready), Grace: time.Second}, sig, nil, false, nil)
+	if res.Reason != ReasonExited || res.ExitCode != 5 {
+		t.Fatalf("got %+v", res)
+	}
+}
+
+// TestSuperviseSetsidLeftover: a process that left the job's group and session is found
+// through the subreaper, stopped and reaped before Supervise returns.
+func TestSuperviseSetsidLeftover(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	script := `setsid sleep 1000 & p=$!
+# wait until it really is in its own session, so the group kill cannot reach it
+until [ "$(cut -d' ' -f6 /proc/$p/stat)" = "$p" ]; do sleep 0.01; done
+echo $p > "$1"`
+	res, d := supervise(t, Job{Argv: sh(script, pidFile), Grace: 300 * time.Millisecond}, nil, nil, false, nil)
+	if res.Reason != ReasonExited || res.ExitCode != 0 {
+		t.Fatalf("got %+v", res)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid <= 0 {
+		t.Fatalf("bad pid %q", b)
+	}
+	if !procGone(pid) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the setsid'd leftover %d outlived the run (or was not reaped)", pid)
+	}
+	if d > 3*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
+// TestSuperviseLeftoverInGroup: a background process of the job that ignores SIGTERM is
+// SIGKILLed after the grace, and the output relay does not wait for it.
+func TestSuperviseLeftoverInGroup(t *testing.T) {
+	dir := t.TempDir()
+	pidFile, ready := filepath.Join(dir, "pid"), filepath.Join(dir, "ready")
+	res, d := supervise(t, Job{
+		Argv: sh(`(trap "" TERM; touch "$2"; exec sleep 1000) & echo $! > "$1"
+while [ ! -e "$2" ]; do sleep 0.01; done; echo hi`, pidFile, ready),
+		Capture: 100, Grace: 200 * time.Millisecond,
+	}, nil, nil, false, nil)
+	if res.ExitCode != 0 || string(res.Output) != "hi\n" {
+		t.Fatalf("got %+v", res)
+	}
+	b, _ := os.ReadFile(pidFile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid <= 0 || !procGone(pid) {
+		t.Fatalf("leftover %q still there", b)
+	}
+	if d < 200*time.Millisecond {
+		t.Errorf("the leftover ignores SIGTERM, yet the run ended after %v, before the grace", d)
+	}
+}
+
+// TestOutputForeignHolderDoesNotHang: a process outside the job (here the test itself,
+// through /proc/PID/fd/1) holds the output pipe open; the run ends when the job is gone.
+func TestOutputForeignHolderDoesNotHang(t *testing.T) {
+	ready := filepath.Join(t.TempDir(), "ready")
+	var holder *os.File
+	defer func() {
+		if holder != nil {
+			holder.Close()
+		}
+	}()
+	holderErr := make(chan error, 1)
+	started := func(pid int) {
+		go func() {
+			waitFile(t, ready)
+			f, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/fd/1", os.O_WRONLY, 0)
+			if err == nil {
+				f.WriteString("from-holder\n")
+			}
+			holder = f
+			holderErr <- err
+		}()
+	}
+	res, d := supervise(t, Job{Argv: sh(`echo hi; touch "$1"; sleep 0.3`, ready), Capture: 100, Grace: time.Second}, nil, nil, false, started)
+	if err := <-holderErr; err != nil {
+		t.Fatalf("open the child's stdout: %v", err)
+	}
+	if res.ExitCode != 0 || string(res.Output) != "hi\nfrom-holder\n" {
+		t.Fatalf("got %+v", res)
+	}
+	if d > 3*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
+// TestOutputTailBounded: 50 MB of output, a tail of exactly the last Capture bytes, all of
+// it relayed, and memory that does not grow with the output.
+func TestOutputTailBounded(t *testing.T) {
+	const total, capture = 50_000_000, 65537
+	const pattern = "0123456789\n"
+	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	var before, after runtimeMem
+	before.read()
+	res, d := supervise(t, Job{
+		Argv:   sh(`yes 0123456789 | head -c ` + strconv.Itoa(total)),
+		Stdout: out, Stderr: os.Stderr,
+		Capture: capture, Grace: time.Second,
+	}, nil, nil, false, nil)
+	after.read()
+	if res.ExitCode != 0 {
+		t.Fatalf("got %+v", res)
+	}
+	want := make([]byte, capture)
+	for i := range want {
+		want[i] = pattern[(total-capture+i)%len(pattern)]
+	}
+	if !bytes.Equal(res.Output, want) {
+		t.Fatalf("tail of %d bytes differs from the last %d bytes of the output", len(res.Output), capture)
+	}
+	fi, _ := out.Stat()
+	if fi.Size() != total {
+		t.Fatalf("relayed %d bytes, want %d", fi.Size(), total)
+	}
+	if grew := after.total - before.total; grew > 8<<20 {
+		t.Errorf("allocated %d bytes while relaying %d", grew, total)
+	}
+	t.Logf("50 MB relayed in %v", d)
+}
+
+type runtimeMem struct{ total uint64 }
+
+func (m *runtimeMem) read() {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	m.total = ms.TotalAlloc
+}
+
+// TestOutputCombinedOrder: when cronlock's stdout and stderr are the same file, the child
+// gets one pipe for both, so the interleaving is exact.
+func TestOutputCombinedOrder(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	script := `readlink /proc/$$/fd/1 /proc/$$/fd/2
+i=0; while [ $i -lt 300 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done`
+	res, _ := supervise(t, Job{Argv: sh(script), Stdout: f, Stderr: f, Capture: 1 << 20, Grace: time.Second}, nil, nil, false, nil)
+	var want strings.Builder
+	for i := 0; i < 300; i++ {
+		fmt.Fprintf(&want, "out%d\nerr%d\n", i, i)
+	}
+	lines := strings.SplitN(string(res.Output), "\n", 3)
+	if len(lines) < 3 || lines[0] != lines[1] || !strings.HasPrefix(lines[0], "pipe:") {
+		t.Fatalf("stdout and stderr are not one pipe: %q", lines[:min(2, len(lines))])
+	}
+	if lines[2] != want.String() {
+		t.Fatalf("order not kept in the tail")
+	}
+	logged, _ := os.ReadFile(f.Name())
+	if !bytes.Equal(logged, res.Output) {
+		t.Fatalf("relayed output differs from the tail")
+	}
+
+	// Different files: two pipes, and both streams still reach their file and the tail.
+	g, err := os.Create(filepath.Join(t.TempDir(), "err"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	f2, _ := os.Create(filepath.Join(t.TempDir(), "out"))
+	defer f2.Close()
+	res, _ = supervise(t, Job{Argv: sh(`echo o; echo e >&2`), Stdout: f2, Stderr: g, Capture: 100, Grace: time.Second}, nil, nil, false, nil)
+	o, _ := os.ReadFile(f2.Name())
+	e, _ := os.ReadFile(g.Name())
+	if string(o) != "o\n" || string(e) != "e\n" || len(res.Output) != 4 {
+		t.Fatalf("separate files: out %q err %q tail %q", o, e, res.Output)
+	}
+}
+
+// TestOutputEPIPE: cronlock's own stdout is a pipe nobody reads; the run goes on and
+// ends with the child's code, and the tail is kept.
+func TestOutputEPIPE(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), helperEnv+"=epipe")
+	cmd.Stdout = w
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	w.Close()
+	if err != nil {
+		t.Fatalf("supervising process failed: %v; stderr: %s", err, stderr.String())
+	}
+	s := stderr.String()
+	if !strings.Contains(s, "exit=3 reason=exited") || !strings.Contains(s, "line2999") || !strings.Contains(s, "broken pipe") {
+		t.Fatalf("stderr: %s", s)
+	}
+}
+
+// TestSuperviseIgnoredSignalsStayIgnored: started like `nohup`, with SIGHUP ignored, the
+// child inherits SIG_IGN for SIGHUP (and only that).
+func TestSuperviseIgnoredSignalsStayIgnored(t *testing.T) {
+	cmd := exec.Command("sh", "-c", `trap "" HUP; exec "$0"`, os.Args[0])
+	cmd.Env = append(os.Environ(), helperEnv+"=sigign")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 2 {
+		t.Fatalf("output %q", out)
+	}
+	mask, err := strconv.ParseUint(f[1], 16, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bit := func(s syscall.Signal) bool { return mask&(1<<(uint(s)-1)) != 0 }
+	if !bit(syscall.SIGHUP) {
+		t.Errorf("SIGHUP not ignored in the child: SigIgn %s", f[1])
+	}
+	if bit(syscall.SIGTERM) || bit(syscall.SIGINT) || bit(syscall.SIGPIPE) {
+		t.Errorf("the child ignores signals cronlock only caught: SigIgn %s", f[1])
+	}
+}
+
+// TestGuardKillsGroupWhenSupervisorDies: SIGKILL the supervising process; the guard kills
+// both sleeps of `sh -c 'sleep 1000 | sleep 1000'`, which a parent-death signal would miss.
+func TestGuardKillsGroupWhenSupervisorDies(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), helperEnv+"=guard")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("read pgid: %v", err)
+	}
+	pgid, _ := strconv.Atoi(strings.TrimSpace(line))
+	var sleeps []int
+	for deadline := time.Now().Add(5 * time.Second); len(sleeps) < 2 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		sleeps = groupMembers(pgid, "sleep")
+	}
+	if len(sleeps) < 2 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("pipeline of group %d not seen: %v", pgid, sleeps)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	defer func() {
+		for _, p := range sleeps {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		reapAbandoned()
+	}()
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if procDead(sleeps[0]) && procDead(sleeps[1]) {
+			return
+		}
+	}
+	t.Fatalf("sleeps %v outlived the SIGKILLed supervisor", sleeps)
+}
+
+// reapAbandoned reaps orphans (the test process is a subreaper) so they do not linger as
+// zombies of the test binary.
+func reapAbandoned() {
+	time.Sleep(50 * time.Millisecond)
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if pid <= 0 || err != nil {
+			return
+		}
+	}
+}
+
+// groupMembers lists the live processes of process group pgid whose command is comm.
+func groupMembers(pgid int, comm string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		j := bytes.IndexByte(b, '(')
+		if i < 0 || j < 0 || string(b[j+1:i]) != comm {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 2 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// TestGuardDoneAndDeath: "done" dismisses the guard without killing; losing cronlock (the
+// pipe's writer) makes it kill the armed group.
+func TestGuardDoneAndDeath(t *testing.T) {
+	start := func() *exec.Cmd {
+		c := exec.Command("sleep", "1000")
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	victim := start()
+	defer func() { victim.Process.Kill(); victim.Wait() }()
+	g, err := StartGuard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Arm(victim.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	g.Done()
+	g.Done() // idempotent
+	time.Sleep(50 * time.Millisecond)
+	if err := syscall.Kill(victim.Process.Pid, 0); err != nil {
+		t.Fatalf("Done killed the group: %v", err)
+	}
+
+	g2, err := StartGuard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g2.Arm(victim.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	g2.w.Close() // what cronlock's death looks like to the guard
+	werr := make(chan error, 1)
+	go func() { werr <- victim.Wait() }()
+	select {
+	case err := <-werr:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("victim ended with %v, want SIGKILL", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the guard did not kill the group")
+	}
+	var ws unix.WaitStatus
+	_, _ = unix.Wait4(g2.pid, &ws, 0, nil)
+}
+
+// TestSuperviseForeground: on a terminal, a child that reads it must not stop on SIGTTIN,
+// and cronlock's group gets the terminal back afterwards.
+func TestSuperviseForeground(t *testing.T) {
+	master, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	m := os.NewFile(uintptr(master), "ptmx")
+	defer m.Close()
+	if err := unix.IoctlSetPointerInt(master, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(master, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), helperEnv+"=foreground")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, pts, pts
+	// A new session with the pty as its controlling terminal, the helper's group in front.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pts.Close()
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+
+	var out bytes.Buffer
+	buf := make([]byte, 4096)
+	wrote := false
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "restored=") && time.Now().Before(deadline) {
+		if !wrote {
+			// The child is reading by now or soon; the tty queues the line for it.
+			time.Sleep(100 * time.Millisecond)
+			m.Write([]byte("hello\n"))
+			wrote = true
+		}
+		m.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		k, _ := m.Read(buf)
+		out.Write(buf[:k])
+	}
+	s := out.String()
+	if !strings.Contains(s, "got hello") || !strings.Contains(s, "exit=0 restored=true") {
+		t.Fatalf("terminal shows %q", s)
+	}
+}

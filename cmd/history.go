@@ -1,0 +1,264 @@
+package cmd
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/fatih/color"
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"cronlock/history"
+)
+
+// historyOptions are the settings of `cronlock history`.
+type historyOptions struct {
+	Path     string // the history file, resolved (historyPath)
+	ThisNode string // this machine's node name: Reap marks its dead runs abandoned
+
+	Key, Status, Node string // filters; "" = any
+	Limit             int    // newest N rows; 0 = all
+
+	JSON  bool           // one JSON object per line (SPEC §6)
+	UTC   bool           // table times in UTC instead of local time
+	Color bool           // colour statuses (only for a terminal without NO_COLOR)
+	Loc   *time.Location // local zone of the table; nil = time.Local
+
+	Stdout, Stderr io.Writer
+}
+
+// historyTwins maps history's flags to their environment/config names. --node is a
+// filter here, not this machine's name, so CRONLOCK_NODE is not its twin.
+var historyTwins = map[string]string{"history": "CRONLOCK_HISTORY"}
+
+func newHistoryCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := &historyOptions{Limit: 20, Stdout: stdout, Stderr: stderr}
+	var flagPath string
+	c := &cobra.Command{
+		Use:   "history [flags]",
+		Short: "List recorded runs, newest first",
+		Long: `List recorded runs, newest first. Runs whose cronlock died are marked abandoned first.
+
+The table shows local times with their zone (--utc for UTC); --json prints one JSON object
+per line with id, key, node, pid, command, status, exit_code, signal, started_at,
+finished_at (RFC 3339, UTC), duration_ms, error, holder, fencing_token and backend.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			s, err := loadSettings()
+			if err != nil {
+				return exitf(ExitUsage, "%v", err)
+			}
+			if err := s.apply(c.Flags(), historyTwins); err != nil {
+				return &usageError{err}
+			}
+			if o.Limit < 0 {
+				return &usageError{fmt.Errorf("--limit must be 0 (all) or more, not %d", o.Limit)}
+			}
+			if o.Status != "" && !history.ValidStatus(o.Status) {
+				return &usageError{fmt.Errorf("--status %q is not one of %s", o.Status, strings.Join(history.Statuses, ", "))}
+			}
+			if flagPath == "off" {
+				fmt.Fprintln(stderr, "cronlock: the history is off (--history or CRONLOCK_HISTORY is \"off\")")
+				return nil
+			}
+			if o.Path, err = historyPath(flagPath); err != nil {
+				return exitf(ExitUsage, "%v", err)
+			}
+			o.ThisNode = s.vals["CRONLOCK_NODE"]
+			if o.ThisNode == "" {
+				o.ThisNode, _ = os.Hostname()
+			}
+			o.Color = wantColor(stdout)
+			return historyRun(o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&flagPath, "history", "", "SQLite history file (env CRONLOCK_HISTORY; default per user)")
+	f.StringVarP(&o.Key, "key", "k", "", "only runs of this key")
+	f.IntVarP(&o.Limit, "limit", "n", o.Limit, "newest N runs; 0 = all")
+	f.StringVar(&o.Status, "status", "", "only runs with this status ("+strings.Join(history.Statuses, ", ")+")")
+	f.StringVar(&o.Node, "node", "", "only runs of this node")
+	f.BoolVar(&o.JSON, "json", false, "one JSON object per line")
+	f.BoolVar(&o.UTC, "utc", false, "show times in UTC")
+	return c
+}
+
+// wantColor: colours only on a terminal, and never with NO_COLOR (https://no-color.org:
+// set and not empty).
+func wantColor(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	return isatty.IsTerminal(f.Fd())
+}
+
+// historyRun lists the runs of o.Path as o asks.
+func historyRun(o *historyOptions) error {
+	if _, err := os.Stat(o.Path); errors.Is(err, fs.ErrNotExist) {
+		return noRuns(o, "no runs recorded yet in "+escape(o.Path))
+	}
+	s, err := history.Open(o.Path)
+	if err != nil {
+		return exitf(ExitUsage, "%v", err)
+	}
+	defer s.Close()
+	if o.ThisNode != "" {
+		if _, err := s.Reap(o.ThisNode); err != nil {
+			// The list is still worth showing; it may only show dead runs as running.
+			fmt.Fprintf(o.Stderr, "cronlock: warning: could not look for abandoned runs: %v\n", err)
+		}
+	}
+	runs, err := s.List(history.Filter{Key: o.Key, Status: o.Status, Node: o.Node, Limit: o.Limit})
+	if err != nil {
+		return exitf(ExitUsage, "%v", err)
+	}
+	if len(runs) == 0 {
+		if o.Key == "" && o.Status == "" && o.Node == "" {
+			return noRuns(o, "no runs recorded yet in "+escape(o.Path))
+		}
+		return noRuns(o, "no runs match")
+	}
+	if o.JSON {
+		return writeHistoryJSON(o.Stdout, runs)
+	}
+	return writeHistoryTable(o, runs)
+}
+
+// noRuns says there is nothing to list: on stdout for people, on stderr with --json so
+// that the output stays valid JSON lines (none).
+func noRuns(o *historyOptions, msg string) error {
+	if o.JSON {
+		fmt.Fprintln(o.Stderr, "cronlock: "+msg)
+		return nil
+	}
+	_, err := fmt.Fprintln(o.Stdout, msg)
+	return err
+}
+
+func writeHistoryJSON(w io.Writer, runs []history.Run) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, r := range runs {
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// statusColors: failures red, skips yellow, live runs cyan.
+var statusColors = map[string]color.Attribute{
+	history.StatusSucceeded:   color.FgGreen,
+	history.StatusFailed:      color.FgRed,
+	history.StatusTimeout:     color.FgRed,
+	history.StatusLockLost:    color.FgRed,
+	history.StatusError:       color.FgRed,
+	history.StatusAbandoned:   color.FgRed,
+	history.StatusInterrupted: color.FgMagenta,
+	history.StatusSkipped:     color.FgYellow,
+	history.StatusRunning:     color.FgCyan,
+}
+
+// writeHistoryTable prints runs for people. Every string that comes from a job or a
+// machine is escaped, so that a job cannot drive the reader's terminal. Columns are
+// padded by hand because colour codes would confuse text/tabwriter's widths.
+func writeHistoryTable(o *historyOptions, runs []history.Run) error {
+	loc := o.Loc
+	if loc == nil {
+		loc = time.Local
+	}
+	if o.UTC {
+		loc = time.UTC
+	}
+	header := []string{"STARTED", "KEY", "NODE", "STATUS", "EXIT", "DURATION", "COMMAND", "NOTE"}
+	const statusCol = 3
+	rows := [][]string{header}
+	for _, r := range runs {
+		exit := "-"
+		switch {
+		case r.ExitCode != nil:
+			exit = strconv.Itoa(*r.ExitCode)
+		case r.Signal != "":
+			exit = r.Signal
+		}
+		note := r.Error
+		if r.Status == history.StatusSkipped && r.Holder != "" {
+			note = "held by " + r.Holder
+		}
+		rows = append(rows, []string{
+			r.StartedAt.In(loc).Format("2006-01-02 15:04:05 MST"),
+			escape(r.Key), escape(r.Node), escape(r.Status), escape(exit),
+			formatDuration(r), formatCommand(r.Command), escape(note),
+		})
+	}
+	widths := make([]int, len(header))
+	for _, row := range rows {
+		for i, cell := range row {
+			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
+		}
+	}
+	var b, line strings.Builder
+	for n, row := range rows {
+		for i, cell := range row {
+			last := i == len(row)-1
+			pad := ""
+			if !last {
+				pad = strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell)+2)
+			}
+			if i == statusCol && n > 0 && o.Color {
+				if attr, ok := statusColors[runs[n-1].Status]; ok {
+					c := color.New(attr)
+					c.EnableColor() // o.Color already decided; the package default looks at os.Stdout
+					cell = c.Sprint(cell)
+				}
+			}
+			line.WriteString(cell)
+			line.WriteString(pad)
+		}
+		// No trailing blanks when the last columns are empty.
+		b.WriteString(strings.TrimRight(line.String(), " "))
+		b.WriteString("\n")
+		line.Reset()
+	}
+	_, err := io.WriteString(o.Stdout, b.String())
+	return err
+}
+
+// formatDuration: "850ms", "12.3s", "4m5s"; "-" while the end is unknown.
+func formatDuration(r history.Run) string {
+	if r.FinishedAt.IsZero() {
+		return "-"
+	}
+	d := r.Duration()
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// formatCommand shows argv the way a shell user reads it: plain words as they are,
+// anything empty, spaced, quoted or non-printable in Go quotes (which also escape
+// control bytes and invalid UTF-8).
+func formatCommand(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`;&|<>()*?[]#~") || escape(a) != a {
+			parts[i] = strconv.Quote(a)
+		} else {
+			parts[i] = a
+		}
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,186 @@
+package history
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// abandonedError is the error text of a row Reap marks abandoned.
+const abandonedError = "cronlock ended without recording how the run ended (killed, crashed, or the machine stopped)"
+
+// lockRun creates and flocks the per-run file <history>-runs/<id>.lock. The kernel drops
+// the flock when the process dies, however it dies, so a free lock on a running row
+// means a dead run even when its pid now belongs to another process. The file is
+// close-on-exec so that the job (which may outlive cronlock) never holds it.
+//
+// It is created and locked under a temporary name and then renamed into place, so that a
+// "*.lock" file is never seen unlocked while its run is alive (sweep would take it for
+// debris).
+func (s *Store) lockRun(id string) (*os.File, error) {
+	if err := os.MkdirAll(s.runsDir, 0o700); err != nil {
+		return nil, fmt.Errorf("history: create %s: %w; fix its permissions or set CRONLOCK_HISTORY (or --history) to a writable place", s.runsDir, unwrapPath(err))
+	}
+	name := filepath.Join(s.runsDir, id+".lock")
+	tmp := filepath.Join(s.runsDir, "."+id+".tmp")
+	fd, err := unix.Open(tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("history: create run lock %s: %w", tmp, err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("history: lock %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("history: create run lock %s: %w", name, unwrapPath(err))
+	}
+	return f, nil
+}
+
+// unlockRun removes a per-run file while still holding its lock, then drops the lock.
+func unlockRun(f *os.File) {
+	os.Remove(f.Name())
+	f.Close()
+}
+
+// tryLock opens name and tries to take its lock. It returns (nil, false, nil) when the
+// file is missing, (nil, true, nil) when a live process holds it, and the locked file
+// when its owner is gone.
+func tryLock(name string) (*os.File, bool, error) {
+	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if errors.Is(err, syscall.ENOENT) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("history: open %s: %w", name, err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, true, nil
+		}
+		return nil, false, fmt.Errorf("history: lock %s: %w", name, err)
+	}
+	return f, false, nil
+}
+
+// Reap marks as abandoned every running row of node (of every node when node is empty)
+// whose per-run lock is free or missing: its cronlock died without finishing the row.
+// It removes the stale lock files, also those left without a running row by a crash
+// at the wrong moment, and returns how many rows it marked. Rows of live runs, and of
+// runs this Store started, are left alone.
+func (s *Store) Reap(node string) (int, error) {
+	q := `SELECT id FROM runs WHERE status = 'running'`
+	var args []any
+	if node != "" {
+		q += ` AND node = ?`
+		args = append(args, node)
+	}
+	rows, err := s.db.Query(q, args...)
+	if err != nil {
+		return 0, describe(s.path, fmt.Errorf("find running runs: %w", err))
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, describe(s.path, err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, describe(s.path, err)
+	}
+
+	marked := 0
+	for _, id := range ids {
+		if s.holds(id) {
+			continue
+		}
+		name := filepath.Join(s.runsDir, id+".lock")
+		f, alive, err := tryLock(name)
+		if err != nil {
+			return marked, err
+		}
+		if alive {
+			continue
+		}
+		// Conditional on still running: a run that finished after our SELECT removed its
+		// file only after committing its real status, which this leaves alone.
+		res, err := s.db.Exec(`UPDATE runs SET status = 'abandoned',
+			error = CASE WHEN error = '' THEN ? ELSE error END
+			WHERE id = ? AND status = 'running'`, abandonedError, id)
+		if err != nil {
+			if f != nil {
+				f.Close()
+			}
+			return marked, describe(s.path, fmt.Errorf("mark run %s abandoned: %w", id, err))
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			marked++
+		}
+		if f != nil {
+			unlockRun(f)
+		}
+	}
+	return marked, s.sweep()
+}
+
+// sweep removes per-run files that are not locked and whose row is not running: debris of
+// a crash between taking the lock and writing the row, or between finishing the row and
+// removing the file.
+func (s *Store) sweep() error {
+	entries, err := os.ReadDir(s.runsDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("history: read %s: %w", s.runsDir, err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			// A crash between creating and renaming; young ones may be a Start at work.
+			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > time.Hour {
+				os.Remove(filepath.Join(s.runsDir, e.Name()))
+			}
+			continue
+		}
+		id, ok := strings.CutSuffix(e.Name(), ".lock")
+		if !ok || s.holds(id) {
+			continue
+		}
+		f, alive, err := tryLock(filepath.Join(s.runsDir, e.Name()))
+		if err != nil || alive || f == nil {
+			continue
+		}
+		var running bool
+		err = s.db.QueryRow(`SELECT status = 'running' FROM runs WHERE id = ?`, id).Scan(&running)
+		if err == nil && running {
+			f.Close() // a row of another node: Reap(thatNode) decides
+			continue
+		}
+		unlockRun(f)
+	}
+	return nil
+}
+
+func (s *Store) holds(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.locks[id]
+	return ok
+}

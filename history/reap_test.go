@@ -1,0 +1,212 @@
+package history
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// startHolder starts a helper process that Starts a run in path and keeps it running.
+func startHolder(t *testing.T, path, node string) (id string, kill func(), stop func()) {
+	t.Helper()
+	cmd := helperCmd(t, "hold", "HELPER_PATH="+path, "HELPER_NODE="+node)
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	id = waitLine(t, bufio.NewReader(out))
+	return id, func() { cmd.Process.Signal(syscall.SIGKILL); cmd.Wait() },
+		func() { stdin.Close(); cmd.Wait() }
+}
+
+func status(t *testing.T, s *Store, id string) Run {
+	t.Helper()
+	r, err := s.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestReapAbandoned(t *testing.T) {
+	s, path := openTemp(t)
+
+	deadID, kill, _ := startHolder(t, path, "n1")
+	liveID, _, _ := startHolder(t, path, "n1")
+	otherNodeDead, killOther, _ := startHolder(t, path, "n2")
+	kill()
+	killOther()
+	// The dead run's pid is now reused by a live process (this one): Reap must not care.
+	if _, err := s.db.Exec(`UPDATE runs SET pid = ? WHERE id = ?`, os.Getpid(), deadID); err != nil {
+		t.Fatal(err)
+	}
+	// A run of this very Store is alive too.
+	own := &Run{Key: "own", Node: "n1"}
+	if err := s.Start(own); err != nil {
+		t.Fatal(err)
+	}
+	// A running row whose lock file vanished (a crash before it existed, a cleaner…).
+	missing := &Run{ID: "0190a7b2-0000-7000-8000-00000000abcd", Key: "m", Node: "n1"}
+	if err := s.Insert(&Run{ID: missing.ID, Key: "m", Node: "n1", Status: StatusSucceeded}); err != nil {
+		t.Fatal(err)
+	}
+	s.db.Exec(`UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?`, missing.ID)
+	// Debris: a free lock file without a running row.
+	debris := filepath.Join(s.runsDir, "0190a7b2-0000-7000-8000-00000000dead.lock")
+	os.WriteFile(debris, nil, 0o600)
+
+	n, err := s.Reap("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Errorf("Reap marked %d rows, want 2", n)
+	}
+	for _, c := range []struct {
+		id, want string
+	}{
+		{deadID, StatusAbandoned},
+		{missing.ID, StatusAbandoned},
+		{liveID, StatusRunning},
+		{own.ID, StatusRunning},
+		{otherNodeDead, StatusRunning}, // another node's rows are that node's business
+	} {
+		r := status(t, s, c.id)
+		if r.Status != c.want {
+			t.Errorf("run %s: status %s, want %s", c.id, r.Status, c.want)
+		}
+		if c.want == StatusAbandoned && (r.Error == "" || !r.FinishedAt.IsZero()) {
+			t.Errorf("abandoned run %s: error %q, finished %v; want an explanation and no end time", c.id, r.Error, r.FinishedAt)
+		}
+	}
+	for _, c := range []struct {
+		id     string
+		exists bool
+	}{{deadID, false}, {liveID, true}, {own.ID, true}, {otherNodeDead, true}} {
+		_, err := os.Stat(filepath.Join(s.runsDir, c.id+".lock"))
+		if (err == nil) != c.exists {
+			t.Errorf("lock file of %s: exists=%v, want %v", c.id, err == nil, c.exists)
+		}
+	}
+	if _, err := os.Stat(debris); err == nil {
+		t.Error("debris lock file not removed")
+	}
+
+	// Reaping again finds nothing new; the node-less Reap takes the other node's dead run.
+	if n, _ := s.Reap("n1"); n != 0 {
+		t.Errorf("second Reap marked %d", n)
+	}
+	if n, _ := s.Reap(""); n != 1 || status(t, s, otherNodeDead).Status != StatusAbandoned {
+		t.Errorf("Reap(\"\") marked %d; other node's dead run is %s", n, status(t, s, otherNodeDead).Status)
+	}
+
+	// A run that a mistaken Reap marked still gets its real result from Finish.
+	own.Status, own.ExitCode = StatusSucceeded, intp(0)
+	if err := s.Finish(own); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(t, s, own.ID).Status; got != StatusSucceeded {
+		t.Errorf("own run after Finish: %s", got)
+	}
+}
+
+// TestReapRace: runs finishing while Reap works are never marked abandoned.
+func TestReapRace(t *testing.T) {
+	s, path := openTemp(t)
+	s2, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 300; i++ {
+			r := &Run{Key: "race", Node: "n"}
+			if err := s2.Start(r); err != nil {
+				t.Error(err)
+				return
+			}
+			r.Status = StatusSucceeded
+			if err := s2.Finish(r); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			if n := countRuns(t, path, "WHERE status = 'abandoned'"); n != 0 {
+				t.Fatalf("%d live runs marked abandoned", n)
+			}
+			return
+		default:
+		}
+		if _, err := s.Reap("n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// otherUserOpen runs a helper as the user nobody (the tests run as root here, for whom
+// permission bits do not apply): DefaultPath must come from nobody's password entry, and
+// opening path (in a folder nobody cannot write) must fail clearly.
+func otherUserOpen(t *testing.T, path string) {
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("no user nobody:", err)
+	}
+	// nobody must be able to reach the test binary and the folder.
+	exe, _ := os.Executable()
+	bindir := t.TempDir()
+	for _, d := range []string{bindir, filepath.Dir(bindir)} {
+		os.Chmod(d, 0o755)
+	}
+	for d := filepath.Dir(path); d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o005 == 0 {
+			os.Chmod(d, fi.Mode().Perm()|0o005)
+		}
+	}
+	copyExe := filepath.Join(bindir, "history.test")
+	in, _ := os.Open(exe)
+	outf, _ := os.OpenFile(copyExe, os.O_CREATE|os.O_WRONLY, 0o755)
+	io.Copy(outf, in)
+	in.Close()
+	outf.Close()
+
+	cmd := helperCmd(t, "other-user", "HELPER_PATH="+path, "HOME=/root")
+	cmd.Path = copyExe
+	cmd.Args[0] = copyExe
+	var uid, gid uint32
+	var u64 uint64
+	for _, c := range nobody.Uid {
+		u64 = u64*10 + uint64(c-'0')
+	}
+	uid = uint32(u64)
+	u64 = 0
+	for _, c := range nobody.Gid {
+		u64 = u64*10 + uint64(c-'0')
+	}
+	gid = uint32(u64)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helper as nobody: %v", err)
+	}
+	got := string(out)
+	wantDefault := "default=" + filepath.Join(nobody.HomeDir, ".local/state/cronlock/history.db") + " err=<nil>"
+	if !strings.Contains(got, wantDefault) {
+		t.Errorf("nobody's DefaultPath: %q, want %q (from the password database, not $HOME=/root)", got, wantDefault)
+	}
+	if !strings.Contains(got, "permission denied") || !strings.Contains(got, "CRONLOCK_HISTORY") || !strings.Contains(got, path) {
+		t.Errorf("open in an unwritable folder as nobody: %q", got)
+	}
+}

@@ -46,10 +46,6 @@ var _ Locker = (*LocalLocker)(nil)
 
 // Timing of the local backend. Variables rather than constants so tests can shorten them.
 var (
-	// localProbeGrace is how long an Acquire with Wait 0 keeps retrying a lock that looks
-	// held. Inspect and List test a lock by taking it shared for a few microseconds; without
-	// this grace a concurrent `cronlock status` could make a run skip.
-	localProbeGrace = 2 * time.Millisecond
 	// localWaitPoll bounds how long a waiting Acquire sleeps between attempts. Waiters are
 	// woken at once by inotify when the holder closes the file; the poll is the fallback
 	// for file systems and holders inotify cannot see, and for a file replaced meanwhile.
@@ -350,8 +346,7 @@ func tryFlock(fd int) (bool, error) {
 	}
 }
 
-// Acquire takes req.Key. With req.Wait 0 it tries once (plus a grace of about 2ms, see
-// localProbeGrace); otherwise it waits up to req.Wait, woken by inotify within a
+// Acquire takes req.Key. With req.Wait 0 it tries once; otherwise it waits up to req.Wait, woken by inotify within a
 // millisecond or so of the holder closing the file. It returns *HeldError (with the holder
 // read from the lock file, nil when unreadable) when the lock stays held, ctx.Err() when
 // ctx ends first, and other errors when the lock file cannot be used.
@@ -364,9 +359,6 @@ func (l *LocalLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 	}
 	path := l.LockPath(req.Key)
 	deadline := time.Now().Add(req.Wait)
-	if req.Wait <= 0 {
-		deadline = time.Now().Add(localProbeGrace)
-	}
 
 	// The inotify waiter is made on the first failed attempt, so that an uncontended
 	// Acquire costs no inotify set-up. It is nil (plain polling) with Wait 0, and when
@@ -500,10 +492,9 @@ func (l *LocalLocker) Inspect(ctx context.Context, key string) (*Holder, error) 
 	return l.inspectPath(l.LockPath(key))
 }
 
-// inspectPath tests the lock on path with a shared flock on a descriptor of its own:
-// flock belongs to the open file description, so this conflicts with any exclusive holder,
-// including one in this very process. The shared lock is dropped at once (see
-// localProbeGrace for why Acquire tolerates it).
+// inspectPath tells whether someone holds the lock on path, from the kernel's table of
+// file locks (/proc/locks). It takes no lock itself, so a `cronlock status` can never make
+// a concurrent run see the lock as held.
 func (l *LocalLocker) inspectPath(path string) (*Holder, error) {
 	fd, err := l.openLockFile(path, false)
 	if err != nil {
@@ -513,24 +504,36 @@ func (l *LocalLocker) inspectPath(path string) (*Holder, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	for {
-		err = unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
-		if !errors.Is(err, unix.EINTR) {
-			break
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("stat %s: %w", path, err)
+	}
+	held, err := flockHeld(st.Dev, st.Ino)
+	if err != nil || !held {
+		return nil, err
+	}
+	if h := heldRecordHolder(fd); h != nil {
+		return h, nil
+	}
+	return &Holder{}, nil
+}
+
+// flockHeld reports whether /proc/locks lists an exclusive flock on the file dev/ino.
+// Its lines look like "1: FLOCK  ADVISORY  WRITE 20609 fe:00:9977937 0 EOF", with the
+// device as hex major:minor; lines of blocked waiters ("1: -> FLOCK …") are not holders.
+func flockHeld(dev, ino uint64) (bool, error) {
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return false, fmt.Errorf("read the kernel's lock table: %w", err)
+	}
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(dev), unix.Minor(dev), ino)
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 6 && f[1] == "FLOCK" && f[3] == "WRITE" && f[5] == want {
+			return true, nil
 		}
 	}
-	switch {
-	case err == nil:
-		unix.Flock(fd, unix.LOCK_UN)
-		return nil, nil
-	case errors.Is(err, unix.EWOULDBLOCK):
-		if h := heldRecordHolder(fd); h != nil {
-			return h, nil
-		}
-		return &Holder{}, nil
-	default:
-		return nil, fmt.Errorf("flock %s: %w", path, err)
-	}
+	return false, nil
 }
 
 // List returns every lock of the folder held right now, by key. Files cronlock did not

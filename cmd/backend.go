@@ -1,0 +1,134 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"cronlock/lockrun"
+)
+
+// backendOptions are the settings that choose and reach a lock backend; run, status and
+// unlock share them.
+type backendOptions struct {
+	Backend      string // auto, redis, local
+	RedisURL     string
+	PasswordFile string
+	RedisTimeout time.Duration
+	Prefix       string
+	LockDir      string
+
+	urlFromFlag bool // the URL came from --redis, where ps shows it
+}
+
+// backendTwins maps each backend flag to its environment/config name.
+var backendTwins = map[string]string{
+	"backend":             "CRONLOCK_BACKEND",
+	"redis":               "CRONLOCK_REDIS_URL",
+	"redis-password-file": "CRONLOCK_REDIS_PASSWORD_FILE",
+	"redis-timeout":       "CRONLOCK_REDIS_TIMEOUT",
+	"prefix":              "CRONLOCK_PREFIX",
+	"lock-dir":            "CRONLOCK_LOCK_DIR",
+}
+
+func (o *backendOptions) addFlags(fs *pflag.FlagSet) {
+	o.RedisTimeout = 2 * time.Second
+	fs.StringVar(&o.Backend, "backend", "auto", "lock backend: redis, local, or auto (redis when a Redis URL is set) (env CRONLOCK_BACKEND)")
+	fs.StringVar(&o.RedisURL, "redis", "", "Redis URL: redis://[user:pass@]host:port/db, rediss://…, unix:///path (env CRONLOCK_REDIS_URL)")
+	fs.StringVar(&o.PasswordFile, "redis-password-file", "", "read the Redis password from this file (env CRONLOCK_REDIS_PASSWORD_FILE)")
+	fs.Var(durationValue{d: &o.RedisTimeout, positive: true}, "redis-timeout", "deadline of one Redis operation (env CRONLOCK_REDIS_TIMEOUT)")
+	fs.StringVar(&o.Prefix, "prefix", "cronlock:", "namespace of every Redis key cronlock writes (env CRONLOCK_PREFIX)")
+	fs.StringVar(&o.LockDir, "lock-dir", "", "folder of the local backend's lock files (env CRONLOCK_LOCK_DIR; default /run/cronlock for root, else /tmp/cronlock-UID)")
+}
+
+// resolve fills unset flags from the settings and checks the combination.
+func (o *backendOptions) resolve(fs *pflag.FlagSet, s *settings) error {
+	o.urlFromFlag = fs.Changed("redis")
+	if err := s.apply(fs, backendTwins); err != nil {
+		return err
+	}
+	switch o.Backend {
+	case "auto":
+		if o.RedisURL != "" {
+			o.Backend = "redis"
+		} else {
+			o.Backend = "local"
+		}
+	case "redis":
+		if o.RedisURL == "" {
+			return fmt.Errorf("--redis or CRONLOCK_REDIS_URL is required with --backend redis")
+		}
+	case "local":
+	default:
+		return fmt.Errorf("--backend %q: use redis, local or auto", o.Backend)
+	}
+	if o.Backend == "redis" {
+		if err := validPrefix(o.Prefix); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validPrefix(p string) error {
+	if p == "" {
+		return nil
+	}
+	if strings.ContainsAny(p, "{}") {
+		return fmt.Errorf("--prefix %q: braces are not allowed (cronlock adds its own hash tag)", p)
+	}
+	if err := lockrun.ValidKey(p); err != nil {
+		return fmt.Errorf("--prefix %q: %v", p, err)
+	}
+	return nil
+}
+
+// warnings returns the cautions a user should see about these settings.
+func (o *backendOptions) warnings() []string {
+	if o.Backend == "redis" && o.urlFromFlag && strings.Contains(lockrun.RedactURL(o.RedisURL), "xxxxx") {
+		return []string{"warning: the Redis password in --redis is visible to every user in ps; put it in CRONLOCK_REDIS_PASSWORD_FILE or " + DefaultConfigFile}
+	}
+	return nil
+}
+
+// open connects the chosen backend. Errors are ready for the user: no password in them.
+func (o *backendOptions) open() (lockrun.Locker, error) {
+	if o.Backend == "local" {
+		dir := o.LockDir
+		if dir == "" {
+			dir = lockrun.DefaultLockDir()
+		}
+		return lockrun.NewLocalLocker(dir)
+	}
+	ro := lockrun.RedisOptions{URL: o.RedisURL, Timeout: o.RedisTimeout, Prefix: o.Prefix}
+	if o.PasswordFile != "" {
+		pw, err := readPasswordFile(o.PasswordFile)
+		if err != nil {
+			return nil, err
+		}
+		ro.Password = pw
+	}
+	return lockrun.NewRedisLocker(ro)
+}
+
+// readPasswordFile reads a password file; only the first line counts, so a trailing
+// newline written by an editor or `echo` is not part of the password.
+func readPasswordFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read the Redis password file (--redis-password-file / CRONLOCK_REDIS_PASSWORD_FILE): %v", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimRight(line, "\r")
+	if line == "" {
+		return "", fmt.Errorf("the Redis password file %s is empty", path)
+	}
+	return line, nil
+}
+
+// closeQuietly closes c, for deferred cleanup where the error changes nothing.
+func closeQuietly(c io.Closer) { _ = c.Close() }

@@ -1,0 +1,329 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"cronlock/internal/redistest"
+)
+
+// cli runs the built binary with a private history, lock folder and Redis prefix.
+type cli struct {
+	t   *testing.T
+	dir string
+	env []string
+}
+
+func newCLI(t *testing.T, redisURL string) *cli {
+	dir := t.TempDir()
+	c := &cli{t: t, dir: dir}
+	c.env = append(os.Environ(),
+		"CRONLOCK_HISTORY="+filepath.Join(dir, "history.db"),
+		"CRONLOCK_LOCK_DIR="+filepath.Join(dir, "locks"),
+		"CRONLOCK_CONFIG="+filepath.Join(dir, "none.conf"),
+		"CRONLOCK_PREFIX="+strings.ReplaceAll(t.Name(), "/", "-")+strconv.Itoa(os.Getpid())+":",
+		"CRONLOCK_NODE=clinode",
+		"CRONLOCK_REDIS_URL="+redisURL,
+	)
+	return c
+}
+
+func (c *cli) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(cronlockBin, args...)
+	cmd.Env = c.env
+	cmd.Dir = c.dir
+	return cmd
+}
+
+// run runs cronlock to the end and returns its exit code, stdout and stderr.
+func (c *cli) run(args ...string) (int, string, string) {
+	c.t.Helper()
+	cmd := c.command(args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	code := 0
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		c.t.Fatalf("run cronlock: %v", err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// historyRow is the part of `history --json` these tests read.
+type historyRow struct {
+	ID           string   `json:"id"`
+	Key          string   `json:"key"`
+	Status       string   `json:"status"`
+	ExitCode     *int     `json:"exit_code"`
+	Signal       *string  `json:"signal"`
+	Error        string   `json:"error"`
+	Holder       string   `json:"holder"`
+	FencingToken uint64   `json:"fencing_token"`
+	Command      []string `json:"command"`
+}
+
+func (c *cli) history(key string) []historyRow {
+	c.t.Helper()
+	code, out, errs := c.run("history", "--json", "--limit", "1000", "--key", key)
+	if code != 0 {
+		c.t.Fatalf("history exited %d: %s", code, errs)
+	}
+	var rows []historyRow
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var r historyRow
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			c.t.Fatalf("history line %q: %v", line, err)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s did not appear within 20s", path)
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	waitFile(t, path)
+	for i := 0; i < 200; i++ {
+		b, _ := os.ReadFile(path)
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			return pid
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no pid in %s", path)
+	return 0
+}
+
+func waitGone(t *testing.T, pid int, within time.Duration, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if !alive(pid) {
+			return
+		}
+	}
+	t.Fatalf("%s (pid %d) still alive after %v", what, pid, within)
+}
+
+// TestConcurrentRunsOneKey starts 12 cronlocks on one key at once, on Redis and on the
+// local lock, with a job three times longer than the TTL: exactly one runs, all exit 0.
+func TestConcurrentRunsOneKey(t *testing.T) {
+	url := "redis://" + redistest.Addr(t) + "/0"
+	for _, backend := range []string{"redis", "local"} {
+		t.Run(backend, func(t *testing.T) {
+			c := newCLI(t, url)
+			marks := filepath.Join(c.dir, "marks")
+			const n = 12
+			var wg sync.WaitGroup
+			codes := make([]int, n)
+			for i := 0; i < n; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					codes[i], _, _ = c.run("run", "--backend", backend, "-k", "busy", "--ttl", "1s", "--",
+						"sh", "-c", "echo start >> "+marks+"; sleep 3; echo end >> "+marks)
+				}(i)
+			}
+			wg.Wait()
+			for i, code := range codes {
+				if code != 0 {
+					t.Errorf("run %d exited %d, want 0", i, code)
+				}
+			}
+			b, _ := os.ReadFile(marks)
+			if got := string(b); got != "start\nend\n" {
+				t.Fatalf("job marks %q: want exactly one run, start then end", got)
+			}
+			var ran, skipped int
+			for _, r := range c.history("busy") {
+				switch r.Status {
+				case "succeeded":
+					ran++
+				case "skipped":
+					skipped++
+				}
+			}
+			if ran != 1 || skipped != n-1 {
+				t.Fatalf("history: %d succeeded, %d skipped; want 1 and %d", ran, skipped, n-1)
+			}
+		})
+	}
+}
+
+// TestSigtermReachesGrandchild: a SIGTERM to cronlock reaches the whole process group,
+// a grandchild included; the run is interrupted with 128+15.
+func TestSigtermReachesGrandchild(t *testing.T) {
+	c := newCLI(t, "")
+	gc := filepath.Join(c.dir, "gc.pid")
+	got := filepath.Join(c.dir, "gc.got")
+	cmd := c.command("run", "-k", "term", "--grace", "5s", "--", "sh", "-c",
+		// The grandchild traps TERM and says so; sh itself waits for it.
+		"sh -c 'trap \"echo TERM > "+got+"; exit 0\" TERM; echo $$ > "+gc+"; while :; do sleep 0.05; done' & wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := readPID(t, gc)
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 128+15 {
+		t.Fatalf("cronlock ended with %v, want exit 143", err)
+	}
+	if b, _ := os.ReadFile(got); string(b) != "TERM\n" {
+		t.Fatalf("the grandchild did not get SIGTERM (marker %q)", b)
+	}
+	if alive(pid) {
+		t.Fatalf("grandchild %d outlived cronlock", pid)
+	}
+	rows := c.history("term")
+	if len(rows) != 1 || rows[0].Status != "interrupted" {
+		t.Fatalf("history %+v, want one interrupted run", rows)
+	}
+}
+
+// TestIgnoredSigtermKilledAfterGrace: a job that ignores SIGTERM is SIGKILLed after
+// --grace when cronlock stops it for --timeout.
+func TestIgnoredSigtermKilledAfterGrace(t *testing.T) {
+	c := newCLI(t, "")
+	pidf := filepath.Join(c.dir, "child.pid")
+	start := time.Now()
+	code, _, stderr := c.run("run", "-k", "stubborn", "--timeout", "300ms", "--grace", "500ms", "--", "sh", "-c",
+		"trap '' TERM; echo $$ > "+pidf+"; while :; do sleep 0.05; done")
+	took := time.Since(start)
+	if code != 124 {
+		t.Fatalf("exit %d, want 124 (stderr %q)", code, stderr)
+	}
+	if took < 800*time.Millisecond {
+		t.Fatalf("cronlock returned after %v: it did not give the job its 500ms grace after the 300ms timeout", took)
+	}
+	if pid := readPID(t, pidf); alive(pid) {
+		t.Fatalf("the job %d survived SIGKILL", pid)
+	}
+	rows := c.history("stubborn")
+	if len(rows) != 1 || rows[0].Status != "timeout" || rows[0].Signal == nil || *rows[0].Signal != "SIGKILL" {
+		t.Fatalf("history %+v, want one timeout ended by SIGKILL", rows)
+	}
+}
+
+// TestCronlockKilledTakesTheJobAlong: cronlock SIGKILLed → the job's whole group dies
+// with it, and the Redis lock is free again after its TTL.
+func TestCronlockKilledTakesTheJobAlong(t *testing.T) {
+	addr := redistest.Addr(t)
+	c := newCLI(t, "redis://"+addr+"/0")
+	a, b := filepath.Join(c.dir, "a.pid"), filepath.Join(c.dir, "b.pid")
+	cmd := c.command("run", "-k", "killed", "--ttl", "1s", "--", "sh", "-c",
+		"sh -c 'echo $$ > "+a+"; exec sleep 1000' | sh -c 'echo $$ > "+b+"; exec sleep 1000'")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pa, pb := readPID(t, a), readPID(t, b)
+	cmd.Process.Kill()
+	cmd.Wait()
+	waitGone(t, pa, 5*time.Second, "first process of the pipeline")
+	waitGone(t, pb, 5*time.Second, "second process of the pipeline")
+	// The lock expires after the TTL (1s), then another run takes it.
+	time.Sleep(1200 * time.Millisecond)
+	code, out, stderr := c.run("run", "-k", "killed", "--", "echo", "again")
+	if code != 0 || out != "again\n" {
+		t.Fatalf("after the TTL: exit %d, stdout %q, stderr %q; want the lock free", code, out, stderr)
+	}
+}
+
+// TestWrongRedisPassword: 125, one line, and the password appears nowhere.
+func TestWrongRedisPassword(t *testing.T) {
+	srv := redistest.Start(t, "--requirepass", "right-pass-938")
+	const secret = "Wr0ngPa55-7731"
+	url := "redis://:" + secret + "@" + srv.Addr + "/0"
+	c := newCLI(t, url)
+	code, _, stderr := c.run("run", "-k", "pw", "--", "true")
+	if code != 125 {
+		t.Fatalf("exit %d, want 125 (stderr %q)", code, stderr)
+	}
+	if strings.Contains(stderr, secret) {
+		t.Fatalf("the password is in stderr: %q", stderr)
+	}
+	if !strings.Contains(stderr, "cronlock: ") || !strings.Contains(strings.ToLower(stderr), "auth") {
+		t.Fatalf("stderr %q does not say authentication failed", stderr)
+	}
+	// In the flag (visible in ps) it earns a warning, and still never appears.
+	code, _, stderr = c.run("run", "-k", "pw", "--redis", url, "--", "true")
+	if code != 125 || strings.Contains(stderr, secret) || !strings.Contains(stderr, "visible") {
+		t.Fatalf("with --redis: exit %d, stderr %q; want 125, a ps warning, no password", code, stderr)
+	}
+	db, err := os.ReadFile(filepath.Join(c.dir, "history.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wal, _ := os.ReadFile(filepath.Join(c.dir, "history.db-wal"))
+	if bytes.Contains(db, []byte(secret)) || bytes.Contains(wal, []byte(secret)) {
+		t.Fatal("the password is in the history file")
+	}
+	rows := c.history("pw")
+	if len(rows) != 2 || rows[0].Status != "error" {
+		t.Fatalf("history %+v, want two error rows", rows)
+	}
+	// The right password from a file works.
+	pwf := filepath.Join(c.dir, "pw")
+	os.WriteFile(pwf, []byte("right-pass-938\n"), 0o600)
+	c.env = append(c.env, "CRONLOCK_REDIS_PASSWORD_FILE="+pwf)
+	if code, _, stderr := c.run("run", "-k", "pw", "--", "true"); code != 0 {
+		t.Fatalf("with the password file: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestConfigFilePointsAtRedis: a crontab that forgot CRONLOCK_REDIS_URL still locks
+// on the fleet's Redis when the config file names it.
+func TestConfigFilePointsAtRedis(t *testing.T) {
+	addr := redistest.Addr(t)
+	c := newCLI(t, "")
+	conf := filepath.Join(c.dir, "cronlock.conf")
+	os.WriteFile(conf, []byte("# fleet settings\nCRONLOCK_REDIS_URL=redis://"+addr+"/0\nCRONLOCK_TTL=5s\n"), 0o644)
+	c.env = append(c.env, "CRONLOCK_CONFIG="+conf)
+	if code, _, stderr := c.run("run", "-k", "conf", "--", "true"); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	rows := c.history("conf")
+	if len(rows) != 1 {
+		t.Fatalf("history %+v", rows)
+	}
+	code, out, _ := c.run("history", "--json", "--key", "conf")
+	if code != 0 || !strings.Contains(out, `"backend":"redis `+addr) {
+		t.Fatalf("the run did not use the Redis from the config file: %s", out)
+	}
+}

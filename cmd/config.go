@@ -1,0 +1,199 @@
+package cmd
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// DefaultConfigFile is where a whole machine's settings live. CRONLOCK_CONFIG names
+// another file (tests, or a machine that keeps configuration elsewhere).
+const DefaultConfigFile = "/etc/cronlock/cronlock.conf"
+
+// settings are NAME=value pairs from the config file, then the environment: later wins.
+type settings struct {
+	vals   map[string]string
+	source map[string]string // where each value came from, for messages
+}
+
+// configNames are the settings the config file and the environment may carry.
+var configNames = []string{
+	"CRONLOCK_TTL", "CRONLOCK_BACKEND", "CRONLOCK_REDIS_URL", "CRONLOCK_REDIS_PASSWORD_FILE",
+	"CRONLOCK_REDIS_TIMEOUT", "CRONLOCK_PREFIX", "CRONLOCK_HISTORY", "CRONLOCK_NODE",
+	"CRONLOCK_LOCK_DIR",
+}
+
+// loadSettings reads the config file (missing is fine) and overlays the environment.
+func loadSettings() (*settings, error) {
+	s := &settings{vals: map[string]string{}, source: map[string]string{}}
+	path := os.Getenv("CRONLOCK_CONFIG")
+	if path == "" {
+		path = DefaultConfigFile
+	}
+	if err := s.readFile(path); err != nil {
+		return nil, err
+	}
+	// An empty variable counts as unset, as crontab lines like CRONLOCK_TTL= intend.
+	for _, name := range configNames {
+		if v := os.Getenv(name); v != "" {
+			s.vals[name] = v
+			s.source[name] = "environment variable " + name
+		}
+	}
+	return s, nil
+}
+
+func (s *settings) readFile(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read config file %s: %w", path, err)
+	}
+	defer f.Close()
+	known := map[string]bool{}
+	for _, n := range configNames {
+		known[n] = true
+	}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, val, ok := strings.Cut(line, "=")
+		name = strings.TrimSpace(strings.TrimPrefix(name, "export "))
+		if !ok || !known[name] {
+			return fmt.Errorf("config file %s line %d: want NAME=value with NAME one of %s", path, n, strings.Join(configNames, ", "))
+		}
+		s.vals[name] = unquote(strings.TrimSpace(val))
+		s.source[name] = fmt.Sprintf("%s line %d", path, n)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read config file %s: %w", path, err)
+	}
+	return nil
+}
+
+// unquote strips one pair of matching quotes, as a shell-minded admin may write them.
+func unquote(v string) string {
+	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+		return v[1 : len(v)-1]
+	}
+	return v
+}
+
+// apply sets every flag the user did not give from its setting, so that flags win over
+// the environment, which wins over the file. A bad value names where it came from.
+func (s *settings) apply(flags *pflag.FlagSet, twins map[string]string) error {
+	for flag, name := range twins {
+		f := flags.Lookup(flag)
+		v, ok := s.vals[name]
+		if f == nil || f.Changed || !ok {
+			continue
+		}
+		if err := f.Value.Set(v); err != nil {
+			return fmt.Errorf("invalid value %q in %s: %v", v, s.source[name], err)
+		}
+	}
+	return nil
+}
+
+// has reports whether a setting is present with a non-empty value.
+func (s *settings) has(name string) bool { return s.vals[name] != "" }
+
+// durationValue is a time.Duration flag whose errors say what a duration looks like.
+type durationValue struct {
+	d        *time.Duration
+	positive bool // 0 not allowed
+}
+
+func (v durationValue) String() string { return v.d.String() }
+func (v durationValue) Type() string   { return "duration" }
+func (v durationValue) Set(s string) error {
+	d, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	if v.positive && d == 0 {
+		return errors.New("must be more than 0")
+	}
+	*v.d = d
+	return nil
+}
+
+// parseDuration accepts Go durations ("90s", "1h30m") and a bare "0".
+func parseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration; write it like 90s, 30m or 1h30m", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q is negative", s)
+	}
+	return d, nil
+}
+
+// sizeValue is a byte count flag: 65536, 64KiB, 64K, 1MiB, 0.
+type sizeValue struct{ n *int64 }
+
+func (v sizeValue) String() string { return formatSize(*v.n) }
+func (v sizeValue) Type() string   { return "size" }
+func (v sizeValue) Set(s string) error {
+	n, err := parseSize(s)
+	if err != nil {
+		return err
+	}
+	*v.n = n
+	return nil
+}
+
+// maxCapture bounds --capture: the tail lives in memory and in one history row.
+const maxCapture = 64 << 20
+
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+	{"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30},
+	{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30},
+	{"k", 1 << 10}, {"B", 1},
+}
+
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a size; write it like 0, 65536, 64KiB or 1MiB", s)
+	}
+	if n > maxCapture/mult {
+		return 0, fmt.Errorf("%q is more than the %s limit", s, formatSize(maxCapture))
+	}
+	return n * mult, nil
+}
+
+func formatSize(n int64) string {
+	switch {
+	case n != 0 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n != 0 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return strconv.FormatInt(n, 10)
+}

@@ -1,0 +1,88 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"cronlock/lockrun"
+)
+
+// outcome is what a supervised run comes to: its history status, cronlock's exit code
+// and the one line cronlock says about it (empty when the job's own exit says it all).
+type outcome struct {
+	Status   string
+	Code     int
+	ExitCode *int   // the child's own code, nil when it had none
+	Signal   string // the signal that ended the child, "" if none
+	Message  string
+	Warning  bool // Message is a warning (quiet hides it), not an error
+}
+
+// Exit codes cronlock itself gives (SPEC §3).
+const (
+	ExitTimeout = 124
+	ExitFailed  = 125
+)
+
+// outcomeOf maps a supervised run to status and exit code. The first event decides:
+// lock lost, timeout, forwarded stop signal, the child's own exit.
+func outcomeOf(res lockrun.Result, lossErr error, o *runOptions) outcome {
+	var out outcome
+	if !res.Started {
+		out.Status = "error"
+		out.Code = ExitFailed
+		var se *lockrun.StartError
+		if errors.As(res.StartErr, &se) {
+			out.Code = se.ExitCode()
+		}
+		out.Message = fmt.Sprint(res.StartErr)
+		return out
+	}
+	if res.Signal != 0 {
+		out.Signal = unix.SignalName(res.Signal)
+	} else {
+		c := res.ExitCode
+		out.ExitCode = &c
+	}
+	// own is the code the child's exit alone would give.
+	own := res.ExitCode
+	if res.Signal != 0 {
+		own = 128 + int(res.Signal)
+	}
+	switch res.Reason {
+	case lockrun.ReasonLockLost:
+		out.Status = "lock_lost"
+		if o.OnLockLost == "continue" {
+			out.Code = own
+			out.Warning = true
+			out.Message = fmt.Sprintf("%s: the lock was lost while the job ran (%v); --on-lock-lost continue let it finish", o.Key, lossErr)
+		} else {
+			out.Code = ExitFailed
+			out.Message = fmt.Sprintf("%s: the lock was lost while the job ran (%v); stopped the job. Another host may run it now", o.Key, lossErr)
+		}
+	case lockrun.ReasonTimeout:
+		out.Status = "timeout"
+		out.Code = ExitTimeout
+		out.Message = fmt.Sprintf("%s: the job ran longer than --timeout %v; stopped it", o.Key, o.Timeout)
+	case lockrun.ReasonSignal:
+		out.Status = "interrupted"
+		n := 0
+		if s, ok := res.StopSignal.(syscall.Signal); ok {
+			n = int(s)
+		}
+		out.Code = 128 + n
+		out.Message = fmt.Sprintf("%s: stopped the job on %s", o.Key, unix.SignalName(syscall.Signal(n)))
+		out.Warning = true
+	default:
+		out.Code = own
+		if own == 0 {
+			out.Status = "succeeded"
+		} else {
+			out.Status = "failed"
+		}
+	}
+	return out
+}

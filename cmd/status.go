@@ -1,0 +1,124 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"cronlock/lockrun"
+)
+
+// statusOptions are the settings of `cronlock status`.
+type statusOptions struct {
+	backendOptions
+	Key    string
+	JSON   bool
+	Stdout io.Writer
+}
+
+func newStatusCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := &statusOptions{Stdout: stdout}
+	c := &cobra.Command{
+		Use:   "status [--key KEY]",
+		Short: "Show the locks held right now and by whom",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			s, err := loadSettings()
+			if err != nil {
+				return exitf(ExitUsage, "%v", err)
+			}
+			if err := o.backendOptions.resolve(c.Flags(), s); err != nil {
+				return exitf(ExitUsage, "%v", err)
+			}
+			if c.Flags().Changed("key") {
+				if err := lockrun.ValidKey(o.Key); err != nil {
+					return exitf(ExitUsage, "--key %q: %v", o.Key, err)
+				}
+			}
+			return statusRun(o)
+		},
+	}
+	c.Flags().StringVarP(&o.Key, "key", "k", "", "show only this lock")
+	c.Flags().BoolVar(&o.JSON, "json", false, "one JSON object per lock and line, for scripts")
+	o.backendOptions.addFlags(c.Flags())
+	return c
+}
+
+// lockStatus is one held lock as status prints it.
+type lockStatus struct {
+	Key          string    `json:"key"`
+	Backend      string    `json:"backend"`
+	Node         string    `json:"node"`
+	PID          int       `json:"pid"`
+	RunID        string    `json:"run_id"`
+	Since        time.Time `json:"since"`
+	HeldMS       int64     `json:"held_ms"`
+	FencingToken uint64    `json:"fencing_token"`
+	TTLLeftMS    int64     `json:"ttl_left_ms,omitempty"`
+}
+
+func statusRun(o *statusOptions) error {
+	locker, err := o.open()
+	if err != nil {
+		return exitf(ExitFailed, "%v", err)
+	}
+	defer locker.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*o.RedisTimeout+time.Second)
+	defer cancel()
+	held := map[string]lockrun.Holder{}
+	if o.Key != "" {
+		h, err := locker.Inspect(ctx, o.Key)
+		if err != nil {
+			return exitf(ExitFailed, "%v", err)
+		}
+		if h != nil {
+			held[o.Key] = *h
+		}
+	} else if held, err = locker.List(ctx); err != nil {
+		return exitf(ExitFailed, "%v", err)
+	}
+	keys := make([]string, 0, len(held))
+	for k := range held {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	now := time.Now()
+	rows := make([]lockStatus, 0, len(keys))
+	for _, k := range keys {
+		h := held[k]
+		rows = append(rows, lockStatus{Key: k, Backend: locker.Describe(), Node: h.Node, PID: h.PID,
+			RunID: h.RunID, Since: h.Since.UTC(), HeldMS: now.Sub(h.Since).Milliseconds(),
+			FencingToken: h.FencingToken, TTLLeftMS: h.TTLLeft.Milliseconds()})
+	}
+	if o.JSON {
+		enc := json.NewEncoder(o.Stdout)
+		for _, r := range rows {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(rows) == 0 {
+		what := "no locks are held"
+		if o.Key != "" {
+			what = fmt.Sprintf("%s is not held", o.Key)
+		}
+		_, err := fmt.Fprintf(o.Stdout, "%s on %s\n", what, locker.Describe())
+		return err
+	}
+	fmt.Fprintf(o.Stdout, "locks held on %s:\n", locker.Describe())
+	tw := tabwriter.NewWriter(o.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tNODE\tPID\tRUN\tSINCE\tHELD\tFENCING TOKEN")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%v\t%d\n", escape(r.Key), escape(r.Node), r.PID, escape(r.RunID),
+			r.Since.Local().Format("2006-01-02 15:04:05 MST"), time.Duration(r.HeldMS)*time.Millisecond, r.FencingToken)
+	}
+	return tw.Flush()
+}

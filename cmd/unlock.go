@@ -1,0 +1,73 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"cronlock/lockrun"
+)
+
+// unlockOptions are the settings of `cronlock unlock`.
+type unlockOptions struct {
+	backendOptions
+	Key    string
+	Force  bool
+	Stdout io.Writer
+}
+
+func newUnlockCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := &unlockOptions{Stdout: stdout}
+	c := &cobra.Command{
+		Use:   "unlock --key KEY [--force]",
+		Short: "Force-release a stale lock and say what was removed",
+		Long: `Force-release a stale lock. On Redis the lock is removed only with its holder's
+token, and a lock renewed within its TTL (its holder looks alive) is refused unless
+--force. A local lock frees itself when its holder exits: unlock names the holder's pid.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			s, err := loadSettings()
+			if err != nil {
+				return exitf(ExitUsage, "%v", err)
+			}
+			if err := o.backendOptions.resolve(c.Flags(), s); err != nil {
+				return exitf(ExitUsage, "%v", err)
+			}
+			if !c.Flags().Changed("key") {
+				return exitf(ExitUsage, "--key is required: the lock to release")
+			}
+			if err := lockrun.ValidKey(o.Key); err != nil {
+				return exitf(ExitUsage, "--key %q: %v", o.Key, err)
+			}
+			return unlockRun(o)
+		},
+	}
+	c.Flags().StringVarP(&o.Key, "key", "k", "", "the lock to release (required)")
+	c.Flags().BoolVar(&o.Force, "force", false, "remove the lock even if its holder renewed it within its TTL")
+	o.backendOptions.addFlags(c.Flags())
+	return c
+}
+
+func unlockRun(o *unlockOptions) error {
+	locker, err := o.open()
+	if err != nil {
+		return exitf(ExitFailed, "%v", err)
+	}
+	defer locker.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*o.RedisTimeout+time.Second)
+	defer cancel()
+	h, err := locker.Unlock(ctx, o.Key, o.Force)
+	if err != nil {
+		return exitf(ExitFailed, "%v", err)
+	}
+	if h == nil {
+		_, err = fmt.Fprintf(o.Stdout, "%s was not held on %s; nothing removed\n", o.Key, locker.Describe())
+		return err
+	}
+	_, err = fmt.Fprintf(o.Stdout, "removed %s from %s: it was held by %s since %s (fencing token %d)\n",
+		o.Key, locker.Describe(), escape(h.String()), h.Since.Local().Format(time.RFC3339), h.FencingToken)
+	return err
+}

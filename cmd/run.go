@@ -172,7 +172,7 @@ type runner struct {
 	o       *runOptions
 	started time.Time
 	runID   string
-	store   *history.Store
+	rec     *recorder // nil when the history is off
 	row     *history.Run
 	locker  lockrun.Locker
 	// acquiredAt is Boottime just before the acquire was sent: the lease counts from there.
@@ -184,16 +184,12 @@ func (r *runner) run() int {
 	// Signals first: a stop signal that arrives while the lock is being taken must be
 	// seen (status interrupted), not kill cronlock with the lock half taken.
 	sig := lockrun.NotifySignals()
-	// The guard's start-up overlaps with the lock acquire; it is armed once the child runs.
-	guard, gerr := lockrun.StartGuard()
-	if gerr != nil {
-		r.verbosef("no guard process (%v): if cronlock is SIGKILLed, only the direct child is killed with it", gerr)
+	// The guard's fork overlaps with the lock acquire; it is armed once the child runs.
+	guard, err := lockrun.StartGuard()
+	if err != nil {
+		r.verbosef("no guard process (%v): if cronlock is SIGKILLed, only the direct child is killed with it", err)
 	}
-	defer func() {
-		if guard != nil {
-			guard.Done()
-		}
-	}()
+	defer guard.Done()
 
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -207,11 +203,6 @@ func (r *runner) run() int {
 	r.row = &history.Run{ID: r.runID, Key: o.Key, Node: o.Node, PID: os.Getpid(),
 		Command: o.Command, StartedAt: r.started}
 	r.openHistory()
-	defer func() {
-		if r.store != nil {
-			r.store.Close()
-		}
-	}()
 
 	locker, err := o.open()
 	if err != nil {

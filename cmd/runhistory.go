@@ -12,74 +12,113 @@ import (
 // historyPath resolves the history file: --history, CRONLOCK_HISTORY (environment or
 // config file), then the per-user default. "" with nil error means recording is off.
 func historyPath(flag string) (string, error) {
-	p := flag
-	if p == "off" {
+	if flag == "off" {
 		return "", nil
 	}
-	if p == "" {
+	if flag == "" {
 		return history.DefaultPath()
 	}
-	return p, nil
+	return flag, nil
 }
 
-// openHistory opens the history store; a history that cannot be opened never stops the
-// job: the run goes on unrecorded, and the user hears of it at most once an hour.
+// recorder writes one run's history rows on a goroutine of its own, in order, so that
+// opening SQLite and writing rows overlap with taking the lock and running the job.
+// A history that cannot be written never stops the job: the first failure is reported
+// and the rest of the run goes unrecorded.
+type recorder struct {
+	ops  chan func(*history.Store) error
+	done chan struct{}
+}
+
+// startRecorder opens the history at path in the background. fail is called (on the
+// recorder's goroutine) with the first error.
+func startRecorder(path string, fail func(error)) *recorder {
+	rec := &recorder{ops: make(chan func(*history.Store) error, 4), done: make(chan struct{})}
+	go func() {
+		defer close(rec.done)
+		st, err := history.Open(path)
+		if err != nil {
+			fail(err)
+		}
+		for op := range rec.ops {
+			if st == nil {
+				continue
+			}
+			if err := op(st); err != nil {
+				fail(err)
+				st = nil
+			}
+		}
+		// The store is deliberately not closed: closing the last connection checkpoints
+		// the WAL with two fsyncs, the largest cost of a short run. SQLite recovers the
+		// WAL at the next open, and wal_autocheckpoint keeps it short meanwhile.
+	}()
+	return rec
+}
+
+// do queues op; a nil recorder (history off) does nothing.
+func (rec *recorder) do(op func(*history.Store) error) {
+	if rec != nil {
+		rec.ops <- op
+	}
+}
+
+// wait lets the queued writes finish.
+func (rec *recorder) wait() {
+	if rec != nil {
+		close(rec.ops)
+		<-rec.done
+	}
+}
+
+// openHistory starts the recorder unless recording is off.
 func (r *runner) openHistory() {
 	if r.o.History == "off" {
 		return
 	}
 	path, err := historyPath(r.o.History)
-	if err == nil {
-		r.store, err = history.Open(path)
-	}
 	if err != nil {
 		r.historyFailed(err)
+		return
 	}
+	r.rec = startRecorder(path, r.historyFailed)
 }
 
+// recordStart writes the running row of a run whose child is about to start.
 func (r *runner) recordStart() {
-	if r.store == nil {
-		return
-	}
-	if err := r.store.Start(r.row); err != nil {
-		r.historyFailed(err)
-	}
+	row := *r.row
+	r.rec.do(func(s *history.Store) error { return s.Start(&row) })
 }
 
+// recordFinish completes the row and waits for every write to end.
 func (r *runner) recordFinish() {
-	if r.store == nil {
-		return
-	}
 	r.row.FinishedAt = time.Now()
-	if err := r.store.Finish(r.row); err != nil {
-		r.historyFailed(err)
-	}
+	row := *r.row
+	r.rec.do(func(s *history.Store) error { return s.Finish(&row) })
+	r.rec.wait()
 }
 
 // recordInsert writes a run that ended before its child started (skipped, error,
-// interrupted) in one go.
+// interrupted) in one go, and waits for it.
 func (r *runner) recordInsert() {
-	if r.store == nil {
-		return
-	}
 	r.row.FinishedAt = time.Now()
-	if err := r.store.Insert(r.row); err != nil {
-		r.historyFailed(err)
-	}
+	row := *r.row
+	r.rec.do(func(s *history.Store) error { return s.Insert(&row) })
+	r.rec.wait()
 }
 
 // historyWarnEvery limits the "cannot write the history" warning: a full disk must not
 // flood cron mail with one message per run.
 const historyWarnEvery = time.Hour
 
-// historyFailed stops recording for this run and warns, unless a warning was given on
-// this host within the last hour (a stamp file in the user's private lock folder).
+// historyFailed warns that the run is not recorded, unless a warning was given on this
+// host within the last hour (a stamp file in the user's lock folder, which is the same for
+// cron and a login shell).
 func (r *runner) historyFailed(err error) {
-	if r.store != nil {
-		r.store.Close()
-		r.store = nil
+	dir := r.o.LockDir
+	if dir == "" {
+		dir = lockrun.DefaultLockDir()
 	}
-	dir := lockrun.DefaultLockDir()
 	os.MkdirAll(dir, 0o700)
 	stamp := filepath.Join(dir, ".history-warned")
 	if fi, serr := os.Stat(stamp); serr == nil && time.Since(fi.ModTime()) < historyWarnEvery {

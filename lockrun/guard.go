@@ -38,53 +38,63 @@ var GuardExe = "/proc/self/exe"
 // What a guard cannot catch: processes that left the job's group with setsid and were
 // not yet reaped by cronlock. A nil *Guard is valid and does nothing.
 type Guard struct {
-	pid int
+	forked chan struct{} // closed once the guard's fork and exec are over
+	pid    int           // valid after forked; 0 when the guard could not be started
 
 	mu     sync.Mutex
 	w      *os.File // write end of the guard's stdin; nil after Done
 	reaped bool     // Supervise's reaper collected the guard's exit status
 }
 
-// StartGuard starts the guard process. Start it early (before the lock is acquired) so its
-// start-up overlaps with the acquire. It returns an error when GuardExe cannot be run; the
-// caller may go on without a guard.
+// StartGuard starts the guard process. Start it early (before the lock is acquired): the
+// fork and exec happen on a goroutine of their own, so they overlap with the acquire and
+// cost the run nothing. Commands written meanwhile wait in the pipe. A guard that cannot be
+// started makes Arm fail; the run may go on without it.
 func StartGuard() (*Guard, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("start guard: %w", err)
 	}
-	defer r.Close()
 	null, err := os.Open(os.DevNull)
 	if err != nil {
+		r.Close()
 		w.Close()
 		return nil, fmt.Errorf("start guard: %w", err)
 	}
-	defer null.Close()
 	// The guard needs no environment (and should not carry secrets such as a Redis URL);
 	// GORACE only lets a race-instrumented build's guard exit without its 1 s exit delay.
 	env := []string{}
 	if v, ok := os.LookupEnv("GORACE"); ok {
 		env = append(env, "GORACE="+v)
 	}
-	pid, err := syscall.ForkExec(GuardExe, []string{"cronlock", GuardArg}, &syscall.ProcAttr{
-		Env:   env,
-		Files: []uintptr{r.Fd(), null.Fd(), null.Fd()},
-		// Its own group: terminal signals for cronlock's group do not reach it, and a kill of
-		// the job's group cannot hit it.
-		Sys: &syscall.SysProcAttr{Setpgid: true},
-	})
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("start guard %s: %w", GuardExe, err)
-	}
-	return &Guard{pid: pid, w: w}, nil
+	g := &Guard{forked: make(chan struct{}), w: w}
+	go func() {
+		defer close(g.forked)
+		defer r.Close()
+		defer null.Close()
+		pid, err := syscall.ForkExec(GuardExe, []string{"cronlock", GuardArg}, &syscall.ProcAttr{
+			Env:   env,
+			Files: []uintptr{r.Fd(), null.Fd(), null.Fd()},
+			// Its own group: terminal signals for cronlock's group do not reach it, and a
+			// kill of the job's group cannot hit it.
+			Sys: &syscall.SysProcAttr{Setpgid: true},
+		})
+		if err != nil {
+			// With our read end closed, the next Arm gets EPIPE: the caller learns then.
+			return
+		}
+		g.pid = pid
+	}()
+	return g, nil
 }
 
-// PID is the guard's process id; 0 for a nil Guard.
+// PID is the guard's process id; 0 for a nil Guard or one that could not be started.
+// It waits for the guard's fork to finish.
 func (g *Guard) PID() int {
 	if g == nil {
 		return 0
 	}
+	<-g.forked
 	return g.pid
 }
 
@@ -114,8 +124,13 @@ func (g *Guard) Arm(pgid int, pids ...int) error {
 	return nil
 }
 
-// Done dismisses the guard without it killing anything, and reaps it. Call it once every
-// process of the job is gone, or when no job was started. It is safe to call more than once.
+// Done dismisses the guard without it killing anything. Call it once every process of the
+// job is gone, or when no job was started. It is safe to call more than once.
+//
+// It does not wait for the guard to exit: the guard may still be starting up (it is a whole
+// cronlock process), and a run must not pay for that. The guard reads "done" whenever it gets
+// there, even after cronlock has exited, and is reaped by cronlock's reaper or, once cronlock
+// is gone, by init.
 func (g *Guard) Done() {
 	if g == nil {
 		return
@@ -128,27 +143,6 @@ func (g *Guard) Done() {
 	_ = writeAll(int(g.w.Fd()), []byte("done\n"))
 	g.w.Close()
 	g.w = nil
-	if g.reaped {
-		return
-	}
-	// The guard exits as soon as it reads "done". Reap it here so that its pid cannot be
-	// recycled under a later wait; give up waiting politely after a while and kill it (it is
-	// disarmed, so killing it is harmless).
-	deadline := time.Now().Add(500 * time.Millisecond)
-	for sleep := 100 * time.Microsecond; ; sleep = min(2*sleep, 20*time.Millisecond) {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(g.pid, &ws, unix.WNOHANG, nil)
-		if pid == g.pid || (err != nil && err != unix.EINTR) {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = unix.Kill(g.pid, unix.SIGKILL)
-			_, _ = unix.Wait4(g.pid, &ws, 0, nil)
-			break
-		}
-		time.Sleep(sleep)
-	}
-	g.reaped = true
 }
 
 // markReaped records that Supervise's reaper collected the guard's exit status.

@@ -751,7 +751,7 @@ func TestGuardDoneAndDeath(t *testing.T) {
 		t.Fatal("the guard did not kill the group")
 	}
 	var ws unix.WaitStatus
-	_, _ = unix.Wait4(g2.pid, &ws, 0, nil)
+	_, _ = unix.Wait4(g2.PID(), &ws, 0, nil)
 }
 
 // TestSuperviseForeground: on a terminal, a child that reads it must not stop on SIGTTIN,

@@ -38,18 +38,22 @@ var GuardExe = "/proc/self/exe"
 // What a guard cannot catch: processes that left the job's group with setsid and were
 // not yet reaped by cronlock. A nil *Guard is valid and does nothing.
 type Guard struct {
-	forked chan struct{} // closed once the guard's fork and exec are over
-	pid    int           // valid after forked; 0 when the guard could not be started
+	r, null *os.File      // the guard's stdin and stdout/stderr, ours until the fork
+	env     []string
+	fork    sync.Once
+	forked  chan struct{} // closed once the guard's fork and exec are over
+	pid     int           // valid after forked; 0 when the guard could not be started
 
 	mu     sync.Mutex
 	w      *os.File // write end of the guard's stdin; nil after Done
 	reaped bool     // Supervise's reaper collected the guard's exit status
 }
 
-// StartGuard starts the guard process. Start it early (before the lock is acquired): the
-// fork and exec happen on a goroutine of their own, so they overlap with the acquire and
-// cost the run nothing. Commands written meanwhile wait in the pipe. A guard that cannot be
-// started makes Arm fail; the run may go on without it.
+// StartGuard prepares the guard. The process itself is forked by the first Arm, on a
+// goroutine of its own: the child's fork does not wait for the guard's (bigger) exec, the
+// guard's start-up runs beside the job, and a run that never starts a child costs no
+// guard at all. Arm's command waits in the pipe until the guard reads it. A guard that
+// cannot be started is reported by nothing but PID() == 0; the run goes on without it.
 func StartGuard() (*Guard, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -67,35 +71,46 @@ func StartGuard() (*Guard, error) {
 	if v, ok := os.LookupEnv("GORACE"); ok {
 		env = append(env, "GORACE="+v)
 	}
-	g := &Guard{forked: make(chan struct{}), w: w}
-	go func() {
-		defer close(g.forked)
-		defer r.Close()
-		defer null.Close()
-		pid, err := syscall.ForkExec(GuardExe, []string{"cronlock", GuardArg}, &syscall.ProcAttr{
-			Env:   env,
-			Files: []uintptr{r.Fd(), null.Fd(), null.Fd()},
-			// Its own group: terminal signals for cronlock's group do not reach it, and a
-			// kill of the job's group cannot hit it.
-			Sys: &syscall.SysProcAttr{Setpgid: true},
-		})
-		if err != nil {
-			// With our read end closed, the next Arm gets EPIPE: the caller learns then.
-			return
-		}
-		g.pid = pid
-	}()
-	return g, nil
+	return &Guard{r: r, null: null, env: env, forked: make(chan struct{}), w: w}, nil
 }
 
-// PID is the guard's process id; 0 for a nil Guard or one that could not be started.
-// It waits for the guard's fork to finish.
+// start forks the guard once, in the background.
+func (g *Guard) start() {
+	g.fork.Do(func() {
+		go func() {
+			defer close(g.forked)
+			defer g.r.Close()
+			defer g.null.Close()
+			pid, err := syscall.ForkExec(GuardExe, []string{"cronlock", GuardArg}, &syscall.ProcAttr{
+				Env:   g.env,
+				Files: []uintptr{g.r.Fd(), g.null.Fd(), g.null.Fd()},
+				// Its own group: terminal signals for cronlock's group do not reach it, and
+				// a kill of the job's group cannot hit it.
+				Sys: &syscall.SysProcAttr{Setpgid: true},
+			})
+			if err == nil {
+				g.pid = pid
+			}
+		}()
+	})
+}
+
+// PID is the guard's process id: 0 for a nil Guard, one never armed, or one that could not
+// be started. It waits for the guard's fork to finish.
 func (g *Guard) PID() int {
 	if g == nil {
 		return 0
 	}
+	g.fork.Do(g.none)
 	<-g.forked
 	return g.pid
+}
+
+// none settles a guard that was never armed: there will be no guard process.
+func (g *Guard) none() {
+	g.r.Close()
+	g.null.Close()
+	close(g.forked)
 }
 
 // Arm tells the guard which process group (and which pids, for processes outside it) to
@@ -121,6 +136,7 @@ func (g *Guard) Arm(pgid int, pids ...int) error {
 	if err := writeAll(int(g.w.Fd()), []byte(b.String())); err != nil {
 		return fmt.Errorf("guard: %w", err)
 	}
+	g.start()
 	return nil
 }
 
@@ -143,6 +159,7 @@ func (g *Guard) Done() {
 	_ = writeAll(int(g.w.Fd()), []byte("done\n"))
 	g.w.Close()
 	g.w = nil
+	g.fork.Do(g.none)
 }
 
 // markReaped records that Supervise's reaper collected the guard's exit status.

@@ -327,3 +327,97 @@ func TestConfigFilePointsAtRedis(t *testing.T) {
 		t.Fatalf("the run did not use the Redis from the config file: %s", out)
 	}
 }
+
+// TestStopSignalBeforeTheChildStarts: a SIGTERM while cronlock waits for the lock ends
+// the run at once with 128+15 and status interrupted; the job never starts.
+func TestStopSignalBeforeTheChildStarts(t *testing.T) {
+	c := newCLI(t, "")
+	held := filepath.Join(c.dir, "held")
+	holder := c.command("run", "-k", "sig", "--", "sh", "-c", "touch "+held+"; sleep 30")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { holder.Process.Signal(syscall.SIGTERM); holder.Wait() }()
+	waitFile(t, held)
+	ran := filepath.Join(c.dir, "ran")
+	waiter := c.command("run", "-k", "sig", "--wait", "60s", "--", "touch", ran)
+	var errb bytes.Buffer
+	waiter.Stderr = &errb
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // it is waiting for the lock now
+	waiter.Process.Signal(syscall.SIGTERM)
+	err := waiter.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 143 {
+		t.Fatalf("waiter ended with %v (stderr %q), want exit 143", err, errb.String())
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("the job ran although cronlock was stopped before it got the lock")
+	}
+	var interrupted int
+	for _, r := range c.history("sig") {
+		if r.Status == "interrupted" {
+			interrupted++
+		}
+	}
+	if interrupted != 1 {
+		t.Fatalf("history has %d interrupted runs, want 1", interrupted)
+	}
+}
+
+// TestRedisGoneFailsClosed: Redis killed, then paused, under a running job. Without a
+// confirmed renewal the job is stopped before its lease can end (exit 125, lock_lost),
+// and cronlock never falls back to the local lock.
+func TestRedisGoneFailsClosed(t *testing.T) {
+	for _, fault := range []string{"kill", "pause"} {
+		t.Run(fault, func(t *testing.T) {
+			srv := redistest.Start(t)
+			c := newCLI(t, "redis://"+srv.Addr+"/0")
+			pidf := filepath.Join(c.dir, "job.pid")
+			cmd := c.command("run", "-k", "gone", "--ttl", "2s", "--grace", "5s", "--redis-timeout", "300ms",
+				"--", "sh", "-c", "echo $$ > "+pidf+"; exec sleep 30")
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := readPID(t, pidf)
+			faultAt := time.Now()
+			died := make(chan time.Duration, 1)
+			go func() {
+				for alive(pid) {
+					time.Sleep(2 * time.Millisecond)
+				}
+				died <- time.Since(faultAt)
+			}()
+			switch fault {
+			case "kill":
+				srv.Kill()
+			case "pause":
+				if _, err := srv.Do("CLIENT", "PAUSE", "4000", "ALL"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := cmd.Wait()
+			took := <-died
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 125 {
+				t.Fatalf("cronlock ended with %v (stderr %q), want exit 125", err, errb.String())
+			}
+			// The lease (2s) counts from before the last renewal was sent, which came
+			// before the fault: the job must be dead within 2s of it whatever --grace says.
+			if took > 2*time.Second {
+				t.Fatalf("the job died %v after the fault, after its 2s lease could have ended", took)
+			}
+			if !strings.Contains(errb.String(), "lock was lost") {
+				t.Fatalf("stderr %q does not say the lock was lost", errb.String())
+			}
+			rows := c.history("gone")
+			if len(rows) != 1 || rows[0].Status != "lock_lost" {
+				t.Fatalf("history %+v, want one lock_lost run", rows)
+			}
+		})
+	}
+}

@@ -333,7 +333,10 @@ func (r *runner) reportSkip(held *lockrun.HeldError) {
 	o := r.o
 	h := held.Holder
 	if h != nil && o.StaleAfter > 0 && !h.Since.IsZero() && time.Since(h.Since) > o.StaleAfter {
-		age := time.Since(h.Since).Round(time.Minute)
+		age := time.Since(h.Since).Round(time.Second)
+		if age > time.Hour {
+			age = age.Round(time.Minute)
+		}
 		r.errorf("%s held by %s (pid %d, run %s) for %v, longer than --stale-after %v: is that job hung? See cronlock status --key %s",
 			o.Key, h.Node, h.PID, h.RunID, age, o.StaleAfter, o.Key)
 		return

@@ -43,6 +43,7 @@ func TestScripts(t *testing.T) {
 			"exits":    cmdExits,
 			"redis":    cmdRedis,
 			"waitfile": cmdWaitfile,
+			"sleep":    cmdSleep,
 		},
 	})
 }
@@ -96,4 +97,16 @@ func cmdWaitfile(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	ts.Fatalf("waitfile: %s did not appear within 20s", args[0])
+}
+
+// cmdSleep pauses the script: `sleep 1100ms`.
+func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sleep DURATION")
+	}
+	d, err := time.ParseDuration(args[0])
+	if err != nil {
+		ts.Fatalf("sleep: %v", err)
+	}
+	time.Sleep(d)
 }

@@ -421,3 +421,29 @@ func TestRedisGoneFailsClosed(t *testing.T) {
 		})
 	}
 }
+
+// TestReadmeACL: a Redis user with exactly the ACL rules the README gives can run,
+// wait, list and unlock.
+func TestReadmeACL(t *testing.T) {
+	srv := redistest.Start(t)
+	rules := []string{"ACL", "SETUSER", "cronlock", "on", ">acl-pass-5521", "resetkeys", "~cronlock:*",
+		"resetchannels", "&cronlock:*", "-@all", "+eval", "+get", "+set", "+del", "+pttl", "+time",
+		"+publish", "+scan", "+subscribe", "+unsubscribe"}
+	if _, err := srv.Do(rules...); err != nil {
+		t.Fatal(err)
+	}
+	c := newCLI(t, "redis://cronlock:acl-pass-5521@"+srv.Addr+"/0")
+	c.env = append(c.env, "CRONLOCK_PREFIX=cronlock:")
+	if code, out, errs := c.run("run", "-k", "acl", "--", "echo", "ran"); code != 0 || out != "ran\n" {
+		t.Fatalf("run: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if code, _, errs := c.run("run", "-k", "acl", "--wait", "2s", "--min-hold", "10s", "--", "true"); code != 0 {
+		t.Fatalf("run --wait --min-hold: exit %d, stderr %q", code, errs)
+	}
+	if code, out, errs := c.run("status"); code != 0 || !strings.Contains(out, "acl") {
+		t.Fatalf("status: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if code, out, errs := c.run("unlock", "-k", "acl", "--force"); code != 0 || !strings.Contains(out, "removed acl") {
+		t.Fatalf("unlock: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}

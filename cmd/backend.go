@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"cronlock/lockrun"
@@ -66,23 +67,26 @@ func (o *backendOptions) resolve(fs *pflag.FlagSet, s *settings) error {
 	default:
 		return fmt.Errorf("--backend %q: use redis, local or auto", o.Backend)
 	}
-	if o.Backend == "redis" {
-		if err := validPrefix(o.Prefix); err != nil {
-			return err
-		}
+	return nil
+}
+
+// load reads the settings and resolves the backend flags of command c, for the commands
+// that only need a backend (status, unlock). Errors come as exit 125 with their message.
+func (o *backendOptions) load(c *cobra.Command) error {
+	s, err := loadSettings()
+	if err != nil {
+		return exitf(ExitUsage, "%v", err)
+	}
+	if err := o.resolve(c.Flags(), s); err != nil {
+		return exitf(ExitUsage, "%v", err)
 	}
 	return nil
 }
 
-func validPrefix(p string) error {
-	if p == "" {
-		return nil
-	}
-	if strings.ContainsAny(p, "{}") {
-		return fmt.Errorf("--prefix %q: braces are not allowed (cronlock adds its own hash tag)", p)
-	}
-	if err := lockrun.ValidKey(p); err != nil {
-		return fmt.Errorf("--prefix %q: %v", p, err)
+// checkKey validates a --key value, as exit 125 with the reason.
+func checkKey(key string) error {
+	if err := lockrun.ValidKey(key); err != nil {
+		return exitf(ExitUsage, "--key %q: %v", key, err)
 	}
 	return nil
 }

@@ -29,16 +29,12 @@ func newStatusCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Show the locks held right now and by whom",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			s, err := loadSettings()
-			if err != nil {
-				return exitf(ExitUsage, "%v", err)
-			}
-			if err := o.backendOptions.resolve(c.Flags(), s); err != nil {
-				return exitf(ExitUsage, "%v", err)
+			if err := o.load(c); err != nil {
+				return err
 			}
 			if c.Flags().Changed("key") {
-				if err := lockrun.ValidKey(o.Key); err != nil {
-					return exitf(ExitUsage, "--key %q: %v", o.Key, err)
+				if err := checkKey(o.Key); err != nil {
+					return err
 				}
 			}
 			return statusRun(o)

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"cronlock/lockrun"
 )
 
 // unlockOptions are the settings of `cronlock unlock`.
@@ -29,18 +27,14 @@ token, and a lock renewed within its TTL (its holder looks alive) is refused unl
 --force. A local lock frees itself when its holder exits: unlock names the holder's pid.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			s, err := loadSettings()
-			if err != nil {
-				return exitf(ExitUsage, "%v", err)
-			}
-			if err := o.backendOptions.resolve(c.Flags(), s); err != nil {
-				return exitf(ExitUsage, "%v", err)
+			if err := o.load(c); err != nil {
+				return err
 			}
 			if !c.Flags().Changed("key") {
 				return exitf(ExitUsage, "--key is required: the lock to release")
 			}
-			if err := lockrun.ValidKey(o.Key); err != nil {
-				return exitf(ExitUsage, "--key %q: %v", o.Key, err)
+			if err := checkKey(o.Key); err != nil {
+				return err
 			}
 			return unlockRun(o)
 		},

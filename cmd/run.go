@@ -243,15 +243,7 @@ func (r *runner) run() int {
 	}
 	res := lockrun.Supervise(context.Background(), job, sig, fwd, o.OnLockLost == "continue", nil)
 	stopKeeper()
-
-	// The job's processes are all gone: only now may the lock go.
-	rctx, cancel := context.WithTimeout(context.Background(), o.RedisTimeout+time.Second)
-	if err := lease.Release(rctx); err != nil && !errors.Is(err, lockrun.ErrLockLost) {
-		r.infof("releasing %s failed: %v (it expires by itself after --ttl %v)", o.Key, err, o.TTL)
-	} else {
-		r.verbosef("released %s", o.Key)
-	}
-	cancel()
+	r.row.FinishedAt = time.Now()
 
 	out := outcomeOf(res, lossErr, o)
 	r.row.Status, r.row.ExitCode, r.row.Signal, r.row.Output = out.Status, out.ExitCode, out.Signal, res.Output
@@ -263,7 +255,20 @@ func (r *runner) run() int {
 			r.errorf("%s", out.Message)
 		}
 	}
-	r.recordFinish()
+	// The row is written while the lock is released: the release is what a waiting host
+	// is held up by, and a failed release changes neither status nor exit code.
+	r.queueFinish()
+
+	// The job's processes are all gone: only now may the lock go. A local lock with
+	// --min-hold is kept until the hold ends, so the deadline leaves room for it.
+	rctx, cancel := context.WithTimeout(context.Background(), o.RedisTimeout+time.Second+o.MinHold)
+	if err := lease.Release(rctx); err != nil && !errors.Is(err, lockrun.ErrLockLost) {
+		r.infof("releasing %s failed: %v (a Redis lock expires by itself after --ttl %v)", o.Key, err, o.TTL)
+	} else {
+		r.verbosef("released %s", o.Key)
+	}
+	cancel()
+	r.rec.wait()
 	return out.Code
 }
 

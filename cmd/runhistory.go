@@ -90,12 +90,10 @@ func (r *runner) recordStart() {
 	r.rec.do(func(s *history.Store) error { return s.Start(&row) })
 }
 
-// recordFinish completes the row and waits for every write to end.
-func (r *runner) recordFinish() {
-	r.row.FinishedAt = time.Now()
+// queueFinish queues the completed row; rec.wait lets it be written.
+func (r *runner) queueFinish() {
 	row := *r.row
 	r.rec.do(func(s *history.Store) error { return s.Finish(&row) })
-	r.rec.wait()
 }
 
 // recordInsert writes a run that ended before its child started (skipped, error,

@@ -224,17 +224,20 @@ type supervisor struct {
 	relays   []*relay
 	tail     *tail
 	fg       int // terminal fd handed to the child's group; -1 when none
-	release  chan struct{}
+	locked   bool // the goroutine is locked to the thread that forked the child
 }
 
 func (s *supervisor) run(ctx context.Context, started func(pid int)) {
 	s.self = os.Getpid()
 	s.fg = -1
 	s.others = map[int]bool{}
-	if !s.startChild() {
+	ok := s.startChild()
+	if s.locked {
+		defer runtime.UnlockOSThread()
+	}
+	if !ok {
 		return
 	}
-	defer close(s.release)
 	if started != nil {
 		started(s.res.PID)
 	}
@@ -431,44 +434,26 @@ func (s *supervisor) startChild() bool {
 		Sys:   sys,
 	}
 
-	type startResult struct {
-		pid int
-		err error
-	}
-	ch := make(chan startResult)
-	s.release = make(chan struct{})
-	release := s.release
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		pid, err := syscall.ForkExec(path, job.Argv, attr)
-		if err != nil && sys.Foreground {
-			// The terminal could not be handed over (a race with the shell's job control):
-			// run in the background rather than not at all.
-			sys.Foreground, sys.Ctty = false, 0
-			pid, err = syscall.ForkExec(path, job.Argv, attr)
-			if err == nil {
-				err = errNoForeground
-			}
-		}
-		ch <- startResult{pid, err}
-		if pid > 0 {
-			<-release
-		}
-	}()
-	sr := <-ch
-	if errors.Is(sr.err, errNoForeground) {
-		sr.err = nil
+	// Pdeathsig fires when the thread that forked the child exits, not the process: the
+	// fork happens on this goroutine's thread, locked to it until the run is over (run
+	// unlocks it when every process of the job is gone).
+	runtime.LockOSThread()
+	s.locked = true
+	pid, err := syscall.ForkExec(path, job.Argv, attr)
+	if err != nil && sys.Foreground {
+		// The terminal could not be handed over (a race with the shell's job control):
+		// run in the background rather than not at all.
+		sys.Foreground, sys.Ctty = false, 0
 		s.fg = -1
+		pid, err = syscall.ForkExec(path, job.Argv, attr)
 	}
-	if sr.err != nil {
+	if err != nil {
 		closeReaders()
 		s.fg = -1
-		close(s.release)
-		return fail(sr.err)
+		return fail(err)
 	}
 	s.start = time.Now()
-	s.res.Started, s.res.PID, s.pgid = true, sr.pid, sr.pid
+	s.res.Started, s.res.PID, s.pgid = true, pid, pid
 	// Arm before anything else can go wrong: from here on, cronlock's death must take
 	// the whole group with it.
 	// An error means the guard died; the run goes on without it (Done copes).
@@ -486,8 +471,6 @@ func (s *supervisor) startChild() bool {
 	}
 	return true
 }
-
-var errNoForeground = errors.New("started without the terminal")
 
 // reap collects every child that has ended. The main child's status becomes the result;
 // the guard and any other child are just reaped.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"cronlock/history"
 	"cronlock/internal/redistest"
 )
 
@@ -445,5 +446,36 @@ func TestReadmeACL(t *testing.T) {
 	}
 	if code, out, errs := c.run("unlock", "-k", "acl", "--force"); code != 0 || !strings.Contains(out, "removed acl") {
 		t.Fatalf("unlock: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+// TestAbandonedRunFoundByNextRun: a cronlock SIGKILLed mid-run leaves a running row; the
+// next run on the node marks it abandoned, without any `history` call in between.
+func TestAbandonedRunFoundByNextRun(t *testing.T) {
+	c := newCLI(t, "")
+	pidf := filepath.Join(c.dir, "job.pid")
+	cmd := c.command("run", "-k", "dies", "--", "sh", "-c", "echo $$ > "+pidf+"; exec sleep 30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	readPID(t, pidf)
+	time.Sleep(200 * time.Millisecond) // the running row is written beside the job
+	cmd.Process.Kill()
+	cmd.Wait()
+	if code, _, errs := c.run("run", "-k", "other", "--", "true"); code != 0 {
+		t.Fatalf("next run: exit %d, %s", code, errs)
+	}
+	// Read the file directly: `history` would reap by itself and hide whether run did.
+	st, err := history.Open(filepath.Join(c.dir, "history.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rows, err := st.List(history.Filter{Key: "dies"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Status != "abandoned" {
+		t.Fatalf("rows %+v, want one abandoned run", rows)
 	}
 }

@@ -32,13 +32,17 @@ type recorder struct {
 
 // startRecorder opens the history at path in the background. fail is called (on the
 // recorder's goroutine) with the first error.
-func startRecorder(path string, fail func(error)) *recorder {
+// Rows that earlier runs on this node left running, because their cronlock died, are
+// marked abandoned on the way (Reap); that is cheap, and off the job's path here.
+func startRecorder(path, node string, fail func(error)) *recorder {
 	rec := &recorder{ops: make(chan func(*history.Store) error, 4), done: make(chan struct{})}
 	go func() {
 		defer close(rec.done)
 		st, err := history.Open(path)
 		if err != nil {
 			fail(err)
+		} else {
+			_, _ = st.Reap(node) // a failure here loses nothing: `history` reaps too
 		}
 		for op := range rec.ops {
 			if st == nil {
@@ -81,7 +85,7 @@ func (r *runner) openHistory() {
 		r.historyFailed(err)
 		return
 	}
-	r.rec = startRecorder(path, r.historyFailed)
+	r.rec = startRecorder(path, r.o.Node, r.historyFailed)
 }
 
 // recordStart writes the running row of a run whose child is about to start.

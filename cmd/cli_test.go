@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"cronlock/history"
+	"cronlock/internal/proctest"
 	"cronlock/internal/redistest"
 )
 
@@ -97,51 +97,6 @@ func (c *cli) history(key string) []historyRow {
 	return rows
 }
 
-func waitFile(t *testing.T, path string) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-	}
-	t.Fatalf("%s did not appear within 20s", path)
-}
-
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
-func readPID(t *testing.T, path string) int {
-	t.Helper()
-	waitFile(t, path)
-	for i := 0; i < 200; i++ {
-		b, _ := os.ReadFile(path)
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-			return pid
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("no pid in %s", path)
-	return 0
-}
-
-func waitGone(t *testing.T, pid int, within time.Duration, what string) {
-	t.Helper()
-	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if !alive(pid) {
-			return
-		}
-	}
-	t.Fatalf("%s (pid %d) still alive after %v", what, pid, within)
-}
-
 // TestConcurrentRunsOneKey starts 12 cronlocks on one key at once, on Redis and on the
 // local lock, with a job three times longer than the TTL: exactly one runs, all exit 0.
 func TestConcurrentRunsOneKey(t *testing.T) {
@@ -199,7 +154,7 @@ func TestSigtermReachesGrandchild(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	pid := readPID(t, gc)
+	pid := proctest.ReadPID(t, gc)
 	cmd.Process.Signal(syscall.SIGTERM)
 	err := cmd.Wait()
 	var ee *exec.ExitError
@@ -209,7 +164,7 @@ func TestSigtermReachesGrandchild(t *testing.T) {
 	if b, _ := os.ReadFile(got); string(b) != "TERM\n" {
 		t.Fatalf("the grandchild did not get SIGTERM (marker %q)", b)
 	}
-	if alive(pid) {
+	if !proctest.Dead(pid) {
 		t.Fatalf("grandchild %d outlived cronlock", pid)
 	}
 	rows := c.history("term")
@@ -233,7 +188,7 @@ func TestIgnoredSigtermKilledAfterGrace(t *testing.T) {
 	if took < 800*time.Millisecond {
 		t.Fatalf("cronlock returned after %v: it did not give the job its 500ms grace after the 300ms timeout", took)
 	}
-	if pid := readPID(t, pidf); alive(pid) {
+	if pid := proctest.ReadPID(t, pidf); !proctest.Dead(pid) {
 		t.Fatalf("the job %d survived SIGKILL", pid)
 	}
 	rows := c.history("stubborn")
@@ -253,11 +208,11 @@ func TestCronlockKilledTakesTheJobAlong(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	pa, pb := readPID(t, a), readPID(t, b)
+	pa, pb := proctest.ReadPID(t, a), proctest.ReadPID(t, b)
 	cmd.Process.Kill()
 	cmd.Wait()
-	waitGone(t, pa, 5*time.Second, "first process of the pipeline")
-	waitGone(t, pb, 5*time.Second, "second process of the pipeline")
+	proctest.WaitDead(t, pa, 5*time.Second, "first process of the pipeline")
+	proctest.WaitDead(t, pb, 5*time.Second, "second process of the pipeline")
 	// The lock expires after the TTL (1s), then another run takes it.
 	time.Sleep(1200 * time.Millisecond)
 	code, out, stderr := c.run("run", "-k", "killed", "--", "echo", "again")
@@ -339,7 +294,7 @@ func TestStopSignalBeforeTheChildStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { holder.Process.Signal(syscall.SIGTERM); holder.Wait() }()
-	waitFile(t, held)
+	proctest.WaitFile(t, held)
 	ran := filepath.Join(c.dir, "ran")
 	waiter := c.command("run", "-k", "sig", "--wait", "60s", "--", "touch", ran)
 	var errb bytes.Buffer
@@ -384,11 +339,11 @@ func TestRedisGoneFailsClosed(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			pid := readPID(t, pidf)
+			pid := proctest.ReadPID(t, pidf)
 			faultAt := time.Now()
 			died := make(chan time.Duration, 1)
 			go func() {
-				for alive(pid) {
+				for !proctest.Dead(pid) {
 					time.Sleep(2 * time.Millisecond)
 				}
 				died <- time.Since(faultAt)
@@ -458,7 +413,7 @@ func TestAbandonedRunFoundByNextRun(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	readPID(t, pidf)
+	proctest.ReadPID(t, pidf)
 	time.Sleep(200 * time.Millisecond) // the running row is written beside the job
 	cmd.Process.Kill()
 	cmd.Wait()

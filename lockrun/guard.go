@@ -38,7 +38,7 @@ var GuardExe = "/proc/self/exe"
 // What a guard cannot catch: processes that left the job's group with setsid and were
 // not yet reaped by cronlock. A nil *Guard is valid and does nothing.
 type Guard struct {
-	r, null *os.File      // the guard's stdin and stdout/stderr, ours until the fork
+	r, null *os.File // the guard's stdin and stdout/stderr, ours until the fork
 	env     []string
 	fork    sync.Once
 	forked  chan struct{} // closed once the guard's fork and exec are over

@@ -223,7 +223,7 @@ type supervisor struct {
 	others   map[int]bool
 	relays   []*relay
 	tail     *tail
-	fg       int // terminal fd handed to the child's group; -1 when none
+	fg       int  // terminal fd handed to the child's group; -1 when none
 	locked   bool // the goroutine is locked to the thread that forked the child
 }
 

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"cronlock/internal/proctest"
 )
 
 // helperEnv names the role a re-executed test binary plays (see TestMain).
@@ -160,31 +162,10 @@ func writeScript(t *testing.T, name, body string) string {
 	return p
 }
 
-// waitFile polls until path exists.
-func waitFile(t *testing.T, path string) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-	}
-	t.Fatalf("%s did not appear", path)
-}
-
 // procGone reports whether pid has no /proc entry at all (exited and reaped).
 func procGone(pid int) bool {
 	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
 	return errors.Is(err, os.ErrNotExist)
-}
-
-// procDead reports whether pid is gone or a zombie.
-func procDead(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i > 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
 
 func TestSuperviseExitCode(t *testing.T) {
@@ -281,7 +262,7 @@ wait
 `)
 	env := append(os.Environ(), "INNER="+inner, "MARK="+mark, "READY="+ready)
 	go func() {
-		waitFile(t, ready)
+		proctest.WaitFile(t, ready)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
 	}()
 	res, d := supervise(t, Job{Argv: []string{outer}, Env: env, Grace: 5 * time.Second}, realSignals, nil, false, nil)
@@ -302,7 +283,7 @@ func TestSuperviseIgnoredTermGetsKilled(t *testing.T) {
 	dir := t.TempDir()
 	ready := filepath.Join(dir, "ready")
 	go func() {
-		waitFile(t, ready)
+		proctest.WaitFile(t, ready)
 		c <- syscall.SIGTERM
 	}()
 	const grace = 300 * time.Millisecond
@@ -386,7 +367,7 @@ func TestSuperviseUSR1Forwarded(t *testing.T) {
 	sig, c := testSignals(t)
 	ready := filepath.Join(t.TempDir(), "ready")
 	go func() {
-		waitFile(t, ready)
+		proctest.WaitFile(t, ready)
 		c <- syscall.SIGUSR1
 	}()
 	res, _ := supervise(t, Job{Argv: sh(`trap 'exit 5' USR1; touch "$1"; sleep 1000 & wait`, ready), Grace: time.Second}, sig, nil, false, nil)
@@ -460,7 +441,7 @@ func TestOutputForeignHolderDoesNotHang(t *testing.T) {
 	holderErr := make(chan error, 1)
 	started := func(pid int) {
 		go func() {
-			waitFile(t, ready)
+			proctest.WaitFile(t, ready)
 			f, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/fd/1", os.O_WRONLY, 0)
 			if err == nil {
 				f.WriteString("from-holder\n")
@@ -658,7 +639,7 @@ func TestGuardKillsGroupWhenSupervisorDies(t *testing.T) {
 		reapAbandoned()
 	}()
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if procDead(sleeps[0]) && procDead(sleeps[1]) {
+		if proctest.Dead(sleeps[0]) && proctest.Dead(sleeps[1]) {
 			return
 		}
 	}

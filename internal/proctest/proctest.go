@@ -1,0 +1,61 @@
+// Package proctest has the small process and file probes that cronlock's tests share:
+// waiting for a file a job writes, reading a pid from it, and telling whether a process
+// is still alive. It is for tests only.
+package proctest
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// WaitFile waits up to 20 s for path to exist.
+func WaitFile(t testing.TB, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s did not appear within 20s", path)
+}
+
+// ReadPID waits for path and returns the pid written in it (the write may be in progress).
+func ReadPID(t testing.TB, path string) int {
+	t.Helper()
+	WaitFile(t, path)
+	for i := 0; i < 400; i++ {
+		b, _ := os.ReadFile(path)
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			return pid
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no pid in %s", path)
+	return 0
+}
+
+// Dead reports whether pid is gone or a zombie (exited, not yet reaped).
+func Dead(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	// The state follows the ")" that ends the command name, which may hold spaces.
+	i := bytes.LastIndexByte(b, ')')
+	return i > 0 && i+2 < len(b) && b[i+2] == 'Z'
+}
+
+// WaitDead waits up to within for pid to be Dead and fails the test otherwise.
+func WaitDead(t testing.TB, pid int, within time.Duration, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if Dead(pid) {
+			return
+		}
+	}
+	t.Fatalf("%s (pid %d) still alive after %v", what, pid, within)
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -30,7 +31,8 @@ func exitf(code int, format string, args ...any) *ExitError {
 	return &ExitError{Code: code, Msg: fmt.Sprintf(format, args...)}
 }
 
-// usageError marks a mistake in the command line: usage code 125 for run, 2 elsewhere.
+// usageError marks a mistake in the command line (exit 125); its message gets a pointer
+// to the command's --help.
 type usageError struct{ err error }
 
 func (e *usageError) Error() string { return e.err.Error() }
@@ -62,10 +64,13 @@ func Execute(args []string, stdout, stderr io.Writer) int {
 		}
 		return ee.Code
 	}
-	fmt.Fprintf(stderr, "cronlock: %s\n", err)
+	// One line, the hint included: cron mails stderr, and scripts read its first line.
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "Run 'cronlock %s --help' for usage.\n", commandName(root, args))
+		name := strings.TrimSpace("cronlock " + commandName(root, args))
+		fmt.Fprintf(stderr, "cronlock: %s (see '%s --help')\n", err, name)
+	} else {
+		fmt.Fprintf(stderr, "cronlock: %s\n", err)
 	}
 	return ExitUsage
 }

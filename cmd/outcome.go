@@ -29,7 +29,7 @@ const (
 
 // outcomeOf maps a supervised run to status and exit code. The first event decides:
 // lock lost, timeout, forwarded stop signal, the child's own exit.
-func outcomeOf(res lockrun.Result, lossErr error, o *runOptions) outcome {
+func outcomeOf(res lockrun.Result, o *runOptions) outcome {
 	var out outcome
 	if !res.Started {
 		out.Status = "error"
@@ -58,10 +58,14 @@ func outcomeOf(res lockrun.Result, lossErr error, o *runOptions) outcome {
 		if o.OnLockLost == "continue" {
 			out.Code = own
 			out.Warning = true
-			out.Message = fmt.Sprintf("%s: the lock was lost while the job ran (%v); --on-lock-lost continue let it finish", o.Key, lossErr)
+			out.Message = fmt.Sprintf("%s: the lock was lost while the job ran (%v); --on-lock-lost continue let it finish", o.Key, res.LossErr)
 		} else {
 			out.Code = ExitFailed
-			out.Message = fmt.Sprintf("%s: the lock was lost while the job ran (%v); stopped the job. Another host may run it now", o.Key, lossErr)
+			stopped := ""
+			if res.Signal != 0 {
+				stopped = "; stopped the job"
+			}
+			out.Message = fmt.Sprintf("%s: the lock was lost while the job ran (%v)%s. Another host may run it now", o.Key, res.LossErr, stopped)
 		}
 	case lockrun.ReasonTimeout:
 		out.Status = "timeout"

@@ -225,15 +225,7 @@ func (r *runner) run() int {
 	keeper := &lockrun.Keeper{Lease: lease, Interval: o.TTL / 3, Grace: o.Grace,
 		OpTimeout: o.RedisTimeout, Acquired: r.acquiredAt,
 		Warn: func(err error) { r.verbosef("renewing %s failed, retrying: %v", o.Key, err) }}
-	// lossErr is read only after Supervise took the loss from fwd, which orders the write before it.
-	var lossErr error
-	fwd := make(chan lockrun.LockLoss, 1)
-	go func(loss <-chan lockrun.LockLoss) {
-		if l, ok := <-loss; ok {
-			lossErr = l.Err
-			fwd <- l
-		}
-	}(keeper.Run(ctx))
+	loss := keeper.Run(ctx)
 
 	job := lockrun.Job{
 		Argv: o.Command, Env: childEnv(o, r.runID, lease.FencingToken()),
@@ -241,11 +233,17 @@ func (r *runner) run() int {
 		Capture: int(o.capture()), Grace: o.Grace, Timeout: o.Timeout,
 		Foreground: inForeground(o.Stdin), Guard: guard,
 	}
-	res := lockrun.Supervise(context.Background(), job, sig, fwd, o.OnLockLost == "continue", nil)
+	res := lockrun.Supervise(context.Background(), job, sig, loss, o.OnLockLost == "continue", nil)
 	stopKeeper()
 	r.row.FinishedAt = time.Now()
+	if res.Started && res.Reason == lockrun.ReasonExited && keeper.Expired() {
+		// cronlock was stopped or frozen past its lease: the job ended, but not provably
+		// inside the lease, so another holder may have run beside it.
+		res.Reason = lockrun.ReasonLockLost
+		res.LossErr = fmt.Errorf("the lease ran out while cronlock itself was stopped or frozen longer than --ttl %v", o.TTL)
+	}
 
-	out := outcomeOf(res, lossErr, o)
+	out := outcomeOf(res, o)
 	r.row.Status, r.row.ExitCode, r.row.Signal, r.row.Output = out.Status, out.ExitCode, out.Signal, res.Output
 	r.row.Error = out.Message
 	if out.Message != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -43,6 +44,25 @@ type Keeper struct {
 	Now func() time.Duration
 	// Warn, when set, is told about renewals that failed but may be retried.
 	Warn func(error)
+
+	// safeUntil is the lease's end on the Now clock as last confirmed (0: no expiry). The
+	// renewal goroutine writes it; Expired reads it from the run's goroutine.
+	safeUntil atomic.Int64
+}
+
+// Expired reports whether the lease ran out without a confirmed renewal: true after a
+// pause of cronlock itself (SIGSTOP, a frozen VM) longer than the lease, even when the
+// renewal goroutine has not yet woken to say so. Always false for leases without expiry.
+func (k *Keeper) Expired() bool {
+	until := time.Duration(k.safeUntil.Load())
+	if until == 0 {
+		return false
+	}
+	now := k.Now
+	if now == nil {
+		now = Boottime
+	}
+	return now() >= until
 }
 
 // maxSleep caps every wait of the keeper so that a deadline measured on Boottime is
@@ -57,6 +77,9 @@ func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecon
 // returned channel and stops: the Grace in it is how long the child may take after
 // SIGTERM before it must be killed for the lease to still be ours.
 func (k *Keeper) Run(ctx context.Context) <-chan LockLoss {
+	if ttl := k.Lease.TTL(); ttl > 0 {
+		k.safeUntil.Store(int64(k.Acquired + ttl - drift(ttl)))
+	}
 	out := make(chan LockLoss, 1)
 	go func() {
 		if loss, lost := k.loop(ctx); lost {
@@ -84,10 +107,7 @@ func (k *Keeper) loop(ctx context.Context) (LockLoss, bool) {
 	if ttl > 0 && ttl/4 < g {
 		g = ttl / 4
 	}
-	var safeUntil time.Duration // zero when the lease never expires
-	if ttl > 0 {
-		safeUntil = k.Acquired + ttl - drift(ttl)
-	}
+	safeUntil := time.Duration(k.safeUntil.Load()) // zero when the lease never expires
 	next := k.Acquired + interval
 	for {
 		wake := next
@@ -121,6 +141,7 @@ func (k *Keeper) loop(ctx context.Context) (LockLoss, bool) {
 		case err == nil:
 			if ttl > 0 {
 				safeUntil = sent + ttl - drift(ttl)
+				k.safeUntil.Store(int64(safeUntil))
 			}
 			next = sent + interval
 		case errors.Is(err, ErrLockLost):

@@ -205,3 +205,36 @@ func TestKeeperStopsWithContext(t *testing.T) {
 		}
 	})
 }
+
+func TestKeeperExpired(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeLease{ttl: 30 * time.Second}
+		start := time.Now()
+		f.started = start
+		k := &Keeper{Lease: f, Grace: time.Second, Now: func() time.Duration { return time.Since(start) }}
+		ctx, cancel := context.WithCancel(context.Background())
+		k.Run(ctx)
+		time.Sleep(25 * time.Second) // renewed at 10s and 20s: good until about 50s
+		if k.Expired() {
+			t.Fatal("a lease renewed on time reported expired")
+		}
+		cancel() // no more renewals: as if cronlock were frozen from here
+		synctest.Wait()
+		time.Sleep(24 * time.Second)
+		if k.Expired() {
+			t.Fatal("expired before its safe-until deadline")
+		}
+		time.Sleep(2 * time.Second)
+		if !k.Expired() {
+			t.Fatal("a lease past its safe-until deadline did not report expired")
+		}
+		local := &Keeper{Lease: &fakeLease{}, Now: func() time.Duration { return time.Since(start) }}
+		lctx, lcancel := context.WithCancel(context.Background())
+		defer lcancel()
+		local.Run(lctx)
+		time.Sleep(time.Hour)
+		if local.Expired() {
+			t.Fatal("a lease without expiry reported expired")
+		}
+	})
+}

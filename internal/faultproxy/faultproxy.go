@@ -1,0 +1,219 @@
+// Package faultproxy is a small TCP proxy for fault-injection tests. It forwards every
+// connection it accepts to one upstream address and, on command, degrades all of them:
+//
+//   - Pass: bytes go through at once;
+//   - Latency: every chunk read is delivered d later (order kept), so a request and its
+//     reply each take d longer;
+//   - Blackhole: every chunk read is dropped, in both directions, while connections stay
+//     open (a silent network partition); new connections are accepted and swallowed too;
+//   - Reset: every open connection is closed with a TCP RST (SO_LINGER 0) on both sides,
+//     and new connections are reset at once, until the mode changes.
+//
+// When the upstream cannot be dialled (the server is down) an accepted connection is
+// closed at once. It is for tests only: no throughput tricks, one goroutine per direction
+// plus one per direction for delayed delivery.
+package faultproxy
+
+import (
+	"net"
+	"sync"
+	"time"
+)
+
+// Mode is what the proxy does to the bytes it forwards.
+type Mode int
+
+// The modes; see the package comment.
+const (
+	Pass Mode = iota
+	Latency
+	Blackhole
+	Reset
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Pass:
+		return "pass"
+	case Latency:
+		return "latency"
+	case Blackhole:
+		return "blackhole"
+	case Reset:
+		return "reset"
+	}
+	return "mode?"
+}
+
+// Proxy forwards connections from Addr to an upstream address. Its zero value is not
+// usable: call Start. It is safe for concurrent use.
+type Proxy struct {
+	Addr string // host:port the proxy listens on (127.0.0.1)
+
+	upstream string
+	ln       net.Listener
+
+	mu     sync.Mutex
+	mode   Mode
+	delay  time.Duration
+	links  map[*link]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// link is one proxied connection: the client's side and the upstream's.
+type link struct {
+	client, server *net.TCPConn
+	once           sync.Once
+}
+
+// close closes both sides, with a RST when rst is set.
+func (l *link) close(rst bool) {
+	l.once.Do(func() {
+		for _, c := range []*net.TCPConn{l.client, l.server} {
+			if rst {
+				c.SetLinger(0)
+			}
+			c.Close()
+		}
+	})
+}
+
+// Start listens on a free loopback port and forwards to upstream (host:port) in Pass mode.
+func Start(upstream string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{Addr: ln.Addr().String(), upstream: upstream, ln: ln, links: map[*link]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// Set switches the mode; delay is used by Latency only. Entering Reset resets every open
+// connection at once.
+func (p *Proxy) Set(m Mode, delay time.Duration) {
+	p.mu.Lock()
+	p.mode, p.delay = m, delay
+	var reset []*link
+	if m == Reset {
+		for l := range p.links {
+			reset = append(reset, l)
+		}
+	}
+	p.mu.Unlock()
+	for _, l := range reset {
+		l.close(true)
+	}
+}
+
+// Close stops listening, closes every connection and waits for the proxy's goroutines.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	var all []*link
+	for l := range p.links {
+		all = append(all, l)
+	}
+	p.mu.Unlock()
+	err := p.ln.Close()
+	for _, l := range all {
+		l.close(false)
+	}
+	p.wg.Wait()
+	return err
+}
+
+func (p *Proxy) current() (Mode, time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mode, p.delay
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		client := c.(*net.TCPConn)
+		if m, _ := p.current(); m == Reset {
+			client.SetLinger(0)
+			client.Close()
+			continue
+		}
+		s, err := net.DialTimeout("tcp", p.upstream, time.Second)
+		if err != nil {
+			client.Close()
+			continue
+		}
+		l := &link{client: client, server: s.(*net.TCPConn)}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			l.close(false)
+			continue
+		}
+		p.links[l] = struct{}{}
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go p.pipe(l, l.client, l.server)
+		go p.pipe(l, l.server, l.client)
+	}
+}
+
+// chunk is data read from one side, due for delivery to the other at due.
+type chunk struct {
+	data []byte
+	due  time.Time
+}
+
+// pipe copies from src to dst through a queue that applies the mode at read time. The
+// first error on either side closes the whole link.
+func (p *Proxy) pipe(l *link, src, dst *net.TCPConn) {
+	defer p.wg.Done()
+	q := make(chan chunk, 256)
+	done := make(chan struct{})
+	go func() { // the writer: delivers chunks in order, each at its due time
+		defer close(done)
+		for c := range q {
+			if d := time.Until(c.due); d > 0 {
+				time.Sleep(d)
+			}
+			if _, err := dst.Write(c.data); err != nil {
+				l.close(false)
+				for range q { // drain so the reader never blocks on a dead link
+				}
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			m, delay := p.current()
+			switch m {
+			case Blackhole, Reset:
+				// swallowed (Reset closes the link anyway)
+			default:
+				due := time.Now()
+				if m == Latency {
+					due = due.Add(delay)
+				}
+				q <- chunk{data: append([]byte(nil), buf[:n]...), due: due}
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	close(q)
+	<-done
+	l.close(false)
+	p.mu.Lock()
+	delete(p.links, l)
+	p.mu.Unlock()
+}

@@ -341,11 +341,12 @@ func (r *runner) reportSkip(held *lockrun.HeldError) {
 			age = age.Round(time.Minute)
 		}
 		r.errorf("%s held by %s (pid %d, run %s) for %v, longer than --stale-after %v: is that job hung? See cronlock status --key %s",
-			o.Key, h.Node, h.PID, h.RunID, age, o.StaleAfter, o.Key)
+			o.Key, escape(h.Node), h.PID, escape(h.RunID), age, o.StaleAfter, o.Key)
 		return
 	}
 	if o.Verbose || (!o.Quiet && isTerminal(o.Stderr)) {
-		fmt.Fprintf(o.Stderr, "cronlock: skipped: %v\n", held)
+		// The holder's names come from another host: escaped, as on every display.
+		fmt.Fprintf(o.Stderr, "cronlock: skipped: %s\n", escape(held.Error()))
 	}
 }
 

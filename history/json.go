@@ -3,6 +3,7 @@ package history
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -55,5 +56,40 @@ func (r Run) MarshalJSON() ([]byte, error) {
 	if err := enc.Encode(j); err != nil {
 		return nil, err
 	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
+	return escapeControls(bytes.TrimRight(b.Bytes(), "\n")), nil
+}
+
+// escapeControls writes DEL and the C1 controls (U+0080–U+009F, which some terminals
+// obey like ESC [), both left raw by encoding/json, as \u escapes: a JSON line read on a
+// terminal must not drive it either. b is encoding/json's output, valid UTF-8, in which
+// 0xC2 can only start a two-byte character inside a string.
+func escapeControls(b []byte) []byte {
+	var out []byte // nil while nothing needs escaping
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		r := -1
+		switch {
+		case c == 0x7f:
+			r = 0x7f
+		case c == 0xc2 && i+1 < len(b) && 0x80 <= b[i+1] && b[i+1] <= 0x9f:
+			r = int(b[i+1])
+		}
+		if r < 0 {
+			if out != nil {
+				out = append(out, c)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]byte, 0, len(b)+16), b[:i]...)
+		}
+		out = fmt.Appendf(out, `\u%04x`, r)
+		if c == 0xc2 {
+			i++
+		}
+	}
+	if out == nil {
+		return b
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"strconv"
@@ -520,7 +521,8 @@ type lockValue struct {
 func parseHolder(value string, pttl int64) *Holder {
 	h := &Holder{}
 	if pttl > 0 {
-		h.TTLLeft = time.Duration(pttl) * time.Millisecond
+		// A PTTL past 292 years (PEXPIRE by hand) would overflow a Duration into the past.
+		h.TTLLeft = time.Duration(min(pttl, int64(math.MaxInt64/time.Millisecond))) * time.Millisecond
 	}
 	var v lockValue
 	if err := json.Unmarshal([]byte(value), &v); err != nil {
@@ -528,15 +530,20 @@ func parseHolder(value string, pttl int64) *Holder {
 		return h
 	}
 	h.Node, h.PID, h.RunID = v.Node, v.PID, v.RunID
-	if ms, err := strconv.ParseInt(v.SinceMS, 10, 64); err == nil {
+	// A time outside 1970–9999 is not one cronlock wrote, and would make status --json
+	// fail (encoding/json refuses years past 9999): leave it unknown (zero).
+	if ms, err := strconv.ParseInt(v.SinceMS, 10, 64); err == nil && plausibleTime(time.UnixMilli(ms)) {
 		h.Since = time.UnixMilli(ms)
 	}
-	if us, err := strconv.ParseInt(v.RenewedUS, 10, 64); err == nil {
+	if us, err := strconv.ParseInt(v.RenewedUS, 10, 64); err == nil && plausibleTime(time.UnixMicro(us)) {
 		h.Renewed = time.UnixMicro(us)
 	}
 	h.FencingToken, _ = strconv.ParseUint(v.Fence, 10, 64)
 	return h
 }
+
+// plausibleTime reports whether t is a time a lock value can hold: 1970 to 9999.
+func plausibleTime(t time.Time) bool { return t.Year() >= 1970 && t.Year() <= 9999 }
 
 // Inspect returns the holder of key, or nil when it is free.
 func (l *RedisLocker) Inspect(ctx context.Context, key string) (*Holder, error) {

@@ -40,6 +40,12 @@ func parseRedisURL(raw string) (redisTarget, error) {
 		return t, bad("it does not parse as a URL")
 	}
 	t.scheme = u.Scheme
+	// An "@" outside the user info means a password with an unescaped "/", "?" or "#"
+	// (redis://u:pa#ss@h): url.Parse took part of it for the host, path, query or
+	// fragment. Refuse it before any message can quote one of those parts.
+	if userInfoMisread(raw) {
+		return t, bad(`the part before the last "@" is not user:password@host; write "/", "?", "#" and "@" in a password as %%2F, %%3F, %%23 and %%40`)
+	}
 	if u.User != nil {
 		t.username = u.User.Username()
 		t.password, _ = u.User.Password()
@@ -135,24 +141,51 @@ func (t redisTarget) schemeWord() string {
 }
 
 // RedactURL returns raw with any password replaced by "xxxxx", for messages and history
-// rows. A URL that does not parse still has everything between "scheme://user:" and the
-// last "@" replaced, since a password is most often what makes a URL unparseable.
+// rows. Everything between the first ":" after "scheme://" and the last "@" counts as the
+// password whenever url.Parse would not find that whole part as the URL's user info: a
+// URL that does not parse (a password is most often what makes a URL unparseable), and
+// one whose password holds an unescaped "/", "?" or "#", which url.Parse reads as the
+// start of the path, query or fragment (redis://u:pa#ss@h), leaving the password in
+// plain sight.
 func RedactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
+	u, err := url.Parse(raw)
+	if err == nil && !userInfoMisread(raw) {
 		return u.Redacted()
 	}
-	i := strings.Index(raw, "://")
-	if i < 0 {
-		return raw
-	}
-	rest := raw[i+3:]
-	at := strings.LastIndex(rest, "@")
+	at := strings.LastIndex(raw, "@")
 	if at < 0 {
 		return raw
 	}
-	user := rest[:at]
-	if c := strings.Index(user, ":"); c >= 0 {
-		user = user[:c+1] + "xxxxx"
+	start := 0 // where the user info begins
+	if i := strings.Index(raw, "://"); i >= 0 && i < at {
+		start = i + 3
 	}
-	return raw[:i+3] + user + rest[at:]
+	userinfo := raw[start:at]
+	c := strings.Index(userinfo, ":")
+	if c < 0 {
+		return raw // a user name only: no password to hide
+	}
+	return raw[:start] + userinfo[:c+1] + "xxxxx" + raw[at:]
+}
+
+// userInfoMisread reports whether raw has an "@" that url.Parse does not read as the end
+// of the user info after "scheme://", or "//": a password with an unescaped "/", "?" or
+// "#" (redis://u:pa#ss@h), or an "@" with no "://" before it (redis:u:pw@h). An "@" in
+// a path that follows "://" at once (unix:///run/redis@1.sock) is not user info, unless
+// a ":" comes before it (unix:///:pw@/run/redis.sock; a ":" there in a real socket path
+// is written %3A).
+func userInfoMisread(raw string) bool {
+	at := strings.LastIndex(raw, "@")
+	if at < 0 {
+		return false
+	}
+	i := strings.Index(raw, "//")
+	if i < 0 || i+2 > at {
+		return true
+	}
+	if raw[i+2] == '/' && !strings.Contains(raw[i+2:at], ":") {
+		return false // scheme:/// starts a path, and no "user:password" precedes the "@"
+	}
+	u, err := url.Parse(raw)
+	return err != nil || u.User == nil || strings.ContainsAny(raw[i+2:at], "/?#")
 }

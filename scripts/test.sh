@@ -4,7 +4,8 @@
 # Needs: Go with cgo (gcc) for go-sqlite3. Installs redis-server with apt-get when it is
 # missing (as root). Starts Redis on a free loopback port with its data in a temporary
 # folder, exports CRONLOCK_TEST_REDIS_ADDR for the tests, runs `go test -race ./...`
-# (extra arguments are passed to go test), and stops Redis whatever happens.
+# (extra arguments are passed to go test), then a short fuzz run of every Fuzz target
+# (skipped when arguments are given), and stops Redis whatever happens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,3 +58,33 @@ echo "test.sh: redis-server $(redis-server --version | awk '{print $3}') on 127.
 export CRONLOCK_TEST_REDIS_ADDR="127.0.0.1:$port"
 go vet ./...
 go test -race -count=1 -timeout 8m "$@" ./...
+
+# With arguments (e.g. -run Local) only the tests asked for run: no fuzzing.
+[ $# -eq 0 ] || exit 0
+
+# A short fuzz run of every Fuzz target (their seeds already ran above, as plain tests
+# under -race). Go fuzzes one target per run: `go test -c -fuzz .` builds one
+# instrumented test binary per package, which then fuzzes each of its targets in turn,
+# without -race. The budget is a count of inputs, not a duration: with go1.26 a
+# `-fuzztime 3s` run can fail at its deadline with a bare "context deadline exceeded"
+# (go.dev/issue/75804). A failing input is written to <pkg>/testdata/fuzz/<target>/
+# and fails the script.
+fuzz_inputs() {
+	case "$1" in
+	FuzzConfigFile | FuzzHistoryRender | FuzzRunJSON | FuzzStoreRoundTrip | FuzzScanRow) echo 1000 ;; # a file or SQLite write each
+	*) echo 10000 ;;
+	esac
+}
+for pkg in lockrun cmd history; do
+	go test -c -fuzz . -o "$workdir/$pkg.fuzz" "./$pkg"
+	targets=$(cd "$pkg" && "$workdir/$pkg.fuzz" -test.list '^Fuzz')
+	[ -n "$targets" ] || { echo "test.sh: no fuzz targets in ./$pkg" >&2; exit 1; }
+	for target in $targets; do
+		echo "test.sh: fuzzing ./$pkg $target ($(fuzz_inputs "$target") inputs)" >&2
+		# cd: the fuzzer reads and writes testdata/fuzz in the package's folder.
+		(cd "$pkg" && "$workdir/$pkg.fuzz" -test.run '^$' -test.fuzz "^$target\$" \
+			-test.fuzztime "$(fuzz_inputs "$target")x" -test.fuzzcachedir "$(go env GOCACHE)/fuzz/cronlock/$pkg" 2>&1 |
+			{ grep -v '^fuzz: elapsed' || true; })
+	done
+done
+echo "test.sh: fuzzing done" >&2

@@ -1,0 +1,311 @@
+package cmd
+
+// Fuzz targets for the parsers and renderers of the cmd package: durations, sizes, the
+// config file, terminal escaping and the history table and JSON lines. Without -fuzz they
+// run their seeds (f.Add and testdata/fuzz) as ordinary, fast tests.
+//
+//	go test -run '^$' -fuzz '^FuzzConfigFile$' -fuzztime 60s ./cmd/
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"cronlock/history"
+)
+
+// printable reports whether s is valid UTF-8 made only of printable runes, spaces and
+// (when newlines) '\n': nothing a terminal would act on.
+func printable(s string, newlines bool) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '\n' && newlines || r == ' ' || unicode.IsPrint(r)) {
+			return false
+		}
+	}
+	return true
+}
+
+// FuzzParseDuration: an accepted duration is ≥ 0 and reads back from its own String();
+// a refused one gets a non-empty message that is safe to print whatever the input.
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{"90s", "30m", "1h30m", "0", " 60s ", "1.5h", "-1s", "-0", "+5s", "1", "",
+		"s", "1e3s", "9223372036854775807ns", "9223372036854775808ns", "2562047h47m16.854775807s",
+		"2562048h", "1µs", "1us", ".5s", "5.s", "\x1b[2J", "1s\x00", "1h\n", "0x10s", "∞"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := parseDuration(s)
+		var pos time.Duration
+		perr := durationValue{d: &pos, positive: true}.Set(s)
+		if err != nil {
+			if msg := err.Error(); msg == "" || !printable(msg, false) {
+				t.Fatalf("parseDuration(%q): error %q", s, msg)
+			}
+			if perr == nil {
+				t.Fatalf("durationValue.Set(%q) accepted what parseDuration refused", s)
+			}
+			return
+		}
+		if d < 0 {
+			t.Fatalf("parseDuration(%q) = %v", s, d)
+		}
+		if back, err := parseDuration(d.String()); err != nil || back != d {
+			t.Fatalf("parseDuration(%q) = %v, whose String reads back as %v, %v", s, d, back, err)
+		}
+		if (perr == nil) != (d > 0) || perr == nil && pos != d {
+			t.Fatalf("positive durationValue.Set(%q) = %v, %v; parseDuration = %v", s, pos, perr, d)
+		}
+	})
+}
+
+// FuzzParseSize: an accepted size is 0 to the capture limit and reads back from
+// formatSize; a refused one gets a non-empty message that is safe to print.
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"0", "65536", "64KiB", "64K", "64k", "1MiB", "1M", "64MiB", "65MiB", "1GiB",
+		"1GB", "10B", " 8 KiB ", "KiB", "-1", "+1", "1.5K", "1e3", "", "9223372036854775807",
+		"9223372036854775807KiB", "67108864", "67108865", "0x10", "64kib", "1KiBB", "1 K i B", "\x1b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := parseSize(s)
+		if err != nil {
+			if msg := err.Error(); msg == "" || !printable(msg, false) {
+				t.Fatalf("parseSize(%q): error %q", s, msg)
+			}
+			return
+		}
+		if n < 0 || n > maxCapture {
+			t.Fatalf("parseSize(%q) = %d", s, n)
+		}
+		if back, err := parseSize(formatSize(n)); err != nil || back != n {
+			t.Fatalf("parseSize(%q) = %d, formatted %q, reads back as %d, %v", s, n, formatSize(n), back, err)
+		}
+	})
+}
+
+// fixedConfigText is the text of readFile's messages, whatever the file says.
+const fixedConfigText = "config file line : want NAME=value with NAME one of read config file bufio.Scanner: token too long " +
+	"CRONLOCK_TTL, CRONLOCK_BACKEND, CRONLOCK_REDIS_URL, CRONLOCK_REDIS_PASSWORD_FILE, CRONLOCK_REDIS_TIMEOUT, " +
+	"CRONLOCK_PREFIX, CRONLOCK_HISTORY, CRONLOCK_NODE, CRONLOCK_LOCK_DIR"
+
+// FuzzConfigFile: any file either loads, with only known names and one-line values that
+// write back (quoted) to the same settings, or is refused with a message that quotes no
+// value (a Redis URL may hold a password) and holds no control byte.
+func FuzzConfigFile(f *testing.F) {
+	for _, s := range []string{
+		"CRONLOCK_REDIS_URL=redis://10.0.0.5:6379/0\n",
+		"# fleet settings\n\nexport CRONLOCK_TTL=90s\nCRONLOCK_NODE = \"web 1\" \n",
+		"CRONLOCK_PREFIX='job:'\r\nCRONLOCK_BACKEND=redis\r\n",
+		"CRONLOCK_TTL=\"\n", "CRONLOCK_TTL='\"\n", "CRONLOCK_TTL=''\n", "CRONLOCK_TTL==1\n",
+		"CRONLOCK_REDIS_URL=redis://:s3cret@h\nBOGUS=redis://:s3cret@h\n", "CRONLOCK_TTL\n", "=1\n",
+		"export  CRONLOCK_TTL=1\n", "exportCRONLOCK_TTL=1\n", " # indented comment\n", "\xff\xfe=1\n",
+		"CRONLOCK_NODE=\x1b[2J\n", "CRONLOCK_NODE=a\x00b", "CRONLOCK_TTL=1\nCRONLOCK_TTL=2",
+		"\n\n\n", "",
+	} {
+		f.Add([]byte(s))
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(dir, "cronlock.conf")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := &settings{vals: map[string]string{}, source: map[string]string{}}
+		if err := s.readFile(path); err != nil {
+			msg := err.Error()
+			if msg == "" || !printable(msg, false) {
+				t.Fatalf("readFile(%q): error %q", data, msg)
+			}
+			for _, line := range strings.Split(string(data), "\n") {
+				_, v, _ := strings.Cut(line, "=")
+				v = strings.TrimSpace(v)
+				if len(v) >= 4 && strings.Contains(msg, v) && !strings.Contains(fixedConfigText+path, v) {
+					t.Fatalf("readFile(%q): the error quotes the value %q: %s", data, v, msg)
+				}
+			}
+			return
+		}
+		var out bytes.Buffer
+		for name, v := range s.vals {
+			if !known(name) || strings.Contains(v, "\n") || !strings.HasPrefix(s.source[name], path+" line ") {
+				t.Fatalf("readFile(%q): %s=%q from %q", data, name, v, s.source[name])
+			}
+			out.WriteString("# written back\n\n  export " + name + " = '" + v + "'\n")
+		}
+		if err := os.WriteFile(path, out.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		back := &settings{vals: map[string]string{}, source: map[string]string{}}
+		if err := back.readFile(path); err != nil {
+			t.Fatalf("settings %q of %q written back as %q: %v", s.vals, data, out.Bytes(), err)
+		}
+		if len(back.vals) != len(s.vals) {
+			t.Fatalf("settings %q of %q read back as %q", s.vals, data, back.vals)
+		}
+		for name, v := range s.vals {
+			if back.vals[name] != v {
+				t.Fatalf("settings %q of %q read back as %q", s.vals, data, back.vals)
+			}
+		}
+	})
+}
+
+// TestConfigFileLongLine: a line longer than the scanner's 64 KiB is refused with a
+// message that names the file and does not quote the line (a fuzz seed that size makes
+// the fuzzer spend its time minimising it).
+func TestConfigFileLongLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cronlock.conf")
+	long := "redis://:s3cret@" + strings.Repeat("x", 70000)
+	if err := os.WriteFile(path, []byte("CRONLOCK_REDIS_URL="+long+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := &settings{vals: map[string]string{}, source: map[string]string{}}
+	err := s.readFile(path)
+	if err == nil || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("readFile of a 70 KB line: %v", err)
+	}
+}
+
+func known(name string) bool {
+	for _, n := range configNames {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzEscape: whatever the bytes, escape returns valid UTF-8 with no control byte, no
+// ESC, no C1 control and nothing else unicode calls non-printing; printable text comes
+// back unchanged, and escaping twice changes nothing more.
+func FuzzEscape(f *testing.F) {
+	for _, s := range []string{"daily-billing", "sh -c 'echo hi'", "héllo wörld", "\x1b[31mred", "a\nb\tc\r",
+		"bell\a", "\xff\xfe", "rtl\u202eevil", "\x00", "\u009b2J", "\x9b2J", "\uFFFD", "\xef\xbf\xbd\xef\xbf",
+		"\u2028\u2029", "\u200b\ufeff", "\U0010FFFF", "\xed\xa0\x80", "\xf4\x90\x80\x80", "a\u0301", "\u00a0", "\x7f",
+		"\\x1b", "", " "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		e := escape(s)
+		if !utf8.ValidString(e) {
+			t.Fatalf("escape(%q) = %q: invalid UTF-8", s, e)
+		}
+		for i, r := range e {
+			if r < 0x20 || r == 0x7f || 0x80 <= r && r <= 0x9f || r != ' ' && !unicode.IsPrint(r) {
+				t.Fatalf("escape(%q) = %q: %U at byte %d", s, e, r, i)
+			}
+		}
+		if printable(s, false) && e != s {
+			t.Fatalf("escape(%q) = %q: printable text changed", s, e)
+		}
+		if e2 := escape(e); e2 != e {
+			t.Fatalf("escape(escape(%q)) = %q, not %q", s, e2, e)
+		}
+	})
+}
+
+// sgr matches the colour codes the table writes on a terminal.
+var sgr = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+
+// FuzzHistoryRender renders a run with arbitrary strings, as a table (with and without
+// colour) and as a JSON line. The table is one header and one row, '\n'-ended, with no
+// control byte but the colour codes; the JSON is one valid line with no raw control byte
+// that decodes to the run's strings (invalid UTF-8 as U+FFFD).
+func FuzzHistoryRender(f *testing.F) {
+	start := time.Date(2025, 6, 1, 7, 0, 0, 0, time.UTC).UnixNano()
+	type seed struct {
+		key, node, status, signal, errS, holder, argv string
+		exit                                          int
+		hasExit                                       bool
+		started, finished                             int64
+		token                                         uint64
+		color                                         bool
+	}
+	for _, s := range []seed{
+		{"billing", "web-1", "succeeded", "", "", "", "/opt/jobs/billing.sh\x00--all", 0, true, start, start + 1.5e9, 17, false},
+		{"billing", "evil\x1b[31m\x07", "failed", "", "exit status 3\x1b[2J", "", "sh\x00-c\x00printf '\x1b]0;pwned\x07'", 3, true, start, start + 42e6, 0, true},
+		{"report", "web-2", "skipped", "", "", "web-1\n(pid 10, run x)\r", "true", 0, false, start, start, 0, true},
+		{"report", "web-2", "interrupted", "SIGTERM\x1b", "", "", "sleep\x009", 0, false, start, start + 2e9, 0, false},
+		{"k", "\xff\xfe\u202e", "running", "", "", "", "", 0, false, start, 0, 1 << 63, true},
+		{"\u009b2J", "\u2028", "bogus\x1b[0m", "", "\x00", "", "\x00\x00", -1, true, -1 << 63, 1<<63 - 1, 0, true},
+		{"k", "n", "abandoned", "", "", "", "a b\x00'\"\x00\\$`\x00é\x00\uFFFD", 255, true, 0, 1, 0, false},
+	} {
+		f.Add(s.key, s.node, s.status, s.signal, s.errS, s.holder, s.argv, s.exit, s.hasExit, s.started, s.finished, s.token, s.color)
+	}
+	loc := time.FixedZone("CEST", 2*3600)
+	f.Fuzz(func(t *testing.T, key, node, status, signal, errS, holder, argv string, exit int, hasExit bool,
+		started, finished int64, token uint64, color bool) {
+		r := history.Run{ID: "01970000-0000-7000-8000-000000000001", Key: key, Node: node, PID: 42,
+			Status: status, Signal: signal, Error: errS, Holder: holder, FencingToken: token,
+			StartedAt: time.Unix(0, started), Backend: "local /run/cronlock"}
+		if argv != "" {
+			r.Command = strings.Split(argv, "\x00") // NUL separates, as in the history file
+		}
+		if hasExit {
+			r.ExitCode = &exit
+		}
+		if finished != 0 {
+			r.FinishedAt = time.Unix(0, finished)
+		}
+		for _, utc := range []bool{false, true} {
+			var out bytes.Buffer
+			o := &historyOptions{Stdout: &out, Color: color, Loc: loc, UTC: utc}
+			if err := writeHistoryTable(o, []history.Run{r}); err != nil {
+				t.Fatal(err)
+			}
+			table := out.String()
+			plain := table
+			if color {
+				plain = sgr.ReplaceAllString(table, "")
+			}
+			if !printable(plain, true) || strings.Count(plain, "\n") != 2 || !strings.HasSuffix(plain, "\n") {
+				t.Fatalf("table of %+v (argv %q):\n%q", r, r.Command, table)
+			}
+		}
+		var out bytes.Buffer
+		if err := writeHistoryJSON(&out, []history.Run{r}); err != nil {
+			t.Fatalf("JSON of %+v: %v", r, err)
+		}
+		line := out.Bytes()
+		if bytes.Count(line, []byte("\n")) != 1 || line[len(line)-1] != '\n' || !json.Valid(line) {
+			t.Fatalf("JSON of %+v is not one valid line: %q", r, line)
+		}
+		for _, c := range string(line[:len(line)-1]) {
+			if c < 0x20 || 0x7f <= c && c <= 0x9f {
+				t.Fatalf("JSON of %+v has a raw control %U: %q", r, c, line)
+			}
+		}
+		var j struct {
+			Key, Node, Status, Error, Holder string
+			Signal                           *string
+			Command                          []string
+			ExitCode                         *int   `json:"exit_code"`
+			FencingToken                     uint64 `json:"fencing_token"`
+		}
+		if err := json.Unmarshal(line, &j); err != nil {
+			t.Fatal(err)
+		}
+		u := func(s string) string { return string([]rune(s)) } // invalid UTF-8 → U+FFFD per byte
+		if j.Key != u(key) || j.Node != u(node) || j.Status != u(status) || j.Error != u(errS) ||
+			j.Holder != u(holder) || j.FencingToken != token || len(j.Command) != len(r.Command) ||
+			(j.ExitCode != nil) != hasExit || hasExit && *j.ExitCode != exit ||
+			(j.Signal != nil) != (signal != "") || j.Signal != nil && *j.Signal != u(signal) {
+			t.Fatalf("JSON of %+v decodes as %+v", r, j)
+		}
+		for i, a := range r.Command {
+			if j.Command[i] != u(a) {
+				t.Fatalf("JSON command %q, want %q", j.Command, r.Command)
+			}
+		}
+	})
+}

@@ -1,0 +1,407 @@
+package lockrun
+
+// Fuzz targets for every parser of the lockrun package: keys, Redis URLs (and their
+// redaction), lock values read from Redis, local lock records and lock file names.
+// Without -fuzz they run their seeds (f.Add and testdata/fuzz) as ordinary, fast tests.
+//
+//	go test -run '^$' -fuzz '^FuzzRedisURLPassword$' -fuzztime 60s ./lockrun/
+
+import (
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+)
+
+// hasControl reports whether s holds a byte a terminal would act on: C0, DEL, or a C1
+// control as a rune.
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return true
+		}
+	}
+	for _, r := range s {
+		if 0x80 <= r && r <= 0x9f {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzValidKey: an accepted key is 1–200 bytes of the charset (so it makes exactly one
+// Redis hash tag and a lock file name that stays in its folder); a refused one gets a
+// non-empty message that is safe to print.
+func FuzzValidKey(f *testing.F) {
+	for _, s := range []string{"billing", "a", "daily/billing@host:1.0_x-y", "", " ", "a b",
+		"../../etc/x", "{tag}", "a\x00b", "\x1b[2J", "é", "\xff", strings.Repeat("k", MaxKeyLen),
+		strings.Repeat("k", MaxKeyLen+1), strings.Repeat("/", MaxKeyLen), "*", "a?b", "a\nb"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		err := ValidKey(key)
+		if err != nil {
+			if err.Error() == "" || hasControl(err.Error()) || !utf8.ValidString(err.Error()) {
+				t.Fatalf("ValidKey(%q) error not printable: %q", key, err.Error())
+			}
+			return
+		}
+		if len(key) < 1 || len(key) > MaxKeyLen {
+			t.Fatalf("ValidKey accepted %q of length %d", key, len(key))
+		}
+		for i := 0; i < len(key); i++ {
+			if !strings.ContainsRune("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-:/@", rune(key[i])) {
+				t.Fatalf("ValidKey accepted %q with %q", key, key[i])
+			}
+		}
+		l := &RedisLocker{prefix: "cronlock:"}
+		lk := l.lockKey(key)
+		if strings.Count(lk, "{") != 1 || strings.Count(lk, "}") != 1 || strings.ContainsAny(lk, "*?[]\\") {
+			t.Fatalf("lock key %q of %q breaks the hash tag or SCAN MATCH", lk, key)
+		}
+		if back, ok := l.keyName(lk); !ok || back != key {
+			t.Fatalf("keyName(%q) = %q, %v; want %q", lk, back, ok, key)
+		}
+	})
+}
+
+// FuzzParseRedisURL: whatever the input, parseRedisURL and RedactURL do not panic; a
+// password that url.Parse finds never shows in RedactURL's output, in the error, or in
+// describe/server; an accepted URL has a network, an address and a database ≥ 0.
+func FuzzParseRedisURL(f *testing.F) {
+	for _, s := range []string{
+		"redis://127.0.0.1:6379/0", "redis://localhost", "redis://u:p%40ss@h:7000/3",
+		"redis://:pw@[::1]:6380?db=4", "rediss://redis.example.com:6380/1",
+		"unix:///run/redis/redis.sock?db=2", "unix://u:pw@/run/r.sock", "", "localhost:6379",
+		"http://h", "redis://:s3cretPW@h:notaport", "redis://:s3cretPW@h/x",
+		"redis://:s3cretPW@h?dial_timeout=10s", "unix://", "redis://:s3cret%zzPW@h",
+		"redis://h:0", "redis://h:65536", "redis://h/1?db=2", "redis://h/-1", "redis://[::1",
+		"redis://u:pa#ss@h", "redis://u:/pw@h", "redis://u:?pw@h", "redis://:#pw@h:6379",
+		"redis:u:pw@h", "redis:/u:pw@h", "//u:pw@h", "redis://u:p@ss@h", "REDIS://H",
+		"redis://h:+1", "redis://h?db=+3", "redis://h?db=1&db=2", "redis://%zz",
+		"unix:///run/redis@1.sock", "unix:///run/a:b@c.sock", "redis://u:p//w@h", "redis:u:p//w@h",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		red := RedactURL(raw)
+		tg, err := parseRedisURL(raw)
+		// The password as url.Parse finds it, decoded; others is raw without it.
+		var pw, others string
+		if u, perr := url.Parse(raw); perr == nil && u.User != nil {
+			pw, _ = u.User.Password()
+			others = raw
+			if i := strings.Index(raw, "//"); i >= 0 {
+				auth := raw[i+2:]
+				if j := strings.IndexAny(auth, "/?#"); j >= 0 {
+					auth = auth[:j]
+				}
+				if at := strings.LastIndex(auth, "@"); at >= 0 {
+					others = raw[:i+2] + auth[at:] + raw[i+2+len(auth):]
+				}
+			}
+		}
+		if secretLike(pw, others) {
+			p := pw
+			if strings.Contains(red, p) {
+				t.Fatalf("RedactURL(%q) = %q shows the password %q", raw, red, p)
+			}
+			if err != nil && strings.Contains(err.Error(), p) {
+				t.Fatalf("parseRedisURL(%q) error shows the password %q: %v", raw, p, err)
+			}
+			if err == nil && (strings.Contains(tg.describe(), p) || strings.Contains(tg.server(), p)) {
+				t.Fatalf("parseRedisURL(%q) describes itself with the password %q: %s", raw, p, tg.describe())
+			}
+		}
+		// Any socket path (printable, no "?", "#" or "%", no ":" before an "@") is accepted
+		// as it is: an "@" in it is not taken for a password.
+		if path, ok := strings.CutPrefix(raw, "unix://"); ok && strings.HasPrefix(path, "/") &&
+			!strings.ContainsAny(path, "?#%") && !hasControl(path) &&
+			!(strings.Contains(path, "@") && strings.Contains(path[:strings.LastIndex(path, "@")], ":")) &&
+			(err != nil || tg.addr != path) {
+			t.Fatalf("parseRedisURL(%q) = %+v, %v", raw, tg, err)
+		}
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatalf("parseRedisURL(%q): empty error", raw)
+			}
+			return
+		}
+		if tg.db < 0 || tg.addr == "" || (tg.network != "tcp" && tg.network != "unix") {
+			t.Fatalf("parseRedisURL(%q) = %+v", raw, tg)
+		}
+		if tg.network == "tcp" {
+			if _, port, serr := netSplit(tg.addr); serr != nil || port < 1 || port > 65535 {
+				t.Fatalf("parseRedisURL(%q): address %q", raw, tg.addr)
+			}
+		}
+	})
+}
+
+// FuzzRedisURLPassword writes a URL the way people do, scheme://user:PASSWORD@rest,
+// with the password as typed (not percent-encoded: "#", "/", "?" and "@" included). Then
+// RedactURL, every error of parseRedisURL and the description of an accepted URL must
+// not show the password, whether or not the URL is valid.
+func FuzzRedisURLPassword(f *testing.F) {
+	for _, s := range [][4]string{
+		{"redis", "user", "s3cretPW", "h:6379/0"},
+		{"redis", "", "s3cretPW", "h"},
+		{"rediss", "default", "p@ss#w0rd", "redis.example.com:6380"},
+		{"redis", "u", "#secret", "h:6379"},
+		{"redis", "u", "/secret", "h:6379/0"},
+		{"redis", "u", "?secret", "h"},
+		{"redis", "", "12#secret", "h"},
+		{"redis", "u", "6379/secret", "h"},
+		{"redis", "u", "s3cret%zz", "h"},
+		{"unix", "", "s3cretPW", "/run/redis.sock"},
+		{"redis", "u", "a b c d", "h"},
+		{"redis", "u:v", "s3cretPW", "h"},
+	} {
+		f.Add(s[0], s[1], s[2], s[3])
+	}
+	f.Fuzz(func(t *testing.T, scheme, user, pass, rest string) {
+		raw := scheme + "://" + user + ":" + pass + "@" + rest
+		if !secretLike(pass, scheme+"://"+user+":@"+rest) || strings.Contains(scheme, ":") {
+			return
+		}
+		if red := RedactURL(raw); strings.Contains(red, pass) {
+			t.Fatalf("RedactURL(%q) = %q shows the password %q", raw, red, pass)
+		}
+		tg, err := parseRedisURL(raw)
+		if err != nil {
+			if strings.Contains(err.Error(), pass) {
+				t.Fatalf("parseRedisURL(%q) error shows the password %q: %v", raw, pass, err)
+			}
+			return
+		}
+		if strings.Contains(tg.describe(), pass) || strings.Contains(tg.server(), pass) {
+			t.Fatalf("parseRedisURL(%q) describes itself with the password %q: %s", raw, pass, tg.describe())
+		}
+	})
+}
+
+// secretLike reports whether p can be told apart in any output: long enough, and in
+// none of the other parts of the URL (others), raw, percent-decoded, percent-encoded or
+// quoted, nor in the fixed text of the messages (else finding it would prove nothing).
+func secretLike(p, others string) bool {
+	if len(p) < 4 || strings.Contains(fixedWords, p) {
+		return false
+	}
+	// Messages quote the URL with %q, whose escapes (\U0010b58f) make digits of their own.
+	forms := []string{others, url.PathEscape(others), url.QueryEscape(others), strconv.Quote(others),
+		strconv.Quote(RedactURL(others))}
+	for _, dec := range []func(string) (string, error){url.PathUnescape, url.QueryUnescape} {
+		if d, err := dec(others); err == nil {
+			forms = append(forms, d)
+		}
+	}
+	for _, o := range forms {
+		if strings.Contains(o, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// fixedWords is the text of parseRedisURL's messages, whatever the URL.
+const fixedWords = `invalid Redis URL : it does not parse as a URL it names no host the port is not a number from 1 to 65535 ` +
+	`the database is given twice, in the path and in ?db= it names no absolute socket path (unix:///run/redis/redis.sock) ` +
+	`it has no scheme the scheme is not redis, rediss or unix unknown parameter (time-outs and retries come from --redis-timeout, not the URL) ` +
+	`the database is not a number from 0 up (want redis://[user:pass@]host:port/db, rediss://… or unix:///path; check --redis / CRONLOCK_REDIS_URL) ` +
+	`no Redis URL given: set --redis or CRONLOCK_REDIS_URL redis rediss unix tcp 6379 xxxxx`
+
+func netSplit(addr string) (string, int, error) {
+	i := strings.LastIndex(addr, ":")
+	if i < 0 {
+		return "", 0, strconv.ErrSyntax
+	}
+	n, err := strconv.Atoi(addr[i+1:])
+	return addr[:i], n, err
+}
+
+// FuzzParseHolder: any lock value (and any PTTL) gives a non-nil Holder that prints,
+// whose times encode as JSON (status --json), and a value cronlock wrote reads back.
+func FuzzParseHolder(f *testing.F) {
+	good, _ := json.Marshal(lockValue{Token: "t", Fence: "42", Node: "web-1", PID: 7, RunID: "r",
+		SinceMS: "1748761200000", AcquiredUS: "1748761200000000", RenewedUS: "1748761200000000", TTLMS: 60000})
+	for _, s := range []string{string(good), "", "x", "null", "[]", "{}", `{"pid":"7"}`,
+		`{"pid":1e99}`, `{"fence":"18446744073709551615"}`, `{"fence":"18446744073709551616"}`,
+		`{"since_ms":"-9223372036854775808"}`, `{"since_ms":"9223372036854775807"}`,
+		`{"since_ms":"253402300800000"}`, `{"renewed_us":"-62135596800000001"}`,
+		`{"node":"\u001b[2J\u0007","run_id":"\u202e"}`, `{"node":"a"}{"node":"b"}`} {
+		f.Add(s, int64(1000))
+	}
+	f.Add(string(good), int64(-2))
+	f.Add(string(good), int64(-1))
+	f.Add(string(good), int64(1<<62))
+	f.Fuzz(func(t *testing.T, value string, pttl int64) {
+		h := parseHolder(value, pttl)
+		if h == nil {
+			t.Fatal("parseHolder returned nil")
+		}
+		if h.TTLLeft < 0 || (pttl <= 0 && h.TTLLeft != 0) {
+			t.Fatalf("parseHolder(_, %d): TTLLeft %v", pttl, h.TTLLeft)
+		}
+		_ = h.String()
+		_ = (&HeldError{Key: "k", Holder: h}).Error()
+		if _, err := json.Marshal(h); err != nil {
+			t.Fatalf("parseHolder(%q): holder does not encode: %v", value, err)
+		}
+		if _, err := json.Marshal(h.Since.UTC()); err != nil {
+			t.Fatalf("parseHolder(%q): since does not encode: %v", value, err)
+		}
+		var v lockValue
+		if json.Unmarshal([]byte(value), &v) != nil {
+			if h.Node == "" || h.PID != 0 || h.FencingToken != 0 {
+				t.Fatalf("parseHolder(%q) of a foreign value = %+v", value, h)
+			}
+			return
+		}
+		if h.Node != v.Node || h.PID != v.PID || h.RunID != v.RunID {
+			t.Fatalf("parseHolder(%q) = %+v", value, h)
+		}
+		if n, err := strconv.ParseUint(v.Fence, 10, 64); err == nil && n != h.FencingToken {
+			t.Fatalf("parseHolder(%q): fencing token %d, want %d", value, h.FencingToken, n)
+		}
+		if ms, err := strconv.ParseInt(v.SinceMS, 10, 64); err == nil && !h.Since.IsZero() && h.Since.UnixMilli() != ms {
+			t.Fatalf("parseHolder(%q): since %v, want %d ms", value, h.Since, ms)
+		}
+	})
+}
+
+// FuzzLocalRecord: any bytes at the start of a lock file read as nil or as a record
+// whose holder prints and encodes; a record cronlock writes reads back the same.
+func FuzzLocalRecord(f *testing.F) {
+	now := time.Date(2025, 6, 1, 7, 0, 0, 123456000, time.UTC)
+	good, _ := json.Marshal(localRecord{V: 1, FencingToken: 9, Key: "billing", Node: "web-1", PID: 7,
+		RunID: "r", Acquired: formatLocalTime(now), Renewed: formatLocalTime(now)})
+	for _, s := range []string{string(good) + "\n", string(good), string(good) + "\ngarbage", "", "\n",
+		"{", "{}\n", `{"v":2,"pid":-1}`, `{"acquired":"9999-12-31T23:59:59.999999Z"}`,
+		`{"acquired":"0000-01-01T00:00:00.000000+23:59"}`, `{"acquired":"2025-06-01T07:00:00.000000-23:59"}`,
+		`{"fencing_token":-1}`, `{"node":"\u001b]0;x\u0007"}`, strings.Repeat(" ", 8200) + "{}"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fd := fuzzFile(t)
+		if err := unix.Ftruncate(fd, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := unix.Pwrite(fd, data, 0); err != nil {
+			t.Fatal(err)
+		}
+		if r := readLocalRecord(fd); r != nil {
+			h := r.holder()
+			if h == nil || h.Node != r.Node || h.PID != r.PID || h.FencingToken != r.FencingToken {
+				t.Fatalf("holder of %+v = %+v", r, h)
+			}
+			if _, err := json.Marshal(h); err != nil {
+				t.Fatalf("holder of %q does not encode: %v", data, err)
+			}
+			_ = h.String()
+			// Write it back as cronlock does (times in cronlock's own form) and read it again.
+			r.Key = "k"
+			r.Acquired, r.Renewed = formatLocalTime(h.Since), formatLocalTime(h.Renewed)
+			if !utf8.ValidString(r.Node) || !utf8.ValidString(r.RunID) {
+				return // JSON would turn invalid UTF-8 into U+FFFD: not a round trip
+			}
+			if err := writeLocalRecord(fd, r); err != nil {
+				t.Fatal(err)
+			}
+			back := readLocalRecord(fd)
+			if back == nil {
+				b, _ := json.Marshal(r)
+				if len(b) < 8192 {
+					t.Fatalf("record %+v written, not read back", r)
+				}
+				return
+			}
+			if *back != *r {
+				t.Fatalf("record %+v read back as %+v", r, back)
+			}
+		}
+	})
+}
+
+// fuzzFile is one scratch file per fuzz worker, reused by every input.
+var fuzzFD = -1
+
+func fuzzFile(t *testing.T) int {
+	if fuzzFD >= 0 {
+		return fuzzFD
+	}
+	dir, err := os.MkdirTemp("", "cronlock-fuzz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(filepath.Join(dir, "r.lock"), unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(dir) // the open descriptor keeps the file
+	fuzzFD = fd
+	return fd
+}
+
+// FuzzLocalFileName: every string names one plain file inside the lock folder (no "/",
+// no NUL, not "." or "..", at most 255 bytes, ends in .lock); two different strings never
+// share a name; a valid key whose name is not hashed decodes back to itself.
+func FuzzLocalFileName(f *testing.F) {
+	for _, s := range []string{"billing", "Ab_-9", "../../etc/x", "a/b", "a.b", "@:", ".", "..",
+		"a%2Fb", "", "\x00", strings.Repeat("/", MaxKeyLen), strings.Repeat("a", MaxKeyLen),
+		strings.Repeat("a/", MaxKeyLen/2), strings.Repeat("ab/", 70), strings.Repeat("/", 80) + "="} {
+		f.Add(s, s+"x")
+	}
+	f.Fuzz(func(t *testing.T, key, other string) {
+		name := localFileName(key)
+		if len(name) > 255 || !strings.HasSuffix(name, ".lock") || strings.ContainsAny(name, "/\x00") ||
+			name == "." || name == ".." {
+			t.Fatalf("localFileName(%q) = %q", key, name)
+		}
+		if key != other && localFileName(other) == name {
+			t.Fatalf("localFileName(%q) = localFileName(%q) = %q", key, other, name)
+		}
+		back, ok := localKeyFromName(name)
+		hashed := strings.Contains(name, "=")
+		switch {
+		case ValidKey(key) == nil && !hashed:
+			if !ok || back != key {
+				t.Fatalf("localKeyFromName(localFileName(%q) = %q) = %q, %v", key, name, back, ok)
+			}
+		case ok:
+			t.Fatalf("localKeyFromName(%q) = %q from key %q", name, back, key)
+		}
+	})
+}
+
+// FuzzLocalKeyFromName: any directory entry name either is refused or decodes to a
+// valid key whose file name is exactly that name (so List never reports a key twice or
+// a key that Acquire would lock elsewhere).
+func FuzzLocalKeyFromName(f *testing.F) {
+	for _, s := range []string{"billing.lock", "a%2Fb.lock", "a%2fb.lock", "a%2F.lock", "%.lock", "%2.lock",
+		"%zz.lock", "%+1.lock", "a/b.lock", "a.b.lock", ".lock", "billing", "x=0123.lock", "%00.lock",
+		"%2E%2E%2F%2E%2E%2Fetc%2Fx.lock", "a%252Fb.lock", "%C3%A9.lock", "a.lock.lock"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		key, ok := localKeyFromName(name)
+		if !ok {
+			if key != "" {
+				t.Fatalf("localKeyFromName(%q) = %q but not ok", name, key)
+			}
+			return
+		}
+		if err := ValidKey(key); err != nil {
+			t.Fatalf("localKeyFromName(%q) = invalid key %q: %v", name, key, err)
+		}
+		if localFileName(key) != name {
+			t.Fatalf("localKeyFromName(%q) = %q, whose name is %q", name, key, localFileName(key))
+		}
+	})
+}

@@ -68,6 +68,8 @@ func (c *cli) run(args ...string) (int, string, string) {
 type historyRow struct {
 	ID           string   `json:"id"`
 	Key          string   `json:"key"`
+	Node         string   `json:"node"`
+	PID          int      `json:"pid"`
 	Status       string   `json:"status"`
 	ExitCode     *int     `json:"exit_code"`
 	Signal       *string  `json:"signal"`

@@ -566,20 +566,6 @@ type tRun struct {
 	ovx     *tEvent
 }
 
-// tRow is the part of `history --json` the referee reads.
-type tRow struct {
-	ID           string   `json:"id"`
-	Key          string   `json:"key"`
-	Node         string   `json:"node"`
-	PID          int      `json:"pid"`
-	Command      []string `json:"command"`
-	Status       string   `json:"status"`
-	ExitCode     *int     `json:"exit_code"`
-	Signal       *string  `json:"signal"`
-	Error        string   `json:"error"`
-	FencingToken uint64   `json:"fencing_token"`
-}
-
 func (tt *torture) readEvents() map[string]*tRun {
 	runs := map[string]*tRun{}
 	for _, inv := range tt.all {
@@ -641,7 +627,7 @@ func (tt *torture) readEvents() map[string]*tRun {
 	return runs
 }
 
-func (tt *torture) readHistory(h int) []tRow {
+func (tt *torture) readHistory(h int) []historyRow {
 	cmd := exec.Command(cronlockBin, "history", "--json", "--limit", "0")
 	cmd.Env = tt.hostEnv[h]
 	out, err := cmd.Output()
@@ -649,12 +635,12 @@ func (tt *torture) readHistory(h int) []tRow {
 		tt.fail("host%d: cronlock history: %v", h, err)
 		return nil
 	}
-	var rows []tRow
+	var rows []historyRow
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if line == "" {
 			continue
 		}
-		var r tRow
+		var r historyRow
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			tt.fail("host%d: history line %q: %v", h, line, err)
 			continue
@@ -665,7 +651,7 @@ func (tt *torture) readHistory(h int) []tRow {
 }
 
 // wantStatus checks a history row against the invocation's exit (SPEC §3, §6).
-func wantStatus(inv *tInv, run *tRun, row tRow) string {
+func wantStatus(inv *tInv, run *tRun, row historyRow) string {
 	switch {
 	case inv.killed && inv.exitCode == -1:
 		if row.Status == "running" {
@@ -719,12 +705,12 @@ type tOverlap struct {
 func (tt *torture) check() {
 	t := tt.t
 	runs := tt.readEvents()
-	rows := map[string]tRow{}
+	rows := map[string]historyRow{}
 	var lockLost []string
 	for h := 0; h < tortureHosts; h++ {
-		hostRows := tt.readHistory(h)
+		hoshistoryRows := tt.readHistory(h)
 		n := 0
-		for _, row := range hostRows {
+		for _, row := range hoshistoryRows {
 			if len(row.Command) == 0 {
 				tt.fail("host%d: row %s has no command", h, row.ID)
 				continue

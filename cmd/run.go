@@ -184,7 +184,8 @@ func (r *runner) run() int {
 	// Signals first: a stop signal that arrives while the lock is being taken must be
 	// seen (status interrupted), not kill cronlock with the lock half taken.
 	sig := lockrun.NotifySignals()
-	// The guard's fork overlaps with the lock acquire; it is armed once the child runs.
+	// The guard is only prepared here; its process is forked when it is armed, just after
+	// the child starts, so a skipped run costs no guard.
 	guard, err := lockrun.StartGuard()
 	if err != nil {
 		r.verbosef("no guard process (%v): if cronlock is SIGKILLed, only the direct child is killed with it", err)

@@ -436,3 +436,33 @@ func TestAbandonedRunFoundByNextRun(t *testing.T) {
 		t.Fatalf("rows %+v, want one abandoned run", rows)
 	}
 }
+
+// TestControlBytesEscapedOnDisplay: a node name with ESC, BEL and a C1 control (another
+// host's, read from the lock) reaches no terminal raw: status, status --json, history and
+// the verbose skip message all escape it.
+func TestControlBytesEscapedOnDisplay(t *testing.T) {
+	c := newCLI(t, "")
+	held := filepath.Join(c.dir, "held")
+	holder := c.command("run", "-k", "ctl", "--node", "evil\x1b[31m\a\u009b2J", "--", "sh", "-c", "touch "+held+"; sleep 30")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { holder.Process.Signal(syscall.SIGTERM); holder.Wait() }()
+	proctest.WaitFile(t, held)
+	raw := func(s string) bool { return strings.ContainsAny(s, "\x1b\a\u009b") }
+	for _, args := range [][]string{{"status"}, {"status", "--json"}, {"status", "--key", "ctl"}} {
+		if _, out, _ := c.run(args...); raw(out) || !strings.Contains(out, "evil") {
+			t.Errorf("%v printed %q", args, out)
+		}
+	}
+	if _, _, errs := c.run("run", "-k", "ctl", "-v", "--", "true"); raw(errs) || !strings.Contains(errs, "evil") {
+		t.Errorf("the skip message printed %q", errs)
+	}
+	holder.Process.Signal(syscall.SIGTERM)
+	holder.Wait()
+	for _, args := range [][]string{{"history"}, {"history", "--json"}} {
+		if _, out, _ := c.run(args...); raw(out) || !strings.Contains(out, "evil") {
+			t.Errorf("%v printed %q", args, out)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"cronlock/history"
 	"cronlock/lockrun"
 )
 
@@ -93,9 +94,14 @@ func statusRun(o *statusOptions) error {
 			FencingToken: h.FencingToken, TTLLeftMS: h.TTLLeft.Milliseconds()})
 	}
 	if o.JSON {
-		enc := json.NewEncoder(o.Stdout)
 		for _, r := range rows {
-			if err := enc.Encode(r); err != nil {
+			b, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			// Node names and run ids come from other hosts: no raw DEL or C1 controls,
+			// which encoding/json leaves as they are, on a reader's terminal.
+			if _, err := fmt.Fprintf(o.Stdout, "%s\n", history.EscapeControls(b)); err != nil {
 				return err
 			}
 		}

@@ -56,14 +56,14 @@ func (r Run) MarshalJSON() ([]byte, error) {
 	if err := enc.Encode(j); err != nil {
 		return nil, err
 	}
-	return escapeControls(bytes.TrimRight(b.Bytes(), "\n")), nil
+	return EscapeControls(bytes.TrimRight(b.Bytes(), "\n")), nil
 }
 
-// escapeControls writes DEL and the C1 controls (U+0080–U+009F, which some terminals
+// EscapeControls writes DEL and the C1 controls (U+0080–U+009F, which some terminals
 // obey like ESC [), both left raw by encoding/json, as \u escapes: a JSON line read on a
 // terminal must not drive it either. b is encoding/json's output, valid UTF-8, in which
 // 0xC2 can only start a two-byte character inside a string.
-func escapeControls(b []byte) []byte {
+func EscapeControls(b []byte) []byte {
 	var out []byte // nil while nothing needs escaping
 	for i := 0; i < len(b); i++ {
 		c := b[i]

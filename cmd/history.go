@@ -88,6 +88,7 @@ finished_at (RFC 3339, UTC), duration_ms, error, holder, fencing_token and backe
 	f.StringVar(&o.Node, "node", "", "only runs of this node")
 	f.BoolVar(&o.JSON, "json", false, "one JSON object per line")
 	f.BoolVar(&o.UTC, "utc", false, "show times in UTC")
+	c.AddCommand(newHistoryShowCmd(stdout))
 	return c
 }
 

@@ -81,7 +81,7 @@ func commandName(root *cobra.Command, args []string) string {
 	if err != nil || c == root {
 		return ""
 	}
-	return c.Name()
+	return strings.TrimPrefix(c.CommandPath(), root.Name()+" ")
 }
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {

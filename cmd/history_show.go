@@ -1,0 +1,151 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"cronlock/history"
+)
+
+// historyShowOptions are the settings of `cronlock history show`.
+type historyShowOptions struct {
+	Path   string // the history file, resolved
+	ID     string
+	UTC    bool
+	Loc    *time.Location // nil = time.Local
+	Stdout io.Writer
+}
+
+func newHistoryShowCmd(stdout io.Writer) *cobra.Command {
+	o := &historyShowOptions{Stdout: stdout}
+	var flagPath string
+	c := &cobra.Command{
+		Use:   "show RUN_ID",
+		Short: "Show one run in full, with its captured output",
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return &usageError{errors.New("give one run id, as `cronlock history` or $CRONLOCK_RUN_ID shows it")}
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			s, err := loadSettings()
+			if err != nil {
+				return exitf(ExitUsage, "%v", err)
+			}
+			if err := s.apply(c.Flags(), historyTwins); err != nil {
+				return &usageError{err}
+			}
+			if o.Path, err = historyPath(flagPath); err != nil {
+				return exitf(ExitUsage, "%v", err)
+			}
+			if o.Path == "" {
+				return exitf(ExitUsage, "the history is off (--history or CRONLOCK_HISTORY is \"off\")")
+			}
+			o.ID = args[0]
+			return historyShowRun(o)
+		},
+	}
+	c.Flags().StringVar(&flagPath, "history", "", "SQLite history file (env CRONLOCK_HISTORY; default per user)")
+	c.Flags().BoolVar(&o.UTC, "utc", false, "show times in UTC")
+	return c
+}
+
+// ExitNotFound is the exit code of `history show` for a run id the history does not hold.
+const ExitNotFound = 1
+
+// historyShowRun prints every field of one run, then its output tail. Everything that
+// comes from a job or a machine is escaped; the output keeps its lines.
+func historyShowRun(o *historyShowOptions) error {
+	if _, err := os.Stat(o.Path); errors.Is(err, fs.ErrNotExist) {
+		return exitf(ExitNotFound, "no run %s: no runs recorded yet in %s", escape(o.ID), escape(o.Path))
+	}
+	st, err := history.Open(o.Path)
+	if err != nil {
+		return exitf(ExitUsage, "%v", err)
+	}
+	defer st.Close()
+	r, err := st.Get(o.ID)
+	if errors.Is(err, history.ErrNotFound) {
+		return exitf(ExitNotFound, "no run %s in %s (cronlock history lists the ids)", escape(o.ID), escape(o.Path))
+	}
+	if err != nil {
+		return exitf(ExitUsage, "%v", err)
+	}
+	loc := o.Loc
+	if loc == nil {
+		loc = time.Local
+	}
+	if o.UTC {
+		loc = time.UTC
+	}
+	when := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.In(loc).Format("2006-01-02 15:04:05.000 MST")
+	}
+	exit := "-"
+	if r.ExitCode != nil {
+		exit = strconv.Itoa(*r.ExitCode)
+	}
+	token := "-"
+	if r.FencingToken != 0 {
+		token = strconv.FormatUint(r.FencingToken, 10)
+	}
+	orDash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return escape(s)
+	}
+	tw := tabwriter.NewWriter(o.Stdout, 0, 4, 2, ' ', 0)
+	for _, f := range [][2]string{
+		{"run", escape(r.ID)},
+		{"key", escape(r.Key)},
+		{"status", escape(r.Status)},
+		{"command", formatCommand(r.Command)},
+		{"node", escape(r.Node)},
+		{"pid", strconv.Itoa(r.PID)},
+		{"backend", orDash(r.Backend)},
+		{"started", when(r.StartedAt)},
+		{"finished", when(r.FinishedAt)},
+		{"duration", formatDuration(r)},
+		{"exit code", exit},
+		{"signal", orDash(r.Signal)},
+		{"fencing token", token},
+		{"holder", orDash(r.Holder)},
+		{"error", orDash(r.Error)},
+	} {
+		fmt.Fprintf(tw, "%s:\t%s\n", f[0], f[1])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Output) == 0 {
+		_, err = fmt.Fprintln(o.Stdout, "output: none captured")
+		return err
+	}
+	fmt.Fprintf(o.Stdout, "output (last %d bytes):\n", len(r.Output))
+	_, err = io.WriteString(o.Stdout, escapeLines(string(r.Output)))
+	return err
+}
+
+// escapeLines escapes each line of s but keeps the line breaks, so that captured output
+// reads as it was printed, without its control bytes; it ends with a newline.
+func escapeLines(s string) string {
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = escape(l)
+	}
+	return strings.Join(lines, "\n") + "\n"
+}

@@ -52,12 +52,9 @@ per line with id, key, node, pid, command, status, exit_code, signal, started_at
 finished_at (RFC 3339, UTC), duration_ms, error, holder, fencing_token and backend.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			s, err := loadSettings()
+			s, path, err := historySettings(c, &flagPath)
 			if err != nil {
-				return exitf(ExitUsage, "%v", err)
-			}
-			if err := s.apply(c.Flags(), historyTwins); err != nil {
-				return &usageError{err}
+				return err
 			}
 			if o.Limit < 0 {
 				return &usageError{fmt.Errorf("--limit must be 0 (all) or more, not %d", o.Limit)}
@@ -65,13 +62,11 @@ finished_at (RFC 3339, UTC), duration_ms, error, holder, fencing_token and backe
 			if o.Status != "" && !history.ValidStatus(o.Status) {
 				return &usageError{fmt.Errorf("--status %q is not one of %s", o.Status, strings.Join(history.Statuses, ", "))}
 			}
-			if flagPath == "off" {
-				fmt.Fprintln(stderr, "cronlock: the history is off (--history or CRONLOCK_HISTORY is \"off\")")
+			if path == "" {
+				fmt.Fprintln(stderr, "cronlock: "+historyOff)
 				return nil
 			}
-			if o.Path, err = historyPath(flagPath); err != nil {
-				return exitf(ExitUsage, "%v", err)
-			}
+			o.Path = path
 			o.ThisNode = s.vals["CRONLOCK_NODE"]
 			if o.ThisNode == "" {
 				o.ThisNode, _ = os.Hostname()
@@ -90,6 +85,27 @@ finished_at (RFC 3339, UTC), duration_ms, error, holder, fencing_token and backe
 	f.BoolVar(&o.UTC, "utc", false, "show times in UTC")
 	c.AddCommand(newHistoryShowCmd(stdout))
 	return c
+}
+
+// historyOff says why a history command has nothing to read.
+const historyOff = `the history is off (--history or CRONLOCK_HISTORY is "off")`
+
+// historySettings reads the settings of a history command and resolves its file:
+// --history (bound to *flagPath), then CRONLOCK_HISTORY from the environment or the
+// config file, then the per-user default. An empty path means the history is off.
+func historySettings(c *cobra.Command, flagPath *string) (*settings, string, error) {
+	s, err := loadSettings()
+	if err != nil {
+		return nil, "", exitf(ExitUsage, "%v", err)
+	}
+	if err := s.apply(c.Flags(), historyTwins); err != nil {
+		return nil, "", &usageError{err}
+	}
+	path, err := historyPath(*flagPath)
+	if err != nil {
+		return nil, "", exitf(ExitUsage, "%v", err)
+	}
+	return s, path, nil
 }
 
 // wantColor: colours only on a terminal, and never with NO_COLOR (https://no-color.org:

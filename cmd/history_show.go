@@ -38,19 +38,14 @@ func newHistoryShowCmd(stdout io.Writer) *cobra.Command {
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			s, err := loadSettings()
+			_, path, err := historySettings(c, &flagPath)
 			if err != nil {
-				return exitf(ExitUsage, "%v", err)
+				return err
 			}
-			if err := s.apply(c.Flags(), historyTwins); err != nil {
-				return &usageError{err}
+			if path == "" {
+				return exitf(ExitUsage, historyOff)
 			}
-			if o.Path, err = historyPath(flagPath); err != nil {
-				return exitf(ExitUsage, "%v", err)
-			}
-			if o.Path == "" {
-				return exitf(ExitUsage, "the history is off (--history or CRONLOCK_HISTORY is \"off\")")
-			}
+			o.Path = path
 			o.ID = args[0]
 			return historyShowRun(o)
 		},

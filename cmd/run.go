@@ -202,7 +202,8 @@ func (r *runner) run() int {
 		r.infof("%s", w)
 	}
 	r.row = &history.Run{ID: r.runID, Key: o.Key, Node: o.Node, PID: os.Getpid(),
-		Command: o.Command, StartedAt: r.started}
+		Command: o.Command, StartedAt: r.started, Attempt: 1,
+		BootID: history.BootID(), PIDStart: history.ProcStart(os.Getpid())}
 	r.openHistory()
 
 	locker, err := o.open()

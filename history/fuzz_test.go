@@ -228,7 +228,9 @@ func sameRun(t *testing.T, how string, want, got Run) {
 		(got.ExitCode == nil) != (want.ExitCode == nil) || got.ExitCode != nil && *got.ExitCode != *want.ExitCode ||
 		got.Signal != want.Signal || !got.StartedAt.Equal(want.StartedAt) || !got.FinishedAt.Equal(want.FinishedAt) ||
 		got.Error != want.Error || got.Holder != want.Holder || got.FencingToken != want.FencingToken ||
-		got.Backend != want.Backend || !bytes.Equal(got.Output, want.Output) {
+		got.Backend != want.Backend || !bytes.Equal(got.Output, want.Output) ||
+		!reflect.DeepEqual(got.Streams, want.Streams) || got.Attempt != max(want.Attempt, 1) ||
+		!bytes.Equal(got.BootID, want.BootID) || got.PIDStart != want.PIDStart {
 		t.Fatalf("%s read back\n%+v\nwritten as\n%+v", how, got, want)
 	}
 }
@@ -255,8 +257,9 @@ func FuzzScanRow(f *testing.F) {
 		if finNull {
 			finArg = nil
 		}
-		if _, err := store.db.Exec(`INSERT INTO runs (`+runColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-			id, key, node, int64(9), cmdArg, status, exitArg, "", started, finArg, errS, holder, token, ""); err != nil {
+		if _, err := store.db.Exec(`INSERT INTO runs (`+runColumns+`) VALUES `+runValues,
+			id, key, node, int64(9), cmdArg, status, exitArg, "", started, finArg, errS, holder, token, "",
+			int64(1), cmd, started); err != nil {
 			t.Fatalf("insert: %v", err)
 		}
 		got, err := store.Get(id)
@@ -275,6 +278,33 @@ func FuzzScanRow(f *testing.F) {
 		checkJSONLine(t, got)
 		if _, err := store.List(Filter{Key: key, Limit: 5}); err != nil {
 			t.Fatalf("List: %v", err)
+		}
+	})
+}
+
+// FuzzSegments: any bytes in run_output.streams decode without a panic into segments that
+// never claim more bytes than the tail holds, and a valid list survives a round trip.
+func FuzzSegments(f *testing.F) {
+	f.Add(encodeSegments([]Segment{{Stdout, 3}, {Stderr, 2}}), 5)
+	f.Add([]byte{0xff, 0xff, 0xff}, 10)
+	f.Add([]byte{}, 0)
+	f.Fuzz(func(t *testing.T, b []byte, total int) {
+		if total < 0 {
+			total = -total
+		}
+		segs := decodeSegments(b, total)
+		sum := 0
+		for _, sg := range segs {
+			if sg.Len < 0 {
+				t.Fatalf("negative segment %+v", sg)
+			}
+			sum += sg.Len
+		}
+		if sum > total {
+			t.Fatalf("segments %v claim %d bytes of %d", segs, sum, total)
+		}
+		if again := decodeSegments(encodeSegments(segs), sum); !reflect.DeepEqual(again, segs) {
+			t.Fatalf("round trip %v → %v", segs, again)
 		}
 	})
 }

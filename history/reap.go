@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -82,7 +83,7 @@ func tryLock(name string) (*os.File, bool, error) {
 // at the wrong moment, and returns how many rows it marked. Rows of live runs, and of
 // runs this Store started, are left alone.
 func (s *Store) Reap(node string) (int, error) {
-	q := `SELECT id FROM runs WHERE status = 'running'`
+	q := `SELECT id, boot_id FROM runs WHERE status = 'running'`
 	var args []any
 	if node != "" {
 		q += ` AND node = ?`
@@ -93,13 +94,20 @@ func (s *Store) Reap(node string) (int, error) {
 		return 0, describe(s.path, fmt.Errorf("find running runs: %w", err))
 	}
 	var ids []string
+	otherBoot := map[string]bool{}
 	for rows.Next() {
 		var id string
-		if err := rows.Scan(&id); err != nil {
+		var boot []byte
+		if err := rows.Scan(&id, &boot); err != nil {
 			rows.Close()
 			return 0, describe(s.path, err)
 		}
 		ids = append(ids, id)
+		// A run of an earlier boot is dead even if its lock file cannot tell (a folder
+		// restored from a backup, say).
+		if this := BootID(); len(boot) == 16 && this != nil && !bytes.Equal(boot, this) {
+			otherBoot[id] = true
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -116,7 +124,7 @@ func (s *Store) Reap(node string) (int, error) {
 		if err != nil {
 			return marked, err
 		}
-		if alive {
+		if alive && !otherBoot[id] {
 			continue
 		}
 		// Conditional on still running: a run that finished after our SELECT removed its

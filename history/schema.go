@@ -40,4 +40,19 @@ CREATE TABLE run_output (
 	tail   BLOB NOT NULL
 );
 `,
+	// v2: what tells a dead run from a live one without the lock file (boot id, process
+	// start time), how many tries the lock took, which stream each byte of the output
+	// tail came from, and a small table of settings such as when retention last ran.
+	`
+ALTER TABLE runs ADD COLUMN attempt   INTEGER NOT NULL DEFAULT 1; -- lock tries this run made
+ALTER TABLE runs ADD COLUMN boot_id   BLOB    NOT NULL DEFAULT x''; -- 16 bytes of /proc/sys/kernel/random/boot_id
+ALTER TABLE runs ADD COLUMN pid_start INTEGER NOT NULL DEFAULT 0;   -- start of pid, clock ticks after boot
+-- Segments of the tail: pairs of uvarints (stream, length), stream 1 = stdout, 2 = stderr;
+-- empty = one unmarked stream (rows written by schema v1).
+ALTER TABLE run_output ADD COLUMN streams BLOB NOT NULL DEFAULT x'';
+CREATE TABLE meta (
+	name  TEXT NOT NULL PRIMARY KEY,
+	value          -- no type: kept as written
+) WITHOUT ROWID;
+`,
 }

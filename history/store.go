@@ -3,6 +3,7 @@ package history
 import (
 	"bytes"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -77,6 +78,26 @@ type Run struct {
 	FencingToken uint64    // 0 = none
 	Backend      string    // "redis 127.0.0.1:6379/0" or "local /run/cronlock"; never a password
 	Output       []byte    // captured tail (binary-safe); List leaves it nil, Get fills it
+	Streams      []Segment // which stream each part of Output came from; nil = unmarked
+
+	Attempt  int    // lock tries this run made: 1 = the first; more after --wait or retries
+	BootID   []byte // this boot of the node (16 bytes), so a pid from another boot is not taken for it
+	PIDStart uint64 // when PID started, in clock ticks after boot, so a reused pid is not taken for it
+}
+
+// Stream names where a part of the output tail came from.
+type Stream uint8
+
+// The streams of a child.
+const (
+	Stdout Stream = 1
+	Stderr Stream = 2
+)
+
+// Segment is a run of Len bytes of the output tail that came from one stream.
+type Segment struct {
+	Stream Stream
+	Len    int
 }
 
 // Duration is FinishedAt − StartedAt, or 0 while the end is unknown.
@@ -305,7 +326,10 @@ func (s *Store) Close() error {
 }
 
 const runColumns = `id, key, node, pid, command, status, exit_code, signal, started_at,
-	finished_at, error, holder, fencing_token, backend`
+	finished_at, error, holder, fencing_token, backend, attempt, boot_id, pid_start`
+
+// runValues is the placeholder list for runColumns.
+const runValues = `(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
 // Start records r as running and takes its per-run lock, which it holds until Finish
 // (or until the process dies, which Reap then sees). It fills in r.ID (a UUIDv7) and
@@ -326,7 +350,7 @@ func (s *Store) Start(r *Run) error {
 	row.ExitCode, row.Signal = nil, ""
 	tx, err := s.db.Begin()
 	if err == nil {
-		_, err = tx.Exec(`INSERT INTO runs (`+runColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, rowArgs(&row)...)
+		_, err = tx.Exec(`INSERT INTO runs (`+runColumns+`) VALUES `+runValues, rowArgs(&row)...)
 		if err == nil {
 			err = tx.Commit()
 		} else {
@@ -387,19 +411,21 @@ func (s *Store) upsert(r *Run) error {
 		return describe(s.path, fmt.Errorf("record run %s: %w", r.ID, err))
 	}
 	defer tx.Rollback()
-	_, err = tx.Exec(`INSERT INTO runs (`+runColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+	_, err = tx.Exec(`INSERT INTO runs (`+runColumns+`) VALUES `+runValues+`
 		ON CONFLICT (id) DO UPDATE SET key = excluded.key, node = excluded.node,
 			pid = excluded.pid, command = excluded.command, status = excluded.status,
 			exit_code = excluded.exit_code, signal = excluded.signal,
 			started_at = excluded.started_at, finished_at = excluded.finished_at,
 			error = excluded.error, holder = excluded.holder,
-			fencing_token = excluded.fencing_token, backend = excluded.backend`, rowArgs(r)...)
+			fencing_token = excluded.fencing_token, backend = excluded.backend,
+			attempt = excluded.attempt, boot_id = excluded.boot_id, pid_start = excluded.pid_start`, rowArgs(r)...)
 	if err != nil {
 		return describe(s.path, fmt.Errorf("record run %s: %w", r.ID, err))
 	}
 	if len(r.Output) > 0 {
-		_, err = tx.Exec(`INSERT INTO run_output (run_id, tail) VALUES (?, ?)
-			ON CONFLICT (run_id) DO UPDATE SET tail = excluded.tail`, r.ID, r.Output)
+		_, err = tx.Exec(`INSERT INTO run_output (run_id, tail, streams) VALUES (?, ?, ?)
+			ON CONFLICT (run_id) DO UPDATE SET tail = excluded.tail, streams = excluded.streams`,
+			r.ID, r.Output, encodeSegments(r.Streams))
 		if err != nil {
 			return describe(s.path, fmt.Errorf("record output of run %s: %w", r.ID, err))
 		}
@@ -428,6 +454,9 @@ func prepare(r *Run) error {
 	if r.StartedAt.IsZero() {
 		r.StartedAt = time.Now()
 	}
+	if r.Attempt < 1 {
+		r.Attempt = 1
+	}
 	if r.Status != "" && !ValidStatus(r.Status) {
 		return fmt.Errorf("history: run %s: unknown status %q", r.ID, r.Status)
 	}
@@ -451,7 +480,46 @@ func rowArgs(r *Run) []any {
 	return []any{r.ID, r.Key, r.Node, int64(r.PID), encodeArgv(r.Command), r.Status, exit, r.Signal,
 		r.StartedAt.UnixNano(), fin, r.Error, r.Holder,
 		int64(r.FencingToken), // bit for bit: database/sql refuses uint64 ≥ 2^63
-		r.Backend}
+		r.Backend, int64(r.Attempt), nonNil(r.BootID), int64(r.PIDStart)}
+}
+
+// nonNil keeps NOT NULL blob columns from receiving NULL.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// encodeSegments stores segments as pairs of uvarints (stream, length).
+func encodeSegments(segs []Segment) []byte {
+	b := []byte{}
+	for _, sg := range segs {
+		b = binary.AppendUvarint(b, uint64(sg.Stream))
+		b = binary.AppendUvarint(b, uint64(sg.Len))
+	}
+	return b
+}
+
+// decodeSegments reads what encodeSegments wrote. Segments that run past total bytes, or
+// bytes of a damaged list, are dropped: the tail then shows as unmarked from there on.
+func decodeSegments(b []byte, total int) []Segment {
+	var segs []Segment
+	sum := 0
+	for len(b) > 0 {
+		st, n := binary.Uvarint(b)
+		if n <= 0 {
+			break
+		}
+		ln, m := binary.Uvarint(b[n:])
+		if m <= 0 || ln > uint64(total-sum) {
+			break
+		}
+		b = b[n+m:]
+		segs = append(segs, Segment{Stream: Stream(st), Len: int(ln)})
+		sum += int(ln)
+	}
+	return segs
 }
 
 // encodeArgv stores argv binary-safe: every argument followed by a NUL byte, which no
@@ -493,9 +561,11 @@ func scanRun(sc scanner, extra ...any) (Run, error) {
 		exit, fin sql.NullInt64
 		started   int64
 		token     int64
+		attempt   int64
+		pidStart  int64
 	)
 	dest := append([]any{&r.ID, &r.Key, &r.Node, &pid, &cmd, &r.Status, &exit, &r.Signal,
-		&started, &fin, &r.Error, &r.Holder, &token, &r.Backend}, extra...)
+		&started, &fin, &r.Error, &r.Holder, &token, &r.Backend, &attempt, &r.BootID, &pidStart}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return r, err
 	}
@@ -510,6 +580,11 @@ func scanRun(sc scanner, extra ...any) (Run, error) {
 		r.FinishedAt = time.Unix(0, fin.Int64)
 	}
 	r.FencingToken = uint64(token)
+	r.Attempt = int(attempt)
+	r.PIDStart = uint64(pidStart)
+	if len(r.BootID) == 0 {
+		r.BootID = nil
+	}
 	return r, nil
 }
 
@@ -558,10 +633,10 @@ func (s *Store) List(f Filter) ([]Run, error) {
 
 // Get returns one run with its output tail, or ErrNotFound.
 func (s *Store) Get(id string) (Run, error) {
-	var tail []byte
-	row := s.db.QueryRow(`SELECT `+runColumns+`, (SELECT tail FROM run_output WHERE run_id = runs.id)
-		FROM runs WHERE id = ?`, id)
-	r, err := scanRun(row, &tail)
+	var tail, streams []byte
+	row := s.db.QueryRow(`SELECT `+runColumns+`, o.tail, o.streams
+		FROM runs LEFT JOIN run_output o ON o.run_id = runs.id WHERE id = ?`, id)
+	r, err := scanRun(row, &tail, &streams)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Run{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
@@ -569,5 +644,6 @@ func (s *Store) Get(id string) (Run, error) {
 		return Run{}, describe(s.path, fmt.Errorf("read run %s: %w", id, err))
 	}
 	r.Output = tail
+	r.Streams = decodeSegments(streams, len(tail))
 	return r, nil
 }

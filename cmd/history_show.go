@@ -110,8 +110,9 @@ func historyShowRun(o *historyShowOptions) error {
 		{"status", escape(r.Status)},
 		{"command", formatCommand(r.Command)},
 		{"node", escape(r.Node)},
-		{"pid", strconv.Itoa(r.PID)},
+		{"pid", pidLine(r)},
 		{"backend", orDash(r.Backend)},
+		{"attempt", strconv.Itoa(max(r.Attempt, 1))},
 		{"started", when(r.StartedAt)},
 		{"finished", when(r.FinishedAt)},
 		{"duration", formatDuration(r)},
@@ -143,4 +144,13 @@ func escapeLines(s string) string {
 		lines[i] = escape(l)
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// pidLine is the pid of the run's cronlock, with the boot it ran in (the first bytes of the
+// boot id, as `journalctl --list-boots` shows them) when known.
+func pidLine(r history.Run) string {
+	if len(r.BootID) == 0 {
+		return strconv.Itoa(r.PID)
+	}
+	return fmt.Sprintf("%d (boot %x)", r.PID, r.BootID[:min(4, len(r.BootID))])
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -202,8 +203,7 @@ func (r *runner) run() int {
 		r.infof("%s", w)
 	}
 	r.row = &history.Run{ID: r.runID, Key: o.Key, Node: o.Node, PID: os.Getpid(),
-		Command: o.Command, StartedAt: r.started, Attempt: 1,
-		BootID: history.BootID(), PIDStart: history.ProcStart(os.Getpid())}
+		Command: o.Command, StartedAt: r.started, Attempt: 1}
 	r.openHistory()
 
 	locker, err := o.open()
@@ -276,8 +276,13 @@ func (r *runner) run() int {
 // with code (skipped, failed or interrupted), its row already recorded.
 func (r *runner) acquire(sig *lockrun.Signals) (lease lockrun.Lease, code int, done bool) {
 	o := r.o
+	var tries atomic.Int32
 	req := lockrun.Request{Key: o.Key, TTL: o.TTL, Wait: o.Wait, MinHold: o.MinHold,
-		Node: o.Node, PID: os.Getpid(), RunID: r.runID}
+		Node: o.Node, PID: os.Getpid(), RunID: r.runID, OnTry: func() {
+			if tries.Add(1) == 2 {
+				r.verbosef("%s is held; trying again for up to %s", o.Key, o.Wait)
+			}
+		}}
 	type result struct {
 		lease lockrun.Lease
 		err   error
@@ -295,12 +300,14 @@ func (r *runner) acquire(sig *lockrun.Signals) (lease lockrun.Lease, code int, d
 		select {
 		case res = <-ch:
 			waiting = false
+			r.row.Attempt = max(1, int(tries.Load()))
 		case s := <-sig.C:
 			if !lockrun.IsStopSignal(s) {
 				continue // USR1/USR2 before the child exists: nobody to forward them to
 			}
 			cancel()
 			res = <-ch
+			r.row.Attempt = max(1, int(tries.Load()))
 			if res.lease != nil {
 				rctx, c2 := context.WithTimeout(context.Background(), o.RedisTimeout)
 				res.lease.Release(rctx)

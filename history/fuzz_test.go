@@ -72,7 +72,7 @@ func checkJSONLine(t *testing.T, r Run) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"id", "key", "node", "pid", "command", "status", "exit_code", "signal",
-		"started_at", "finished_at", "duration_ms", "error", "holder", "fencing_token", "backend"} {
+		"started_at", "finished_at", "duration_ms", "error", "holder", "fencing_token", "backend", "attempt"} {
 		if _, ok := m[k]; !ok {
 			t.Fatalf("JSON of %+v has no %q: %s", r, k, b)
 		}

@@ -26,6 +26,7 @@ type jsonRun struct {
 	Holder       string   `json:"holder"`
 	FencingToken uint64   `json:"fencing_token"`
 	Backend      string   `json:"backend"`
+	Attempt      int      `json:"attempt"`
 }
 
 // MarshalJSON encodes r in the documented JSON shape: times in RFC 3339 UTC, nulls for
@@ -35,6 +36,7 @@ func (r Run) MarshalJSON() ([]byte, error) {
 		ID: r.ID, Key: r.Key, Node: r.Node, PID: r.PID, Command: r.Command,
 		Status: r.Status, ExitCode: r.ExitCode, StartedAt: r.StartedAt.UTC().Format(time.RFC3339Nano),
 		Error: r.Error, Holder: r.Holder, FencingToken: r.FencingToken, Backend: r.Backend,
+		Attempt: max(r.Attempt, 1),
 	}
 	if j.Command == nil {
 		j.Command = []string{}

@@ -22,6 +22,9 @@ var BootID = sync.OnceValue(func() []byte {
 	return id
 })
 
+// selfStart is ProcStart of this process, read once.
+var selfStart = sync.OnceValue(func() uint64 { return ProcStart(os.Getpid()) })
+
 // ProcStart returns when process pid started, in clock ticks after boot (field 22 of
 // /proc/PID/stat), or 0 when it cannot be read. With the boot id it names one process:
 // a pid reused later has a later start.

@@ -2,6 +2,7 @@ package history
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"os"
 	"os/user"
@@ -208,5 +209,35 @@ func otherUserOpen(t *testing.T, path string) {
 	}
 	if !strings.Contains(got, "permission denied") || !strings.Contains(got, "CRONLOCK_HISTORY") || !strings.Contains(got, path) {
 		t.Errorf("open in an unwritable folder as nobody: %q", got)
+	}
+}
+
+// TestReapOtherBoot: a running row written in another boot is dead even while its lock
+// file is locked (a folder restored from a backup, a lock held by an unrelated process),
+// and a row of this boot with a held lock stays running.
+func TestReapOtherBoot(t *testing.T) {
+	if BootID() == nil {
+		t.Fatal("no /proc/sys/kernel/random/boot_id on this Linux")
+	}
+	s, path := openTemp(t)
+	liveID, _, _ := startHolder(t, path, "n1")
+	otherBoot, _, _ := startHolder(t, path, "n1")
+	foreign := append([]byte(nil), BootID()...)
+	foreign[0] ^= 0xff
+	if _, err := s.db.Exec(`UPDATE runs SET boot_id = ? WHERE id = ?`, foreign, otherBoot); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Reap("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("Reap marked %d runs, want 1", n)
+	}
+	if got := status(t, s, otherBoot).Status; got != StatusAbandoned {
+		t.Errorf("run of another boot is %s, want abandoned", got)
+	}
+	if got := status(t, s, liveID); got.Status != StatusRunning || !bytes.Equal(got.BootID, BootID()) || got.PIDStart == 0 {
+		t.Errorf("live run of this boot read back as %+v, want running with this boot id and a process start", got)
 	}
 }

@@ -457,6 +457,16 @@ func prepare(r *Run) error {
 	if r.Attempt < 1 {
 		r.Attempt = 1
 	}
+	// A row of this very process names this boot and this process's start, so that Reap
+	// never mistakes a later process with the same pid for it.
+	if r.PID == os.Getpid() {
+		if r.BootID == nil {
+			r.BootID = BootID()
+		}
+		if r.PIDStart == 0 {
+			r.PIDStart = selfStart()
+		}
+	}
 	if r.Status != "" && !ValidStatus(r.Status) {
 		return fmt.Errorf("history: run %s: unknown status %q", r.ID, r.Status)
 	}

@@ -386,6 +386,9 @@ func (l *LocalLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 				localTestHookAfterOpen(path)
 			}
 		}
+		if req.OnTry != nil {
+			req.OnTry()
+		}
 		got, err := tryFlock(fd)
 		if err != nil {
 			return nil, fmt.Errorf("flock %s: %w", path, err)

@@ -28,6 +28,9 @@ type Request struct {
 	Node    string        // holder metadata
 	PID     int
 	RunID   string
+	// OnTry, when set, is called each time Acquire asks for the lock: once, plus once more
+	// for every retry after finding it held while waiting (the run's attempt count).
+	OnTry func()
 }
 
 // Holder describes who holds a lock, as the backend recorded it when it was acquired.

@@ -348,6 +348,9 @@ func (l *RedisLocker) subscribe(ctx context.Context, key string, wake chan<- str
 // case the script did run, so the fleet is not blocked for a TTL.
 func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token string) (*redisLease, *Holder, error) {
 	keys := []string{l.lockKey(req.Key), l.fenceKey(req.Key)}
+	if req.OnTry != nil {
+		req.OnTry()
+	}
 	res, unknown, err := l.eval(ctx, acquireScript, keys,
 		token, durMS(req.TTL), req.Node, req.PID, req.RunID, time.Now().UnixMilli())
 	if err != nil {

@@ -571,8 +571,9 @@ func (s *supervisor) hunt() {
 	if !s.mainDone && s.killAt.IsZero() {
 		return
 	}
-	guard := s.job.Guard.PID()
-	for _, pid := range childPIDs(s.self) {
+	pids := childPIDs(s.self)
+	guard := s.guardAmong(pids)
+	for _, pid := range pids {
 		if pid == s.res.PID || pid == guard || s.others[pid] {
 			continue
 		}
@@ -599,14 +600,25 @@ func (s *supervisor) finished() bool {
 	if unix.Kill(-s.pgid, 0) == nil { // also true while zombies of the group wait for a reaper
 		return false
 	}
-	guard := s.job.Guard.PID()
-	for _, pid := range childPIDs(s.self) {
+	pids := childPIDs(s.self)
+	guard := s.guardAmong(pids)
+	for _, pid := range pids {
 		if pid != guard {
 			s.others[pid] = true
 			return false
 		}
 	}
 	return len(s.others) == 0 || s.othersGone()
+}
+
+// guardAmong returns the guard's pid when children lists any child, else 0. Only then may
+// the guard be among them, so only then is it worth waiting for the guard's fork and exec
+// to finish (Guard.PID), which a short job otherwise ends before.
+func (s *supervisor) guardAmong(children []int) int {
+	if len(children) == 0 {
+		return 0
+	}
+	return s.job.Guard.PID()
 }
 
 // othersGone drops processes from others that no longer exist and reports whether none is left.
@@ -663,30 +675,24 @@ func firstArg(argv []string) string {
 	return argv[0]
 }
 
-// childPIDs lists the children of process self. /proc/<pid>/task/*/children is exact and
-// cheap; without it (kernels built without CONFIG_PROC_CHILDREN) every process's stat is read.
-// (A plain ReadDir: filepath.Glob costs ten times as much here, on the path of every run.)
+// childPIDs lists the orphans that were reparented to process self, a child subreaper:
+// the kernel hands them to its main thread (the first live thread of the group, and Go
+// never ends its main thread), so /proc/<pid>/task/<pid>/children lists them all. The
+// children cronlock forked itself (the job, the guard) hang under the thread that forked
+// them, are known by pid, and need no listing. Reading only that one file matters: listing
+// /proc/<pid>/task fills the dentry cache with an entry per thread, which the kernel walks
+// when cronlock's parent reaps it, and that walk cost cron (and every benchmark) a fifth of
+// the CPU time of a short run. Without the file (a kernel built without
+// CONFIG_PROC_CHILDREN) every process's stat is read.
 func childPIDs(self int) []int {
 	var pids []int
-	taskDir := "/proc/" + strconv.Itoa(self) + "/task/"
-	tasks, err := os.ReadDir(taskDir)
-	found := false
-	if err == nil {
-		buf := make([]byte, 4096)
-		for _, t := range tasks {
-			b, err := readSmall(taskDir+t.Name()+"/children", buf)
-			if err != nil {
-				continue
-			}
-			found = true
-			for _, f := range strings.Fields(string(b)) {
-				if n, err := strconv.Atoi(f); err == nil {
-					pids = append(pids, n)
-				}
+	me := strconv.Itoa(self)
+	if b, err := readSmall("/proc/"+me+"/task/"+me+"/children", make([]byte, 4096)); err == nil {
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, n)
 			}
 		}
-	}
-	if found {
 		return pids
 	}
 	ents, _ := os.ReadDir("/proc")
@@ -703,8 +709,8 @@ func childPIDs(self int) []int {
 }
 
 // readSmall reads a small /proc file with three plain system calls: os.ReadFile costs
-// three times as many (poller registration, fcntl), and childPIDs reads one file per
-// thread, more than once per run.
+// three times as many (poller registration, fcntl), and childPIDs runs more than once per
+// run.
 func readSmall(path string, buf []byte) ([]byte, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {

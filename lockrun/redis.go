@@ -36,11 +36,12 @@ var luaFiles embed.FS
 // The scripts are sent with EVAL every time rather than EVALSHA: they are about a
 // kilobyte once their comments are stripped, and EVAL costs exactly one round trip, where
 // EVALSHA costs two (NOSCRIPT, then EVAL) after every Redis restart or failover.
+// Each is prepared on first use: a run on the local backend never needs them.
 var (
-	acquireScript = loadScript("acquire.lua")
-	renewScript   = loadScript("renew.lua")
-	releaseScript = loadScript("release.lua")
-	unlockScript  = loadScript("unlock.lua")
+	acquireScript = sync.OnceValue(func() string { return loadScript("acquire.lua") })
+	renewScript   = sync.OnceValue(func() string { return loadScript("renew.lua") })
+	releaseScript = sync.OnceValue(func() string { return loadScript("release.lua") })
+	unlockScript  = sync.OnceValue(func() string { return loadScript("unlock.lua") })
 )
 
 // loadScript reads an embedded script and drops its comment lines and indentation, which
@@ -351,12 +352,12 @@ func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token string
 	if req.OnTry != nil {
 		req.OnTry()
 	}
-	res, unknown, err := l.eval(ctx, acquireScript, keys,
+	res, unknown, err := l.eval(ctx, acquireScript(), keys,
 		token, durMS(req.TTL), req.Node, req.PID, req.RunID, time.Now().UnixMilli())
 	if err != nil {
 		if unknown {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
-			l.c.Eval(rctx, releaseScript, keys[:1], token, 0, l.channel(req.Key)) // best effort
+			l.c.Eval(rctx, releaseScript(), keys[:1], token, 0, l.channel(req.Key)) // best effort
 			cancel()
 		}
 		return nil, nil, l.userError("take lock "+req.Key, err)
@@ -655,7 +656,7 @@ func (l *RedisLocker) Unlock(ctx context.Context, key string, force bool) (*Hold
 	if force {
 		f = "1"
 	}
-	res, _, err := l.eval(ctx, unlockScript, []string{l.lockKey(key)}, f, l.channel(key))
+	res, _, err := l.eval(ctx, unlockScript(), []string{l.lockKey(key)}, f, l.channel(key))
 	if err != nil {
 		return nil, l.userError("unlock "+key, err)
 	}
@@ -705,7 +706,7 @@ func (s *redisLease) TTL() time.Duration { return s.ttl }
 // time-out. It returns an error wrapping ErrLockLost when the lock is gone or not ours
 // (the key is never re-created), and another error when the outcome is unknown.
 func (s *redisLease) Renew(ctx context.Context) error {
-	res, _, err := s.l.eval(ctx, renewScript, []string{s.l.lockKey(s.key)}, s.token, durMS(s.ttl))
+	res, _, err := s.l.eval(ctx, renewScript(), []string{s.l.lockKey(s.key)}, s.token, durMS(s.ttl))
 	if err != nil {
 		return s.l.userError("renew lock "+s.key, err)
 	}
@@ -719,7 +720,7 @@ func (s *redisLease) Renew(ctx context.Context) error {
 // keeps the lock until MinHold after acquisition instead. It returns an error wrapping
 // ErrLockLost when the lock was no longer ours (nothing is removed then).
 func (s *redisLease) Release(ctx context.Context) error {
-	res, _, err := s.l.eval(ctx, releaseScript, []string{s.l.lockKey(s.key)}, s.token, durMS(s.minHold), s.l.channel(s.key))
+	res, _, err := s.l.eval(ctx, releaseScript(), []string{s.l.lockKey(s.key)}, s.token, durMS(s.minHold), s.l.channel(s.key))
 	if err != nil {
 		return s.l.userError("release lock "+s.key, err)
 	}

@@ -156,7 +156,7 @@ func (c *redisLossyClient) Eval(ctx context.Context, script string, keys []strin
 func TestRedisAcquireSurvivesALostReply(t *testing.T) {
 	addr := redistest.Addr(t)
 	l := newRedisTestLocker(t, addr)
-	lc := &redisLossyClient{redisClient: l.c, script: acquireScript}
+	lc := &redisLossyClient{redisClient: l.c, script: acquireScript()}
 	lc.lose.Store(1)
 	l.c = lc
 
@@ -176,7 +176,7 @@ func TestRedisAcquireSurvivesALostReply(t *testing.T) {
 func TestRedisAcquireWithUnknownOutcomeReleases(t *testing.T) {
 	addr := redistest.Addr(t)
 	l := newRedisTestLocker(t, addr)
-	lc := &redisLossyClient{redisClient: l.c, script: acquireScript}
+	lc := &redisLossyClient{redisClient: l.c, script: acquireScript()}
 	lc.lose.Store(1000)
 	l.c = lc
 

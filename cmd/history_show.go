@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/fatih/color"
 	"github.com/spf13/cobra"
 
 	"cronlock/history"
@@ -22,11 +24,12 @@ type historyShowOptions struct {
 	ID     string
 	UTC    bool
 	Loc    *time.Location // nil = time.Local
+	Color  bool           // colour stderr lines (only for a terminal without NO_COLOR)
 	Stdout io.Writer
 }
 
 func newHistoryShowCmd(stdout io.Writer) *cobra.Command {
-	o := &historyShowOptions{Stdout: stdout}
+	o := &historyShowOptions{Stdout: stdout, Color: wantColor(stdout)}
 	var flagPath string
 	c := &cobra.Command{
 		Use:   "show RUN_ID",
@@ -131,9 +134,94 @@ func historyShowRun(o *historyShowOptions) error {
 		_, err = fmt.Fprintln(o.Stdout, "output: none captured")
 		return err
 	}
-	fmt.Fprintf(o.Stdout, "output (last %d bytes):\n", len(r.Output))
-	_, err = io.WriteString(o.Stdout, escapeLines(string(r.Output)))
+	if len(r.Streams) == 0 {
+		// Unmarked: stdout and stderr shared one pipe (cron, `>log 2>&1`), or an older row.
+		fmt.Fprintf(o.Stdout, "output (last %d bytes):\n", len(r.Output))
+		_, err = io.WriteString(o.Stdout, escapeLines(string(r.Output)))
+		return err
+	}
+	_, err = io.WriteString(o.Stdout, markedOutput(r.Output, r.Streams, o.Color))
 	return err
+}
+
+// outputLine is one line of a marked output tail as shown: a line the job printed, or the
+// part of it that came from one stream when the stream changed inside the line.
+type outputLine struct {
+	stream history.Stream
+	cont   bool // goes on from the line above: same printed line, other stream
+	text   []byte
+}
+
+// outputLines cuts out into lines, each marked with the stream it came from; a line made
+// of two streams (stdout printed "abc", then stderr "def\n") becomes two shown lines, the
+// second a continuation. Bytes past the segments (a damaged list) get stream 0, unknown.
+func outputLines(out []byte, segs []history.Segment) []outputLine {
+	var lines []outputLine
+	atStart := true
+	piece := func(s history.Stream, b []byte) {
+		for len(b) > 0 {
+			chunk, rest, nl := bytes.Cut(b, []byte{'\n'})
+			switch last := len(lines) - 1; {
+			case atStart:
+				lines = append(lines, outputLine{stream: s, text: chunk})
+			case len(chunk) == 0: // only the newline that ends the line above
+			case lines[last].stream == s:
+				lines[last].text = append(lines[last].text, chunk...)
+			default:
+				lines = append(lines, outputLine{stream: s, cont: true, text: chunk})
+			}
+			atStart, b = nl, rest
+		}
+	}
+	at := 0
+	for _, sg := range segs {
+		n := min(sg.Len, len(out)-at)
+		piece(sg.Stream, out[at:at+n:at+n]) // capped: appending to a line copies
+		at += n
+	}
+	piece(0, out[at:len(out):len(out)])
+	return lines
+}
+
+// streamMarks are the prefixes of marked output lines: a line that starts, and the rest of
+// a line that another stream began.
+var streamMarks = map[history.Stream][2]string{
+	history.Stdout: {"out| ", "out+ "},
+	history.Stderr: {"err| ", "err+ "},
+}
+
+// markedOutput shows a marked output tail line by line, escaped, each line prefixed with its
+// stream; with colour, stderr lines are red.
+func markedOutput(out []byte, segs []history.Segment, colour bool) string {
+	lines := outputLines(out, segs)
+	legend := "out| stdout, err| stderr"
+	for _, l := range lines {
+		if l.cont {
+			legend += ", out+ err+ the line above goes on"
+			break
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "output (last %d bytes; %s):\n", len(out), legend)
+	red := color.New(color.FgRed)
+	red.EnableColor() // colour already decided; the package default looks at os.Stdout
+	for _, l := range lines {
+		marks, ok := streamMarks[l.stream]
+		if !ok {
+			marks = [2]string{"?  | ", "?  + "}
+		}
+		mark := marks[0]
+		if l.cont {
+			mark = marks[1]
+		}
+		line := mark + escape(string(l.text))
+		if colour && l.stream == history.Stderr {
+			line = red.Sprint(line)
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // escapeLines escapes each line of s but keeps the line breaks, so that captured output

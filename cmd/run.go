@@ -247,6 +247,9 @@ func (r *runner) run() int {
 
 	out := outcomeOf(res, o)
 	r.row.Status, r.row.ExitCode, r.row.Signal, r.row.Output = out.Status, out.ExitCode, out.Signal, res.Output
+	for _, sg := range res.Streams { // lockrun's stream numbers are the history's
+		r.row.Streams = append(r.row.Streams, history.Segment{Stream: history.Stream(sg.Stream), Len: sg.Len})
+	}
 	r.row.Error = out.Message
 	if out.Message != "" {
 		if out.Warning {

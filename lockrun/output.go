@@ -2,6 +2,7 @@ package lockrun
 
 import (
 	"errors"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -18,69 +19,190 @@ const relayBufSize = 256 << 10
 // writing into the pipe.
 const finalDrainLimit = 16 << 20
 
+// Stream names which of the child's outputs a part of the tail came from. The values are
+// those of the history's streams (1 stdout, 2 stderr), so a conversion keeps them.
+type Stream uint8
+
+// The child's two output streams.
+const (
+	StreamStdout Stream = 1
+	StreamStderr Stream = 2
+)
+
+// Segment is a run of Len bytes of Result.Output that came from one stream.
+type Segment struct {
+	Stream Stream
+	Len    int
+}
+
+// segmentBytes is the average run length, in bytes, that a marked tail of n bytes can hold
+// in full: it keeps up to n/segmentBytes runs (at least min(n, minSegments)), 8 bytes each,
+// so the marks cost a quarter of the tail's own memory (16 KiB for the default 64 KiB); a
+// tail under 2 KiB keeps up to 64 runs, or one per byte.
+const (
+	segmentBytes = 32
+	minSegments  = 64
+)
+
 // tail keeps the last len(buf) bytes written to it, in order. Its memory is fixed when it
 // is made, whatever the amount of output. It is safe for concurrent use (stdout and stderr
 // relays share one tail so that the combined output keeps arrival order).
+//
+// A marked tail also remembers which stream each held byte came from, as a ring of runs
+// (stream, length) beside the byte ring: a write of the same stream as the newest run
+// extends it, so consecutive runs always differ; bytes falling off the front shorten or drop
+// the oldest runs. The run ring is bounded too (see segmentBytes): when a write would need
+// one run more than it holds — output that switches stream every few bytes — the oldest run
+// is dropped together with its bytes, so the tail then holds fewer than len(buf) bytes but
+// never a byte without its mark. Every write costs O(1) besides copying its bytes (each
+// run is added once and dropped once).
 type tail struct {
 	mu    sync.Mutex
 	buf   []byte
 	start int // index of the oldest byte once the buffer has wrapped
 	n     int // bytes held, ≤ len(buf)
+
+	runs   []run // ring of runs, oldest at runs[rs]; nil for an unmarked tail
+	rs, rn int   // index of the oldest run, number of runs held; their lengths sum to n
 }
 
-func newTail(size int) *tail { return &tail{buf: make([]byte, size)} }
+// run is the ring's form of a Segment, in 8 bytes: newTail leaves a tail of 4 GiB or more
+// unmarked, so a length fits in 32 bits.
+type run struct {
+	n      uint32
+	stream Stream
+}
 
-// Write keeps the end of p. It never fails.
-func (t *tail) Write(p []byte) (int, error) {
+// newTail makes a tail of size bytes; marked = remember the stream of every byte.
+func newTail(size int, marked bool) *tail {
+	t := &tail{buf: make([]byte, size)}
+	if marked && size > 0 && size <= math.MaxUint32 {
+		t.runs = make([]run, max(size/segmentBytes, min(size, minSegments)))
+	}
+	return t
+}
+
+// write keeps the end of p, from stream s (ignored by an unmarked tail).
+func (t *tail) write(s Stream, p []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	written := len(p)
 	size := len(t.buf)
-	if size == 0 {
-		return written, nil
+	if size == 0 || len(p) == 0 {
+		return
 	}
 	if len(p) >= size {
 		copy(t.buf, p[len(p)-size:])
 		t.start, t.n = 0, size
-		return written, nil
+		if t.runs != nil {
+			t.rs, t.rn = 0, 1
+			t.runs[0] = run{n: uint32(size), stream: s}
+		}
+		return
+	}
+	if t.runs != nil {
+		t.addRun(s, len(p))
 	}
 	// Append at the end of the held bytes, wrapping, then drop the oldest if over size.
-	end := (t.start + t.n) % size
+	// (Indexes wrap by a subtraction: a division costs more than the rest of a small write.)
+	end := t.start + t.n
+	if end >= size {
+		end -= size
+	}
 	c := copy(t.buf[end:], p)
 	copy(t.buf, p[c:])
 	t.n += len(p)
-	if t.n > size {
-		t.start = (t.start + t.n - size) % size
+	if over := t.n - size; over > 0 {
+		if t.start += over; t.start >= size {
+			t.start -= size
+		}
 		t.n = size
+		if t.runs != nil {
+			t.dropFront(over)
+		}
 	}
-	return written, nil
 }
 
-// Bytes returns a copy of the held bytes, oldest first. It is never nil.
-func (t *tail) Bytes() []byte {
+// addRun accounts for n new bytes of stream s: the newest run grows, or a new run starts,
+// making room by dropping the oldest run and its bytes when the ring is full.
+func (t *tail) addRun(s Stream, n int) {
+	size := len(t.runs)
+	next := t.rs + t.rn // index of the next run, unwrapped
+	if next >= size {
+		next -= size
+	}
+	if t.rn > 0 {
+		last := next - 1
+		if last < 0 {
+			last += size
+		}
+		if r := &t.runs[last]; r.stream == s {
+			r.n += uint32(n)
+			return
+		}
+	}
+	if t.rn == size { // next is the oldest run
+		if t.start += int(t.runs[next].n); t.start >= len(t.buf) {
+			t.start -= len(t.buf)
+		}
+		t.n -= int(t.runs[next].n)
+		if t.rs++; t.rs == size {
+			t.rs = 0
+		}
+		t.rn--
+	}
+	t.runs[next] = run{n: uint32(n), stream: s}
+	t.rn++
+}
+
+// dropFront removes the oldest n bytes from the runs; n is less than the bytes they hold.
+func (t *tail) dropFront(n int) {
+	for n > 0 {
+		r := &t.runs[t.rs]
+		if int(r.n) > n {
+			r.n -= uint32(n)
+			return
+		}
+		n -= int(r.n)
+		if t.rs++; t.rs == len(t.runs) {
+			t.rs = 0
+		}
+		t.rn--
+	}
+}
+
+// contents returns a copy of the held bytes, oldest first, never nil; and for a marked tail
+// the runs they came from, oldest first, their lengths summing to len(bytes) (nil when
+// unmarked or empty).
+func (t *tail) contents() ([]byte, []Segment) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]byte, t.n)
 	c := copy(out, t.buf[t.start:min(t.start+t.n, len(t.buf))])
 	copy(out[c:], t.buf[:t.n-c])
-	return out
+	var segs []Segment
+	for i := 0; i < t.rn; i++ {
+		r := t.runs[(t.rs+i)%len(t.runs)]
+		segs = append(segs, Segment{Stream: r.stream, Len: int(r.n)})
+	}
+	return out, segs
 }
 
 // relay copies one pipe from the child to one of cronlock's own descriptors and into the
 // shared tail. It ends at end-of-file, or when stop is called: the job's processes are gone
 // and whatever still holds the pipe open (a process outside the job) must not hang the run.
 type relay struct {
-	r    *os.File // read end, non-blocking, in Go's poller so a deadline can interrupt it
-	out  int      // cronlock's stdout or stderr; -1 = none
-	tail *tail
-	buf  []byte
-	done chan struct{}
+	r      *os.File // read end, non-blocking, in Go's poller so a deadline can interrupt it
+	out    int      // cronlock's stdout or stderr; -1 = none
+	tail   *tail
+	stream Stream // what the tail marks this pipe's bytes as
+	buf    []byte
+	done   chan struct{}
 	// OutErr is the first write error on out (EPIPE, EIO…). After it the relay only keeps
 	// the tail: a broken stdout never ends or fails the run.
 	outErr error
 }
 
-func newRelay(r *os.File, out int, t *tail) *relay {
+func newRelay(r *os.File, out int, t *tail, stream Stream) *relay {
 	if out >= 0 {
 		// When cronlock's own output is a pipe (cron's mail pipe, `| logger`), a larger
 		// buffer lets the relay hand over its large reads in one write instead of one
@@ -88,7 +210,7 @@ func newRelay(r *os.File, out int, t *tail) *relay {
 		// as a `cat` relay. Not a pipe (a file, a terminal): the call fails, harmlessly.
 		_, _ = unix.FcntlInt(uintptr(out), unix.F_SETPIPE_SZ, pipeSize)
 	}
-	return &relay{r: r, out: out, tail: t, buf: make([]byte, relayBufSize), done: make(chan struct{})}
+	return &relay{r: r, out: out, tail: t, stream: stream, buf: make([]byte, relayBufSize), done: make(chan struct{})}
 }
 
 // run copies until end-of-file or stop, then closes the read end.
@@ -144,7 +266,7 @@ func (rl *relay) stop() {
 }
 
 func (rl *relay) handle(p []byte) {
-	rl.tail.Write(p)
+	rl.tail.write(rl.stream, p)
 	if rl.out < 0 || rl.outErr != nil {
 		return
 	}

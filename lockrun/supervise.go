@@ -102,6 +102,11 @@ type Result struct {
 	// Output is the bounded tail of the combined stdout and stderr, in arrival order; nil
 	// when Job.Capture is 0.
 	Output []byte
+	// Streams says which stream each part of Output came from: oldest first, consecutive
+	// segments of different streams, lengths summing to len(Output). It is nil when Output
+	// is empty or unmarked: Job.Capture is 0, or Job.Stdout and Job.Stderr are the same file
+	// or pipe, so the child got one pipe for both and its streams cannot be told apart.
+	Streams []Segment
 	// OutputErr is the first error writing the job's output to cronlock's own stdout or
 	// stderr (EPIPE…). It did not end the run; the tail was kept regardless.
 	OutputErr error
@@ -375,7 +380,10 @@ func (s *supervisor) startChild() bool {
 	var readers []*os.File
 	var outFds []int
 	if job.Capture > 0 {
-		s.tail = newTail(job.Capture)
+		// One pipe for both streams keeps their order but not which is which: that tail
+		// is left unmarked (Result.Streams nil) rather than claim stderr lines as stdout.
+		shared := sameFile(job.Stdout, job.Stderr)
+		s.tail = newTail(job.Capture, !shared)
 		fdOf := func(f *os.File) int {
 			if f == nil {
 				return -1
@@ -389,7 +397,7 @@ func (s *supervisor) startChild() bool {
 		growPipe(r)
 		closeAfter = append(closeAfter, w)
 		readers, outFds = append(readers, r), append(outFds, fdOf(job.Stdout))
-		if sameFile(job.Stdout, job.Stderr) {
+		if shared {
 			stdout, stderr = w, w
 		} else {
 			r2, w2, err := os.Pipe()
@@ -465,7 +473,7 @@ func (s *supervisor) startChild() bool {
 		signal.Ignore(syscall.SIGTTOU)
 	}
 	for i, r := range readers {
-		rl := newRelay(r, outFds[i], s.tail)
+		rl := newRelay(r, outFds[i], s.tail, []Stream{StreamStdout, StreamStderr}[i])
 		s.relays = append(s.relays, rl)
 		go rl.run()
 	}
@@ -645,7 +653,7 @@ func (s *supervisor) finish() {
 		}
 	}
 	if s.tail != nil {
-		s.res.Output = s.tail.Bytes()
+		s.res.Output, s.res.Streams = s.tail.contents()
 	}
 	s.restoreForeground()
 	s.job.Guard.Done()

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -548,6 +549,46 @@ i=0; while [ $i -lt 300 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done`
 	e, _ := os.ReadFile(g.Name())
 	if string(o) != "o\n" || string(e) != "e\n" || len(res.Output) != 4 {
 		t.Fatalf("separate files: out %q err %q tail %q", o, e, res.Output)
+	}
+}
+
+// TestOutputStreams: with stdout and stderr on different files, the tail marks which
+// stream each byte came from, in arrival order; on one file it is left unmarked.
+func TestOutputStreams(t *testing.T) {
+	dir := t.TempDir()
+	out, err := os.Create(filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	errf, err := os.Create(filepath.Join(dir, "err"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errf.Close()
+	// Each write waits until the one before has reached cronlock's own file, and so the
+	// tail: the order across the two pipes is then certain.
+	script := `printf a; while [ ! -s "$1" ]; do sleep 0.01; done
+printf b >&2; while [ ! -s "$2" ]; do sleep 0.01; done
+printf 'c\n'`
+	res, _ := supervise(t, Job{Argv: sh(script, out.Name(), errf.Name()), Stdout: out, Stderr: errf, Capture: 100, Grace: time.Second}, nil, nil, false, nil)
+	if res.ExitCode != 0 || string(res.Output[:2]) != "ab" || len(res.Output) != 4 {
+		t.Fatalf("exit %d, output %q", res.ExitCode, res.Output)
+	}
+	want := []Segment{{StreamStdout, 1}, {StreamStderr, 1}, {StreamStdout, 2}}
+	if !slices.Equal(res.Streams, want) {
+		t.Fatalf("streams %v, want %v", res.Streams, want)
+	}
+
+	// One file for both: one pipe, order kept, no marks.
+	res, _ = supervise(t, Job{Argv: sh(`printf a; printf b >&2`), Stdout: out, Stderr: out, Capture: 100, Grace: time.Second}, nil, nil, false, nil)
+	if string(res.Output) != "ab" || res.Streams != nil {
+		t.Fatalf("shared file: output %q, streams %v", res.Output, res.Streams)
+	}
+	// No capture: nothing kept, nothing marked.
+	res, _ = supervise(t, Job{Argv: sh(`printf a; printf b >&2`), Stdout: out, Stderr: errf, Grace: time.Second}, nil, nil, false, nil)
+	if res.Output != nil || res.Streams != nil {
+		t.Fatalf("no capture: output %q, streams %v", res.Output, res.Streams)
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,7 +29,8 @@ type settings struct {
 var configNames = []string{
 	"CRONLOCK_TTL", "CRONLOCK_BACKEND", "CRONLOCK_REDIS_URL", "CRONLOCK_REDIS_PASSWORD_FILE",
 	"CRONLOCK_REDIS_TIMEOUT", "CRONLOCK_PREFIX", "CRONLOCK_HISTORY", "CRONLOCK_NODE",
-	"CRONLOCK_LOCK_DIR",
+	"CRONLOCK_LOCK_DIR", "CRONLOCK_METRICS_DIR", "CRONLOCK_LOG_FORMAT",
+	"CRONLOCK_HISTORY_RETENTION",
 }
 
 // loadSettings reads the config file (missing is fine) and overlays the environment.
@@ -93,8 +96,11 @@ func unquote(v string) string {
 
 // apply sets every flag the user did not give from its setting, so that flags win over
 // the environment, which wins over the file. A bad value names where it came from.
+// Flags are set in name order, so that of two bad values the same one is always reported
+// (and --log-format, early in that order, shapes the report).
 func (s *settings) apply(flags *pflag.FlagSet, twins map[string]string) error {
-	for flag, name := range twins {
+	for _, flag := range slices.Sorted(maps.Keys(twins)) {
+		name := twins[flag]
 		f := flags.Lookup(flag)
 		v, ok := s.vals[name]
 		if f == nil || f.Changed || !ok {
@@ -196,4 +202,14 @@ func formatSize(n int64) string {
 		return fmt.Sprintf("%dKiB", n>>10)
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// thisNode is this machine's name as `cronlock run` records it: CRONLOCK_NODE, else the
+// hostname. The history commands need it to find this machine's dead runs.
+func (s *settings) thisNode() string {
+	if n := s.vals["CRONLOCK_NODE"]; n != "" {
+		return n
+	}
+	n, _ := os.Hostname()
+	return n
 }

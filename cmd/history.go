@@ -24,8 +24,9 @@ type historyOptions struct {
 	Path     string // the history file, resolved (historyPath)
 	ThisNode string // this machine's node name: Reap marks its dead runs abandoned
 
-	Key, Status, Node string // filters; "" = any
-	Limit             int    // newest N rows; 0 = all
+	Key, Status, Node string    // filters; "" = any
+	Limit             int       // newest N rows; 0 = all
+	Since, Until      time.Time // started at or after Since, before Until; zero = no bound
 
 	JSON  bool           // one JSON object per line (SPEC §6)
 	UTC   bool           // table times in UTC instead of local time
@@ -41,7 +42,7 @@ var historyTwins = map[string]string{"history": "CRONLOCK_HISTORY"}
 
 func newHistoryCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &historyOptions{Limit: 20, Stdout: stdout, Stderr: stderr}
-	var flagPath string
+	var flagPath, since, until string
 	c := &cobra.Command{
 		Use:   "history [flags]",
 		Short: "List recorded runs, newest first",
@@ -49,7 +50,11 @@ func newHistoryCmd(stdout, stderr io.Writer) *cobra.Command {
 
 The table shows local times with their zone (--utc for UTC); --json prints one JSON object
 per line with id, key, node, pid, command, status, exit_code, signal, started_at,
-finished_at (RFC 3339, UTC), duration_ms, error, holder, fencing_token and backend.`,
+finished_at (RFC 3339, UTC), duration_ms, error, holder, fencing_token and backend.
+
+--since and --until select runs by start time (--since inclusive, --until exclusive); each
+takes a duration ago (36h, 90m, 7d, 1d12h) or a time (2025-06-01, 2025-06-01 15:04,
+2025-06-01T15:04:05, RFC 3339), in local time or UTC with --utc.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			s, path, err := historySettings(c, &flagPath)
@@ -62,15 +67,15 @@ finished_at (RFC 3339, UTC), duration_ms, error, holder, fencing_token and backe
 			if o.Status != "" && !history.ValidStatus(o.Status) {
 				return &usageError{fmt.Errorf("--status %q is not one of %s", o.Status, strings.Join(history.Statuses, ", "))}
 			}
+			if o.Since, o.Until, err = parseSinceUntil(since, until, o.UTC, time.Now()); err != nil {
+				return err
+			}
 			if path == "" {
 				fmt.Fprintln(stderr, "cronlock: "+historyOff)
 				return nil
 			}
 			o.Path = path
-			o.ThisNode = s.vals["CRONLOCK_NODE"]
-			if o.ThisNode == "" {
-				o.ThisNode, _ = os.Hostname()
-			}
+			o.ThisNode = s.thisNode()
 			o.Color = wantColor(stdout)
 			return historyRun(o)
 		},
@@ -83,7 +88,11 @@ finished_at (RFC 3339, UTC), duration_ms, error, holder, fencing_token and backe
 	f.StringVar(&o.Node, "node", "", "only runs of this node")
 	f.BoolVar(&o.JSON, "json", false, "one JSON object per line")
 	f.BoolVar(&o.UTC, "utc", false, "show times in UTC")
+	f.StringVar(&since, "since", "", "only runs started at or after this time or this long ago (2025-06-01, 7d, 36h)")
+	f.StringVar(&until, "until", "", "only runs started before this time or this long ago")
 	c.AddCommand(newHistoryShowCmd(stdout))
+	c.AddCommand(newHistoryStatsCmd(stdout, stderr))
+	c.AddCommand(newHistoryPruneCmd(stdout, stderr))
 	return c
 }
 
@@ -123,23 +132,18 @@ func historyRun(o *historyOptions) error {
 	if _, err := os.Stat(o.Path); errors.Is(err, fs.ErrNotExist) {
 		return noRuns(o, "no runs recorded yet in "+escape(o.Path))
 	}
-	s, err := history.Open(o.Path)
+	s, err := openReaped(o.Path, o.ThisNode, o.Stderr)
 	if err != nil {
-		return exitf(ExitUsage, "%v", err)
+		return err
 	}
 	defer s.Close()
-	if o.ThisNode != "" {
-		if _, err := s.Reap(o.ThisNode); err != nil {
-			// The list is still worth showing; it may only show dead runs as running.
-			fmt.Fprintf(o.Stderr, "cronlock: warning: could not look for abandoned runs: %v\n", err)
-		}
-	}
-	runs, err := s.List(history.Filter{Key: o.Key, Status: o.Status, Node: o.Node, Limit: o.Limit})
+	runs, err := s.List(history.Filter{Key: o.Key, Status: o.Status, Node: o.Node, Limit: o.Limit,
+		Since: o.Since, Until: o.Until})
 	if err != nil {
 		return exitf(ExitUsage, "%v", err)
 	}
 	if len(runs) == 0 {
-		if o.Key == "" && o.Status == "" && o.Node == "" {
+		if o.Key == "" && o.Status == "" && o.Node == "" && o.Since.IsZero() && o.Until.IsZero() {
 			return noRuns(o, "no runs recorded yet in "+escape(o.Path))
 		}
 		return noRuns(o, "no runs match")
@@ -189,13 +193,7 @@ var statusColors = map[string]color.Attribute{
 // machine is escaped, so that a job cannot drive the reader's terminal. Columns are
 // padded by hand because colour codes would confuse text/tabwriter's widths.
 func writeHistoryTable(o *historyOptions, runs []history.Run) error {
-	loc := o.Loc
-	if loc == nil {
-		loc = time.Local
-	}
-	if o.UTC {
-		loc = time.UTC
-	}
+	loc := displayZone(o.Loc, o.UTC)
 	header := []string{"STARTED", "KEY", "NODE", "STATUS", "EXIT", "DURATION", "COMMAND", "NOTE"}
 	const statusCol = 3
 	rows := [][]string{header}
@@ -278,4 +276,32 @@ func formatCommand(argv []string) string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// openReaped opens the history file for a history command and marks this machine's
+// (thisNode's) dead runs abandoned first. A failed reap is only warned about: what the
+// command shows is still worth showing, with dead runs seen as running.
+func openReaped(path, thisNode string, stderr io.Writer) (*history.Store, error) {
+	s, err := history.Open(path)
+	if err != nil {
+		return nil, exitf(ExitUsage, "%v", err)
+	}
+	if thisNode != "" {
+		if _, err := s.Reap(thisNode); err != nil {
+			fmt.Fprintf(stderr, "cronlock: warning: could not look for abandoned runs: %v\n", err)
+		}
+	}
+	return s, nil
+}
+
+// displayZone is the zone of times shown to people: loc (time.Local when nil), or UTC
+// with --utc.
+func displayZone(loc *time.Location, utc bool) *time.Location {
+	if utc {
+		return time.UTC
+	}
+	if loc == nil {
+		return time.Local
+	}
+	return loc
 }

@@ -79,13 +79,7 @@ func historyShowRun(o *historyShowOptions) error {
 	if err != nil {
 		return exitf(ExitUsage, "%v", err)
 	}
-	loc := o.Loc
-	if loc == nil {
-		loc = time.Local
-	}
-	if o.UTC {
-		loc = time.UTC
-	}
+	loc := displayZone(o.Loc, o.UTC)
 	when := func(t time.Time) string {
 		if t.IsZero() {
 			return "-"

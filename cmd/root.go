@@ -57,10 +57,11 @@ func Execute(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	format := root.PersistentFlags().Lookup("log-format").Value.String()
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		if ee.Msg != "" {
-			fmt.Fprintf(stderr, "cronlock: %s\n", ee.Msg)
+			say(stderr, format, levelError, ee.Msg)
 		}
 		return ee.Code
 	}
@@ -68,9 +69,9 @@ func Execute(args []string, stdout, stderr io.Writer) int {
 	var ue *usageError
 	if errors.As(err, &ue) {
 		name := strings.TrimSpace("cronlock " + commandName(root, args))
-		fmt.Fprintf(stderr, "cronlock: %s (see '%s --help')\n", err, name)
+		say(stderr, format, levelError, fmt.Sprintf("%s (see '%s --help')", err, name))
 	} else {
-		fmt.Fprintf(stderr, "cronlock: %s\n", err)
+		say(stderr, format, levelError, err.Error())
 	}
 	return ExitUsage
 }
@@ -95,7 +96,12 @@ file lock (one machine); every run is recorded in a local SQLite history.
   0 9 * * * /usr/local/bin/cronlock run --key daily-billing -- /opt/jobs/billing.sh`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		PersistentPreRunE: func(c *cobra.Command, args []string) error {
+			return resolveLogFormat(c)
+		},
 	}
+	var logFormat string
+	addLogFormatFlag(root, &logFormat)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{err} })

@@ -35,6 +35,10 @@ type runOptions struct {
 	Capture          int64
 	Node             string
 	Quiet, Verbose   bool
+	MetricsDir       string // "" = no metrics file (see metrics.go)
+	LogFormat        string // text or json (see logformat.go)
+	Retention        time.Duration
+	RetentionErr     error // a bad CRONLOCK_HISTORY_RETENTION: said after the job, which runs anyway
 	Command          []string
 
 	captureSet bool // --capture was given: a terminal does not change it
@@ -48,6 +52,9 @@ var runTwins = map[string]string{
 	"ttl":     "CRONLOCK_TTL",
 	"history": "CRONLOCK_HISTORY",
 	"node":    "CRONLOCK_NODE",
+
+	"metrics-dir": "CRONLOCK_METRICS_DIR",
+	"log-format":  "CRONLOCK_LOG_FORMAT", // root's flag, resolved here with run's other settings
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -84,7 +91,9 @@ skipped (exit --conflict-exit-code, 0 by default) and recorded in the history.`,
 			if err := o.resolve(c, s); err != nil {
 				return exitf(ExitUsage, "%v", err)
 			}
+			o.Retention, o.RetentionErr = parseRetention(s.vals[retentionName], s.source[retentionName])
 			o.Command = args
+			o.LogFormat = logFormatOf(c)
 			o.Stdin, o.Stdout, o.Stderr = os.Stdin, fileOr(stdout, os.Stdout), fileOr(stderr, os.Stderr)
 			code := runJob(o)
 			if code != 0 {
@@ -110,6 +119,7 @@ skipped (exit --conflict-exit-code, 0 by default) and recorded in the history.`,
 	f.StringVar(&o.History, "history", "", "SQLite history file, or off (env CRONLOCK_HISTORY)")
 	f.Var(sizeValue{n: &o.Capture}, "capture", "bytes of output tail kept with the run; 0 = none")
 	f.StringVar(&o.Node, "node", "", "this machine's name in locks and history (env CRONLOCK_NODE; default the hostname)")
+	f.StringVar(&o.MetricsDir, "metrics-dir", "", "after each run, write `DIR`/cronlock_KEY.prom for node_exporter's textfile collector (env CRONLOCK_METRICS_DIR)")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no cronlock messages on stderr but errors")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "also report skipped runs and each lock step on stderr")
 	return c
@@ -152,6 +162,9 @@ func (o *runOptions) resolve(c *cobra.Command, s *settings) error {
 	if o.Quiet && o.Verbose {
 		return errors.New("--quiet and --verbose contradict each other; give one")
 	}
+	if err := checkMetricsDir(o.MetricsDir); err != nil {
+		return err
+	}
 	if o.Node == "" {
 		o.Node, _ = os.Hostname()
 		if o.Node == "" {
@@ -165,7 +178,9 @@ func (o *runOptions) resolve(c *cobra.Command, s *settings) error {
 // runJob does one locked, supervised, recorded run and returns the exit code (SPEC §3).
 func runJob(o *runOptions) int {
 	r := &runner{o: o, started: time.Now()}
-	return r.run()
+	code := r.run()
+	r.recordMetrics(code) // the outcome is final here: lock released, row written
+	return code
 }
 
 // runner carries one run's state between its steps.
@@ -226,7 +241,11 @@ func (r *runner) run() int {
 	ctx, stopKeeper := context.WithCancel(context.Background())
 	keeper := &lockrun.Keeper{Lease: lease, Interval: o.TTL / 3, Grace: o.Grace,
 		OpTimeout: o.RedisTimeout, Acquired: r.acquiredAt,
-		Warn: func(err error) { r.verbosef("renewing %s failed, retrying: %v", o.Key, err) }}
+		Warn: func(err error) {
+			if o.Verbose { // on the keeper's goroutine: no status (see say)
+				r.say(levelVerbose, false, fmt.Sprintf("renewing %s failed, retrying: %v", o.Key, err))
+			}
+		}}
 	loss := keeper.Run(ctx)
 
 	job := lockrun.Job{
@@ -358,7 +377,7 @@ func (r *runner) reportSkip(held *lockrun.HeldError) {
 	}
 	if o.Verbose || (!o.Quiet && isTerminal(o.Stderr)) {
 		// The holder's names come from another host: escaped, as on every display.
-		fmt.Fprintf(o.Stderr, "cronlock: skipped: %s\n", escape(held.Error()))
+		r.say(levelVerbose, true, "skipped: "+escape(held.Error()))
 	}
 }
 
@@ -427,17 +446,17 @@ func inForeground(stdin *os.File) bool {
 }
 
 func (r *runner) errorf(format string, args ...any) {
-	fmt.Fprintf(r.o.Stderr, "cronlock: "+format+"\n", args...)
+	r.say(levelError, true, fmt.Sprintf(format, args...))
 }
 
 func (r *runner) infof(format string, args ...any) {
 	if !r.o.Quiet {
-		fmt.Fprintf(r.o.Stderr, "cronlock: "+format+"\n", args...)
+		r.say(levelWarn, true, fmt.Sprintf(format, args...))
 	}
 }
 
 func (r *runner) verbosef(format string, args ...any) {
 	if r.o.Verbose {
-		fmt.Fprintf(r.o.Stderr, "cronlock: "+format+"\n", args...)
+		r.say(levelVerbose, true, fmt.Sprintf(format, args...))
 	}
 }

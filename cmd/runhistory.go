@@ -31,10 +31,11 @@ type recorder struct {
 }
 
 // startRecorder opens the history at path in the background. fail is called (on the
-// recorder's goroutine) with the first error.
+// recorder's goroutine) with the first error. after, when not nil, gets the store once
+// every queued write has succeeded (automatic retention: off the job's path).
 // Rows that earlier runs on this node left running, because their cronlock died, are
 // marked abandoned on the way (Reap); that is cheap, and off the job's path here.
-func startRecorder(path, node string, fail func(error)) *recorder {
+func startRecorder(path, node string, fail func(error), after func(*history.Store)) *recorder {
 	rec := &recorder{ops: make(chan func(*history.Store) error, 4), done: make(chan struct{})}
 	go func() {
 		defer close(rec.done)
@@ -52,6 +53,9 @@ func startRecorder(path, node string, fail func(error)) *recorder {
 				fail(err)
 				st = nil
 			}
+		}
+		if st != nil && after != nil {
+			after(st)
 		}
 		// The store is deliberately not closed: closing the last connection checkpoints
 		// the WAL with two fsyncs, the largest cost of a short run. SQLite recovers the
@@ -85,7 +89,7 @@ func (r *runner) openHistory() {
 		r.historyFailed(err)
 		return
 	}
-	r.rec = startRecorder(path, r.o.Node, r.historyFailed)
+	r.rec = startRecorder(path, r.o.Node, r.historyFailed, r.retain)
 }
 
 // recordStart writes the running row of a run whose child is about to start.
@@ -131,5 +135,5 @@ func (r *runner) historyFailed(err error) {
 		now := time.Now()
 		os.Chtimes(stamp, now, now)
 	}
-	r.errorf("cannot record this run in the history (%v); the job runs anyway. Fix the file or set CRONLOCK_HISTORY (off disables recording); this warning repeats at most once an hour", err)
+	r.asyncErrorf("cannot record this run in the history (%v); the job runs anyway. Fix the file or set CRONLOCK_HISTORY (off disables recording); this warning repeats at most once an hour", err)
 }

@@ -106,7 +106,7 @@ func fill(b *testing.B, s *Store, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	stmt, err := tx.Prepare(`INSERT INTO runs (` + runColumns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	stmt, err := tx.Prepare(`INSERT INTO runs (` + runColumns + `) VALUES ` + runValues)
 	if err != nil {
 		b.Fatal(err)
 	}

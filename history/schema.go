@@ -50,6 +50,20 @@ ALTER TABLE runs ADD COLUMN pid_start INTEGER NOT NULL DEFAULT 0;   -- start of 
 -- Segments of the tail: pairs of uvarints (stream, length), stream 1 = stdout, 2 = stderr;
 -- empty = one unmarked stream (rows written by schema v1).
 ALTER TABLE run_output ADD COLUMN streams BLOB NOT NULL DEFAULT x'';
+-- history stats: the newest runs of a key are a merge of its per-status lists, each read
+-- newest first from this index alone (no table lookups); the last success and the last
+-- failure of a key are one index step each, even for a key that has failed a million
+-- times. About 40 bytes per run.
+CREATE INDEX runs_key_status_started ON runs (key, status, started_at, finished_at);
+-- The run's key and start, copied next to its tail, so that keeping only the newest
+-- tails of a key (prune.go) walks that key's few tails in an index instead of all its
+-- runs. It costs bytes only for runs that still have a tail, which are bounded per key.
+-- (Named apart from runs' own columns, so that joins of the two stay unambiguous.)
+ALTER TABLE run_output ADD COLUMN run_key        TEXT    NOT NULL DEFAULT '';
+ALTER TABLE run_output ADD COLUMN run_started_at INTEGER NOT NULL DEFAULT 0;
+UPDATE run_output SET (run_key, run_started_at) = (SELECT key, started_at FROM runs WHERE id = run_id)
+	WHERE run_id IN (SELECT id FROM runs);
+CREATE INDEX run_output_key_started ON run_output (run_key, run_started_at);
 CREATE TABLE meta (
 	name  TEXT NOT NULL PRIMARY KEY,
 	value          -- no type: kept as written

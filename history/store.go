@@ -114,6 +114,9 @@ type Filter struct {
 	Status string // only this status, when not empty
 	Node   string // only this node, when not empty
 	Limit  int    // at most this many rows; 0 or less = no limit
+
+	Since time.Time // only runs started at or after Since; zero = no lower bound
+	Until time.Time // only runs started before Until; zero = no upper bound
 }
 
 // Store is an open history file. Its methods are safe for concurrent use.
@@ -423,9 +426,13 @@ func (s *Store) upsert(r *Run) error {
 		return describe(s.path, fmt.Errorf("record run %s: %w", r.ID, err))
 	}
 	if len(r.Output) > 0 {
-		_, err = tx.Exec(`INSERT INTO run_output (run_id, tail, streams) VALUES (?, ?, ?)
-			ON CONFLICT (run_id) DO UPDATE SET tail = excluded.tail, streams = excluded.streams`,
-			r.ID, r.Output, encodeSegments(r.Streams))
+		_, err = tx.Exec(`INSERT INTO run_output (run_id, tail, streams, run_key, run_started_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (run_id) DO UPDATE SET tail = excluded.tail, streams = excluded.streams,
+				run_key = excluded.run_key, run_started_at = excluded.run_started_at`,
+			r.ID, r.Output, encodeSegments(r.Streams), r.Key, r.StartedAt.UnixNano())
+		if err == nil {
+			err = trimTails(tx, r.Key)
+		}
 		if err != nil {
 			return describe(s.path, fmt.Errorf("record output of run %s: %w", r.ID, err))
 		}
@@ -611,6 +618,12 @@ func (s *Store) List(f Filter) ([]Run, error) {
 	}
 	if f.Node != "" {
 		where, args = append(where, "node = ?"), append(args, f.Node)
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, "started_at >= ?"), append(args, f.Since.UnixNano())
+	}
+	if !f.Until.IsZero() {
+		where, args = append(where, "started_at < ?"), append(args, f.Until.UnixNano())
 	}
 	q := `SELECT ` + runColumns + ` FROM runs`
 	if len(where) > 0 {

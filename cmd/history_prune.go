@@ -1,0 +1,188 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"cronlock/history"
+)
+
+// historyPruneOptions are the settings of `cronlock history prune`.
+type historyPruneOptions struct {
+	Path     string // the history file, resolved
+	ThisNode string // this machine's node name: its dead runs are marked abandoned first
+
+	OlderThan time.Duration // finished runs that started longer ago than this; 0 = no age limit
+	Keep      int           // all but the newest Keep runs of each key; 0 = no count limit
+	DryRun    bool          // only count
+	Now       time.Time     // the present; zero = time.Now()
+
+	Stdout, Stderr io.Writer
+}
+
+func newHistoryPruneCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := &historyPruneOptions{Stdout: stdout, Stderr: stderr}
+	var flagPath string
+	c := &cobra.Command{
+		Use:   "prune (--older-than D | --keep N) [flags]",
+		Short: "Delete old runs and their output",
+		Long: `Delete old runs and their output tails. --older-than D deletes runs that started more
+than D ago; --keep N deletes all but the newest N runs of each key; with both, a run goes
+when either says so. Never deleted: running runs, and the last success and the last
+failure of each key, however old.
+
+D is a Go duration with an optional day part: 90d, 1d12h, 36h.
+
+cronlock run also prunes by itself, at most once a day: runs older than
+CRONLOCK_HISTORY_RETENTION (default 90d; off keeps every run).`,
+		Example: `  cronlock history prune --older-than 30d
+  cronlock history prune --keep 1000 --dry-run`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			f := c.Flags()
+			if !f.Changed("older-than") && !f.Changed("keep") {
+				return &usageError{errors.New("say what to delete: --older-than D (e.g. 90d), --keep N (runs per key), or both")}
+			}
+			if f.Changed("keep") && o.Keep < 1 {
+				return &usageError{fmt.Errorf("--keep must be 1 or more, not %d (the newest runs of each key to keep)", o.Keep)}
+			}
+			s, path, err := historySettings(c, &flagPath)
+			if err != nil {
+				return err
+			}
+			if path == "" {
+				return exitf(ExitUsage, historyOff)
+			}
+			o.Path = path
+			o.ThisNode = s.thisNode()
+			return historyPruneRun(o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&flagPath, "history", "", "SQLite history file (env CRONLOCK_HISTORY; default per user)")
+	f.Var(ageValue{&o.OlderThan}, "older-than", "delete runs that started longer ago than this (90d, 36h)")
+	f.IntVar(&o.Keep, "keep", 0, "delete all but the newest N runs of each key")
+	f.BoolVar(&o.DryRun, "dry-run", false, "only count what would be deleted")
+	return c
+}
+
+// historyPruneRun deletes what o asks and says how much in one line.
+func historyPruneRun(o *historyPruneOptions) error {
+	if _, err := os.Stat(o.Path); errors.Is(err, fs.ErrNotExist) {
+		_, err := fmt.Fprintf(o.Stdout, "nothing to prune: no runs recorded yet in %s\n", escape(o.Path))
+		return err
+	}
+	// Runs whose cronlock died are still "running" until reaped, and running runs are
+	// never pruned.
+	st, err := openReaped(o.Path, o.ThisNode, o.Stderr)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	res, err := st.Prune(history.PruneOptions{OlderThan: o.OlderThan, Keep: o.Keep, Now: o.Now, DryRun: o.DryRun})
+	if err != nil {
+		return exitf(ExitUsage, "%v (%d runs were removed before it; run the command again to go on)", err, res.Runs)
+	}
+	verb := "removed"
+	if o.DryRun {
+		verb = "would remove"
+	}
+	_, err = fmt.Fprintf(o.Stdout, "%s %s (and %s) from %s\n", verb, pluralCount(res.Runs, "run"),
+		pluralCount(res.Outputs, "output tail"), escape(o.Path))
+	return err
+}
+
+// pluralCount is "1 run", "2 runs".
+func pluralCount(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// ageValue is a duration flag that also takes days: 90d.
+type ageValue struct{ d *time.Duration }
+
+func (v ageValue) String() string {
+	if *v.d == 0 {
+		return ""
+	}
+	return formatAge(*v.d)
+}
+
+// formatAge writes whole days as 90d, anything else as a Go duration.
+func formatAge(d time.Duration) string {
+	if d > 0 && d%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	}
+	return d.String()
+}
+func (v ageValue) Type() string { return "duration" }
+func (v ageValue) Set(s string) error {
+	d, err := parseAge(s)
+	if err != nil {
+		return err
+	}
+	if d == 0 {
+		return errors.New("must be more than 0")
+	}
+	*v.d = d
+	return nil
+}
+
+// parseAge reads a duration for --older-than and CRONLOCK_HISTORY_RETENTION: Go syntax
+// with an optional day part (90d, 1d12h, 36h), as --since takes it (parseAgo).
+func parseAge(s string) (time.Duration, error) {
+	d, ok := parseAgo(strings.TrimSpace(s))
+	if !ok {
+		return 0, fmt.Errorf("%q is not a duration; write it like 90d, 36h or 1d12h", s)
+	}
+	return d, nil
+}
+
+// retentionName is the setting of automatic retention.
+const retentionName = "CRONLOCK_HISTORY_RETENTION"
+
+// parseRetention reads a value of CRONLOCK_HISTORY_RETENTION (how old a finished run
+// gets before `cronlock run` deletes it) found in source: empty =
+// history.DefaultRetention; 0 or off = keep every run.
+func parseRetention(v, source string) (time.Duration, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "":
+		return history.DefaultRetention, nil
+	case "0", "off":
+		return 0, nil
+	}
+	d, err := parseAge(v)
+	if err != nil {
+		where := ""
+		if !strings.HasPrefix(source, "environment") {
+			where = " in " + source
+		}
+		return 0, fmt.Errorf("invalid %s%s: %v, or off to keep every run; no old runs are deleted until it is fixed", retentionName, where, err)
+	}
+	return d, nil
+}
+
+// retain is automatic retention, after the run's rows are written: it runs on the
+// recorder's goroutine, once the job is over and its lock released, and prunes at most
+// once a day per history file (history.Retain). A bad setting or a failed pass is said
+// on stderr; the run's exit code stays the job's.
+func (r *runner) retain(st *history.Store) {
+	age := r.o.Retention
+	if r.o.RetentionErr != nil {
+		r.asyncErrorf("%v", r.o.RetentionErr)
+		return
+	}
+	if _, _, err := st.Retain(age, time.Now()); err != nil {
+		r.asyncErrorf("deleting runs older than %s from the history failed (%v); it is tried again in a day, or run cronlock history prune", formatAge(age), err)
+	}
+}

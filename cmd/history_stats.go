@@ -1,0 +1,402 @@
+package cmd
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/fatih/color"
+	"github.com/spf13/cobra"
+
+	"cronlock/history"
+)
+
+// historyStatsOptions are the settings of `cronlock history stats`.
+type historyStatsOptions struct {
+	Path     string // the history file, resolved
+	ThisNode string // this machine's node name: Reap marks its dead runs abandoned first
+
+	Filter history.StatsFilter
+
+	JSON  bool           // one JSON object per key per line
+	UTC   bool           // table times in UTC instead of local time
+	Spark bool           // a sparkline of the recent runs (only for a terminal)
+	Color bool           // colours (only for a terminal without NO_COLOR)
+	Loc   *time.Location // local zone of the table; nil = time.Local
+
+	Stdout, Stderr io.Writer
+}
+
+func newHistoryStatsCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := &historyStatsOptions{Stdout: stdout, Stderr: stderr}
+	var flagPath, since, until string
+	last := history.DefaultStatsLast
+	c := &cobra.Command{
+		Use:   "stats [flags]",
+		Short: "Per key: counts, success rate, durations, last success and failure",
+		Long: `Per key: counts, success rate, durations, last success and failure, failure streak.
+
+Each key is summarised over its window: its newest --last matching runs (default 1000;
+0 = every matching run), so stats stay fast on a history of millions of runs. The
+success rate is succeeded / (runs - skipped - running); failed, timeout, lock_lost, error
+and abandoned count as failures; interrupted runs count in the rate but not as failures.
+p50, p95 and max are the durations of the finished, non-skipped runs of the window. The
+last success and last failure are looked up among all matching runs, not only the window.
+The streak counts the newest failures back to the last success ("1000+": the whole window
+failed).
+
+On a terminal, RECENT draws the newest 20 runs, oldest first, newest at the right: a bar
+as high as the run was long, coloured by its outcome; without colours (NO_COLOR) failures
+show as x and interrupted runs as !. Skipped runs are ·, running runs ?.
+
+--since and --until take a duration ago (36h, 90m, 7d, 1d12h) or a time (2025-06-01,
+2025-06-01 15:04, 2025-06-01T15:04:05, RFC 3339), in local time or UTC with --utc; they
+select runs by start time, --since inclusive, --until exclusive.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			s, path, err := historySettings(c, &flagPath)
+			if err != nil {
+				return err
+			}
+			if last < 0 {
+				return &usageError{fmt.Errorf("--last must be 0 (every run) or more, not %d", last)}
+			}
+			o.Filter.Last = last
+			if last == 0 {
+				o.Filter.Last = -1 // history.StatsFilter: < 0 = every run
+			}
+			if o.Filter.Since, o.Filter.Until, err = parseSinceUntil(since, until, o.UTC, time.Now()); err != nil {
+				return err
+			}
+			if path == "" {
+				fmt.Fprintln(stderr, "cronlock: "+historyOff)
+				return nil
+			}
+			o.Path = path
+			o.ThisNode = s.thisNode()
+			f, _ := stdout.(*os.File)
+			o.Spark = isTerminal(f) // the sparkline is for people only
+			o.Color = wantColor(stdout)
+			return historyStatsRun(o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&flagPath, "history", "", "SQLite history file (env CRONLOCK_HISTORY; default per user)")
+	f.StringVarP(&o.Filter.Key, "key", "k", "", "only this key")
+	f.StringVar(&o.Filter.Node, "node", "", "only runs of this node")
+	f.StringVar(&since, "since", "", "only runs started at or after this time or this long ago (2025-06-01, 7d, 36h)")
+	f.StringVar(&until, "until", "", "only runs started before this time or this long ago")
+	f.IntVarP(&last, "last", "n", last, "window: the newest N matching runs of each key; 0 = all")
+	f.BoolVar(&o.JSON, "json", false, "one JSON object per key per line")
+	f.BoolVar(&o.UTC, "utc", false, "show and read times in UTC")
+	return c
+}
+
+// whenForms is what --since and --until accept, for the error message.
+const whenForms = "a duration ago (36h, 90m, 7d, 1d12h) or a time (2025-06-01, 2025-06-01 15:04, 2025-06-01T15:04:05, or RFC 3339 like 2025-06-01T15:04:05+02:00)"
+
+// parseSinceUntil reads --since and --until ("" = no bound) as times in local time, or
+// in UTC when utc is set, relative to now; it refuses a window that ends before it starts.
+func parseSinceUntil(since, until string, utc bool, now time.Time) (time.Time, time.Time, error) {
+	loc := time.Local
+	if utc {
+		loc = time.UTC
+	}
+	var s, u time.Time
+	var err error
+	if since != "" {
+		if s, err = parseWhen(since, now, loc); err != nil {
+			return s, u, &usageError{fmt.Errorf("--since %q: %v", since, err)}
+		}
+	}
+	if until != "" {
+		if u, err = parseWhen(until, now, loc); err != nil {
+			return s, u, &usageError{fmt.Errorf("--until %q: %v", until, err)}
+		}
+	}
+	if !s.IsZero() && !u.IsZero() && !s.Before(u) {
+		return s, u, &usageError{fmt.Errorf("--since %s is not before --until %s: no run can match", since, until)}
+	}
+	return s, u, nil
+}
+
+// daysPrefix is the day part of a duration like 7d or 1d12h, which Go's syntax lacks.
+var daysPrefix = regexp.MustCompile(`^([0-9]+)d`)
+
+// minStored and maxStored are the earliest and latest start times the history can hold.
+var minStored, maxStored = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
+
+// whenLayouts are the times --since and --until take, tried in this order.
+var whenLayouts = []string{time.RFC3339Nano, "2006-01-02", "2006-01-02 15:04", "2006-01-02T15:04",
+	"2006-01-02 15:04:05", "2006-01-02T15:04:05"}
+
+// parseWhen reads one --since or --until value: a duration meaning that long before now,
+// or a time in loc (an RFC 3339 time carries its own zone).
+func parseWhen(v string, now time.Time, loc *time.Location) (time.Time, error) {
+	v = strings.TrimSpace(v)
+	if d, ok := parseAgo(v); ok {
+		return now.Add(-d), nil
+	}
+	for _, layout := range whenLayouts {
+		if t, err := time.ParseInLocation(layout, v, loc); err == nil {
+			// The history keeps Unix nanoseconds (years 1678 to 2262): a time beyond
+			// them bounds nothing, so it becomes the farthest one that can be stored.
+			switch {
+			case t.Before(minStored):
+				t = minStored
+			case t.After(maxStored):
+				t = maxStored
+			}
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("want %s", whenForms)
+}
+
+// parseAgo reads a non-negative duration in Go syntax with an optional leading day part
+// (7d, 1d12h).
+func parseAgo(v string) (time.Duration, bool) {
+	var days time.Duration
+	if m := daysPrefix.FindStringSubmatch(v); m != nil {
+		n, err := strconv.Atoi(m[1])
+		if err != nil || n > 100*365 {
+			return 0, false
+		}
+		days = time.Duration(n) * 24 * time.Hour
+		v = v[len(m[0]):]
+		if v == "" {
+			return days, true
+		}
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, false
+	}
+	return days + d, true
+}
+
+// historyStatsRun prints the stats of the runs of o.Path that o.Filter selects.
+func historyStatsRun(o *historyStatsOptions) error {
+	hist := &historyOptions{JSON: o.JSON, Stdout: o.Stdout, Stderr: o.Stderr} // for noRuns
+	if _, err := os.Stat(o.Path); errors.Is(err, fs.ErrNotExist) {
+		return noRuns(hist, "no runs recorded yet in "+escape(o.Path))
+	}
+	// Dead runs of this machine then count as abandoned (failures), not running.
+	s, err := openReaped(o.Path, o.ThisNode, o.Stderr)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	stats, err := s.Stats(o.Filter)
+	if err != nil {
+		return exitf(ExitUsage, "%v", err)
+	}
+	if len(stats) == 0 {
+		return noRuns(hist, "no runs match")
+	}
+	if o.JSON {
+		return writeStatsJSON(o.Stdout, stats)
+	}
+	return writeStatsTable(o, stats)
+}
+
+// statsJSON is one line of `cronlock history stats --json`. The field names are an
+// interface (README, "History"); nulls mark values that do not exist.
+type statsJSON struct {
+	Key                 string   `json:"key"`
+	Runs                int      `json:"runs"`
+	Succeeded           int      `json:"succeeded"`
+	Failed              int      `json:"failed"`
+	Skipped             int      `json:"skipped"`
+	Interrupted         int      `json:"interrupted"`
+	Running             int      `json:"running"`
+	SuccessRate         *float64 `json:"success_rate"`
+	P50MS               *int64   `json:"p50_ms"`
+	P95MS               *int64   `json:"p95_ms"`
+	MaxMS               *int64   `json:"max_ms"`
+	LastSuccess         *string  `json:"last_success"`
+	LastFailure         *string  `json:"last_failure"`
+	FailureStreak       int      `json:"failure_streak"`
+	FailureStreakCapped bool     `json:"failure_streak_capped"`
+	OldestStartedAt     string   `json:"oldest_started_at"`
+	NewestStartedAt     string   `json:"newest_started_at"`
+	Truncated           bool     `json:"truncated"`
+}
+
+func newStatsJSON(k history.KeyStats) statsJSON {
+	j := statsJSON{
+		Key: k.Key, Runs: k.Runs, Succeeded: k.Succeeded, Failed: k.Failed, Skipped: k.Skipped,
+		Interrupted: k.Interrupted, Running: k.Running,
+		FailureStreak: k.FailureStreak, FailureStreakCapped: k.StreakCapped,
+		OldestStartedAt: k.Oldest.UTC().Format(time.RFC3339Nano),
+		NewestStartedAt: k.Newest.UTC().Format(time.RFC3339Nano),
+		Truncated:       k.Truncated,
+	}
+	if r, ok := k.SuccessRate(); ok {
+		j.SuccessRate = &r
+	}
+	if k.Timed > 0 {
+		ms := func(d time.Duration) *int64 { v := d.Milliseconds(); return &v }
+		j.P50MS, j.P95MS, j.MaxMS = ms(k.P50), ms(k.P95), ms(k.Max)
+	}
+	when := func(t time.Time) *string {
+		if t.IsZero() {
+			return nil
+		}
+		s := t.UTC().Format(time.RFC3339Nano)
+		return &s
+	}
+	j.LastSuccess, j.LastFailure = when(k.LastSuccess), when(k.LastFailure)
+	return j
+}
+
+func writeStatsJSON(w io.Writer, stats []history.KeyStats) error {
+	for _, k := range stats {
+		b, err := json.Marshal(newStatsJSON(k))
+		if err != nil {
+			return err
+		}
+		// json.Marshal escapes < > & and the C0 controls; DEL and C1 need this too.
+		if _, err := w.Write(append(history.EscapeControls(b), '\n')); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeStatsTable prints one line per key for people; keys are escaped so that a job's
+// name cannot drive the reader's terminal.
+func writeStatsTable(o *historyStatsOptions, stats []history.KeyStats) error {
+	loc := displayZone(o.Loc, o.UTC)
+	when := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.In(loc).Format("2006-01-02 15:04:05 MST")
+	}
+	header := []string{"KEY", "RUNS", "OK", "FAILED", "SKIPPED", "RATE", "P50", "P95", "MAX", "LAST SUCCESS", "LAST FAILURE", "STREAK"}
+	if o.Spark {
+		header = append(header, "RECENT")
+	}
+	rows := [][]string{header}
+	for _, k := range stats {
+		rate := "-"
+		if r, ok := k.SuccessRate(); ok {
+			rate = strconv.FormatFloat(100*r, 'f', 1, 64) + "%"
+		}
+		p50, p95, mx := "-", "-", "-"
+		if k.Timed > 0 {
+			p50, p95, mx = statsDuration(k.P50), statsDuration(k.P95), statsDuration(k.Max)
+		}
+		streak := strconv.Itoa(k.FailureStreak)
+		if k.StreakCapped {
+			streak += "+"
+		}
+		row := []string{escape(k.Key), strconv.Itoa(k.Runs), strconv.Itoa(k.Succeeded),
+			strconv.Itoa(k.Failed), strconv.Itoa(k.Skipped), rate, p50, p95, mx,
+			when(k.LastSuccess), when(k.LastFailure), streak}
+		if o.Spark {
+			row = append(row, sparkline(k.Recent, o.Color))
+		}
+		rows = append(rows, row)
+	}
+	// Numbers are right-aligned; the sparkline is last, so its colour codes never
+	// confuse the widths.
+	right := map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 11: true}
+	const recentCol = 12
+	widths := make([]int, len(header))
+	for _, row := range rows {
+		for i, cell := range row {
+			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
+		}
+	}
+	var b strings.Builder
+	for _, row := range rows {
+		var line strings.Builder
+		for i, cell := range row {
+			if i > 0 {
+				line.WriteString("  ")
+			}
+			if i == recentCol {
+				line.WriteString(cell)
+				continue
+			}
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell))
+			if right[i] {
+				line.WriteString(pad + cell)
+			} else {
+				line.WriteString(cell + pad)
+			}
+		}
+		b.WriteString(strings.TrimRight(line.String(), " "))
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(o.Stdout, b.String())
+	return err
+}
+
+// statsDuration: "850ms", "12.3s", "4m5s".
+func statsDuration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// sparkBars are the heights of a run in the sparkline, shortest first.
+var sparkBars = []rune("▁▂▃▄▅▆▇█")
+
+// sparkline draws recent (oldest first) right-aligned in history.RecentRuns cells, so
+// that the newest run is always in the last column. A finished run is a bar as high as
+// it was long (relative to the longest run shown); colour tells the outcome. Without
+// colour, only successes keep their bars and the other outcomes get marks that read
+// without colour: x failure, ! interrupted. Skipped (·) and running (?) runs are marks in
+// both cases, since their duration says nothing about the job.
+func sparkline(recent []history.Outcome, useColor bool) string {
+	var longest time.Duration
+	for _, r := range recent {
+		if r.Finished && r.Status != history.StatusSkipped {
+			longest = max(longest, r.Duration)
+		}
+	}
+	var b strings.Builder
+	b.WriteString(strings.Repeat(" ", max(history.RecentRuns-len(recent), 0)))
+	for _, r := range recent {
+		bar := sparkBars[0]
+		if longest > 0 {
+			i := int(math.Ceil(float64(r.Duration)/float64(longest)*float64(len(sparkBars)))) - 1
+			bar = sparkBars[min(max(i, 0), len(sparkBars)-1)]
+		}
+		mark := string(bar)
+		attr := statusColors[r.Status]
+		switch {
+		case r.Status == history.StatusSkipped:
+			mark = "·"
+		case r.Status == history.StatusRunning:
+			mark = "?"
+		case !r.Finished || !useColor && history.CountsAsFailure(r.Status):
+			mark = "x" // abandoned has no duration to draw
+		case !useColor && r.Status == history.StatusInterrupted:
+			mark = "!"
+		}
+		if useColor && attr != 0 {
+			c := color.New(attr)
+			c.EnableColor() // useColor already decided; the package default looks at os.Stdout
+			mark = c.Sprint(mark)
+		}
+		b.WriteString(mark)
+	}
+	return b.String()
+}

@@ -1,0 +1,910 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"cronlock/internal/proctest"
+)
+
+// metricsCLI is a cli (local backend) with a metrics folder of the given mode.
+func metricsCLI(t *testing.T, mode os.FileMode) (*cli, string) {
+	c := newCLI(t, "")
+	dir := filepath.Join(c.dir, "metrics")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, mode); err != nil { // not subject to the umask
+		t.Fatal(err)
+	}
+	return c, dir
+}
+
+// promFamilies parses a metrics file with expfmt, as node_exporter does.
+func promFamilies(t *testing.T, path string) map[string]*dto.MetricFamily {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams, err := parseProm(b)
+	if err != nil {
+		t.Fatalf("%s does not parse: %v\n%s", path, err, b)
+	}
+	return fams
+}
+
+func parseProm(b []byte) (map[string]*dto.MetricFamily, error) {
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	return p.TextToMetricFamilies(bytes.NewReader(b))
+}
+
+// promValue is the value of the series of family name with the given status label
+// ("" for none); it fails the test unless exactly one series matches.
+func promValue(t *testing.T, fams map[string]*dto.MetricFamily, name, status string) float64 {
+	t.Helper()
+	var found []float64
+	for _, m := range fams[name].GetMetric() {
+		got := ""
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "status" {
+				got = l.GetValue()
+			}
+		}
+		if got == status {
+			found = append(found, sampleValue(m))
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%s{status=%q}: %d series, want 1", name, status, len(found))
+	}
+	return found[0]
+}
+
+// checkLastStatus checks that cronlock_last_status is 1 for want and 0 for every other status.
+func checkLastStatus(t *testing.T, fams map[string]*dto.MetricFamily, want string) {
+	t.Helper()
+	for _, s := range metricStatuses {
+		v := 0.0
+		if s == want {
+			v = 1
+		}
+		if got := promValue(t, fams, metricLastStatus, s); got != v {
+			t.Errorf("cronlock_last_status{status=%q} = %v, want %v", s, got, v)
+		}
+	}
+}
+
+// checkRuns checks cronlock_runs_total by status; statuses not in want must be 0.
+func checkRuns(t *testing.T, fams map[string]*dto.MetricFamily, want map[string]float64) {
+	t.Helper()
+	for _, s := range metricStatuses {
+		if got := promValue(t, fams, metricRuns, s); got != want[s] {
+			t.Errorf("cronlock_runs_total{status=%q} = %v, want %v", s, got, want[s])
+		}
+	}
+}
+
+// checkTime checks that a timestamp gauge lies within [from, to].
+func checkTime(t *testing.T, name string, got float64, from, to time.Time) {
+	t.Helper()
+	if got < unixSeconds(from)-0.001 || got > unixSeconds(to)+0.001 {
+		t.Errorf("%s = %f, want between %f and %f", name, got, unixSeconds(from), unixSeconds(to))
+	}
+}
+
+// TestMetricsAfterEachStatus runs one key through succeeded, failed, skipped, interrupted
+// and error runs, and checks the file after each: last values, counters carried over,
+// the last success kept through runs that did not succeed, labels, HELP and TYPE lines.
+func TestMetricsAfterEachStatus(t *testing.T) {
+	c, dir := metricsCLI(t, 0o700)
+	key := "billing"
+	path := filepath.Join(dir, "cronlock_billing.prom")
+	runs := map[string]float64{}
+
+	before := time.Now()
+	code, _, stderr := c.run("run", "-k", key, "--metrics-dir", dir, "--", "true")
+	after := time.Now()
+	if code != 0 || stderr != "" {
+		t.Fatalf("succeeded run: exit %d, stderr %q", code, stderr)
+	}
+	fams := promFamilies(t, path)
+	for name, typ := range map[string]dto.MetricType{
+		metricLastRun: dto.MetricType_GAUGE, metricLastSuccess: dto.MetricType_GAUGE,
+		metricLastDuration: dto.MetricType_GAUGE, metricLastExitCode: dto.MetricType_GAUGE,
+		metricLastStatus: dto.MetricType_GAUGE, metricRuns: dto.MetricType_COUNTER,
+	} {
+		mf := fams[name]
+		if mf == nil {
+			t.Fatalf("no %s in the file", name)
+		}
+		if mf.GetType() != typ || mf.GetHelp() == "" {
+			t.Errorf("%s: type %v, help %q; want %v with a HELP text", name, mf.GetType(), mf.GetHelp(), typ)
+		}
+		for _, m := range mf.GetMetric() {
+			if _, ok := seriesOf(m, key, "clinode"); !ok {
+				t.Errorf("%s series %v: want labels key=%q node=clinode", name, m.GetLabel(), key)
+			}
+		}
+	}
+	if len(fams) != 6 {
+		t.Errorf("%d metric families, want 6", len(fams))
+	}
+	runs["succeeded"]++
+	checkLastStatus(t, fams, "succeeded")
+	checkRuns(t, fams, runs)
+	lastRun := promValue(t, fams, metricLastRun, "")
+	checkTime(t, metricLastRun, lastRun, before, after)
+	success := promValue(t, fams, metricLastSuccess, "")
+	if success != lastRun {
+		t.Errorf("last success %f, want the last run's end %f", success, lastRun)
+	}
+	if d := promValue(t, fams, metricLastDuration, ""); d <= 0 || d > after.Sub(before).Seconds() {
+		t.Errorf("last duration %v s, want within the run's %v", d, after.Sub(before))
+	}
+	if got := promValue(t, fams, metricLastExitCode, ""); got != 0 {
+		t.Errorf("last exit code %v, want 0", got)
+	}
+
+	// failed: the last success stays.
+	before = time.Now()
+	code, _, _ = c.run("run", "-k", key, "--metrics-dir", dir, "--", "sh", "-c", "sleep 0.2; exit 3")
+	after = time.Now()
+	if code != 3 {
+		t.Fatalf("failed run: exit %d, want 3", code)
+	}
+	fams = promFamilies(t, path)
+	runs["failed"]++
+	checkLastStatus(t, fams, "failed")
+	checkRuns(t, fams, runs)
+	checkTime(t, metricLastRun, promValue(t, fams, metricLastRun, ""), before, after)
+	if got := promValue(t, fams, metricLastSuccess, ""); got != success {
+		t.Errorf("after a failed run, last success %f, want the earlier %f", got, success)
+	}
+	if got := promValue(t, fams, metricLastExitCode, ""); got != 3 {
+		t.Errorf("last exit code %v, want 3", got)
+	}
+	if d := promValue(t, fams, metricLastDuration, ""); d < 0.2 || d > after.Sub(before).Seconds() {
+		t.Errorf("last duration %v s, want 0.2 s to %v", d, after.Sub(before))
+	}
+
+	// skipped, while another cronlock holds the key; then that one is interrupted.
+	ready := filepath.Join(c.dir, "ready")
+	holder := c.command("run", "-k", key, "--metrics-dir", dir, "--", "sh", "-c", "touch "+ready+"; exec sleep 30")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+	proctest.WaitFile(t, ready)
+	code, _, stderr = c.run("run", "-k", key, "--metrics-dir", dir, "--conflict-exit-code", "9", "--", "true")
+	if code != 9 || stderr != "" {
+		t.Fatalf("skipped run: exit %d, stderr %q; want 9 and silence", code, stderr)
+	}
+	fams = promFamilies(t, path)
+	runs["skipped"]++
+	checkLastStatus(t, fams, "skipped")
+	checkRuns(t, fams, runs)
+	if got := promValue(t, fams, metricLastExitCode, ""); got != 9 {
+		t.Errorf("last exit code %v, want 9 (--conflict-exit-code)", got)
+	}
+	if got := promValue(t, fams, metricLastSuccess, ""); got != success {
+		t.Errorf("after a skipped run, last success %f, want %f", got, success)
+	}
+
+	holder.Process.Signal(syscall.SIGTERM)
+	err := holder.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 128+15 {
+		t.Fatalf("holder ended with %v, want exit 143", err)
+	}
+	fams = promFamilies(t, path)
+	runs["interrupted"]++
+	checkLastStatus(t, fams, "interrupted")
+	checkRuns(t, fams, runs)
+	if got := promValue(t, fams, metricLastExitCode, ""); got != 143 {
+		t.Errorf("last exit code %v, want 143", got)
+	}
+
+	// error: the command does not exist.
+	code, _, _ = c.run("run", "-k", key, "--metrics-dir", dir, "--", filepath.Join(c.dir, "no-such-job"))
+	if code != 127 {
+		t.Fatalf("error run: exit %d, want 127", code)
+	}
+	fams = promFamilies(t, path)
+	runs["error"]++
+	checkLastStatus(t, fams, "error")
+	checkRuns(t, fams, runs)
+	if got := promValue(t, fams, metricLastSuccess, ""); got != success {
+		t.Errorf("after an error run, last success %f, want %f", got, success)
+	}
+
+	// succeeded again: the last success moves, the counters go on.
+	before = time.Now()
+	if code, _, _ = c.run("run", "-k", key, "--metrics-dir", dir, "--", "true"); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	fams = promFamilies(t, path)
+	runs["succeeded"]++
+	checkRuns(t, fams, runs)
+	checkTime(t, metricLastSuccess, promValue(t, fams, metricLastSuccess, ""), before, time.Now())
+}
+
+// TestMetricsNeverSeenHalfWritten runs many cronlocks of one key at once while a reader
+// reads the file in a loop: every read parses with all families, the counters never go
+// down, and at the end every run is counted once (no increment lost to a race).
+func TestMetricsNeverSeenHalfWritten(t *testing.T) {
+	c, dir := metricsCLI(t, 0o750)
+	path := filepath.Join(dir, "cronlock_busy.prom")
+	stop := make(chan struct{})
+	var reads atomic.Int64
+	readerDone := make(chan error, 1)
+	go func() {
+		last := 0.0
+		for {
+			select {
+			case <-stop:
+				readerDone <- nil
+				return
+			default:
+			}
+			b, err := os.ReadFile(path)
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				readerDone <- err
+				return
+			}
+			fams, err := parseProm(b)
+			if err != nil {
+				readerDone <- errors.New("half-written file? " + err.Error() + "\n" + string(b))
+				return
+			}
+			if len(fams) != 6 || len(fams[metricRuns].GetMetric()) != len(metricStatuses) {
+				readerDone <- errors.New("incomplete file:\n" + string(b))
+				return
+			}
+			total := 0.0
+			for _, m := range fams[metricRuns].GetMetric() {
+				total += sampleValue(m)
+			}
+			if total < last {
+				readerDone <- errors.New("runs_total went down")
+				return
+			}
+			last = total
+			reads.Add(1)
+		}
+	}()
+
+	const workers, each = 4, 6
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				if code, _, stderr := c.run("run", "-k", "busy", "--metrics-dir", dir, "--", "true"); code != 0 || stderr != "" {
+					t.Errorf("exit %d, stderr %q", code, stderr)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if err := <-readerDone; err != nil {
+		t.Fatal(err)
+	}
+	if reads.Load() == 0 {
+		t.Fatal("the reader never saw the file")
+	}
+	fams := promFamilies(t, path)
+	total := promValue(t, fams, metricRuns, "succeeded") + promValue(t, fams, metricRuns, "skipped")
+	if total != workers*each {
+		t.Fatalf("runs_total succeeded+skipped = %v, want %d: an increment was lost", total, workers*each)
+	}
+	ents, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if want := []string{"cronlock_busy.prom", "cronlock_busy.prom.lock"}; strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Fatalf("metrics folder holds %q, want %q (no temporary file left)", names, want)
+	}
+}
+
+// TestMetricsFileMode: 0600, plus group read when the folder grants its group read and
+// search; never world-readable.
+func TestMetricsFileMode(t *testing.T) {
+	for _, tc := range []struct {
+		dir, want os.FileMode
+	}{
+		{0o700, 0o600},
+		{0o750, 0o640},
+		{0o2750, 0o640},
+		{0o755, 0o640},
+		{0o777, 0o640},
+		{0o710, 0o600}, // search without read: not an opt-in
+		{0o740, 0o600}, // read without search: the group could not open the file anyway
+	} {
+		c, dir := metricsCLI(t, tc.dir)
+		if code, _, stderr := c.run("run", "-k", "m", "--metrics-dir", dir, "--", "true"); code != 0 || stderr != "" {
+			t.Fatalf("folder %04o: exit %d, stderr %q", tc.dir, code, stderr)
+		}
+		for _, name := range []string{"cronlock_m.prom", "cronlock_m.prom.lock"} {
+			fi, err := os.Stat(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fi.Mode().Perm(); got != tc.want {
+				t.Errorf("folder %04o: %s has mode %04o, want %04o", tc.dir, name, got, tc.want)
+			}
+		}
+	}
+}
+
+// TestMetricsKeyInFileName: key bytes outside A-Z a-z 0-9 _ . - are %-encoded, so "/"
+// makes no sub-folder and ".." no way out; a very long key gets a hashed name that fits.
+func TestMetricsKeyInFileName(t *testing.T) {
+	c, dir := metricsCLI(t, 0o700)
+	long := strings.Repeat("/", 200)
+	for key, file := range map[string]string{
+		"team/report:daily": "cronlock_team%2Freport%3Adaily.prom",
+		"../up@x":           "cronlock_..%2Fup%40x.prom",
+		"a.b_c-d":           "cronlock_a.b_c-d.prom",
+		long:                metricsFileName(long),
+	} {
+		if code, _, stderr := c.run("run", "-k", key, "--metrics-dir", dir, "--", "true"); code != 0 || stderr != "" {
+			t.Fatalf("key %q: exit %d, stderr %q", key, code, stderr)
+		}
+		fams := promFamilies(t, filepath.Join(dir, file))
+		if _, ok := seriesOf(fams[metricLastRun].GetMetric()[0], key, "clinode"); !ok {
+			t.Errorf("key %q: the file's series are labelled %v", key, fams[metricLastRun].GetMetric()[0].GetLabel())
+		}
+	}
+	if n := metricsFileName(long); len(n)+len(".lock") > 255 || !strings.Contains(n, "=") {
+		t.Errorf("long key's file name %q (%d bytes): want a hashed name that fits NAME_MAX with its .lock", n, len(n))
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.IsDir() || strings.Contains(e.Name(), "/") {
+			t.Errorf("metrics folder holds %q: a key made a sub-folder", e.Name())
+		}
+	}
+	if len(ents) != 8 {
+		t.Errorf("metrics folder has %d entries, want 4 .prom files and 4 .lock files", len(ents))
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "cronlock_..%2Fup%40x.prom")); err == nil {
+		t.Error("a key with .. wrote outside the metrics folder")
+	}
+}
+
+// TestMetricsUnwritableDir: a metrics folder that cannot be written costs one warning
+// line and changes no exit code; a relative one is a usage error.
+func TestMetricsUnwritableDir(t *testing.T) {
+	c := newCLI(t, "")
+	file := filepath.Join(c.dir, "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{filepath.Join(c.dir, "missing"), file, filepath.Join(file, "sub")} {
+		for _, job := range []struct {
+			argv []string
+			code int
+		}{{[]string{"true"}, 0}, {[]string{"sh", "-c", "exit 7"}, 7}} {
+			code, _, stderr := c.run(append([]string{"run", "-k", "u", "--metrics-dir", dir, "--"}, job.argv...)...)
+			if code != job.code {
+				t.Errorf("--metrics-dir %s, job %q: exit %d, want %d", dir, job.argv, code, job.code)
+			}
+			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], "cronlock: warning: cannot write the metrics") || !strings.Contains(lines[0], "CRONLOCK_METRICS_DIR") {
+				t.Errorf("--metrics-dir %s: stderr %q, want one warning line", dir, stderr)
+			}
+		}
+	}
+	// A folder given through the environment behaves the same.
+	c.env = append(c.env, "CRONLOCK_METRICS_DIR="+filepath.Join(c.dir, "missing"))
+	if code, _, stderr := c.run("run", "-k", "u", "--", "sh", "-c", "exit 5"); code != 5 || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("CRONLOCK_METRICS_DIR missing: exit %d, stderr %q; want 5 and one warning", code, stderr)
+	}
+	code, _, stderr := c.run("run", "-k", "u", "--metrics-dir", "rel/dir", "--", "true")
+	if code != 125 || !strings.Contains(stderr, "absolute") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("relative --metrics-dir: exit %d, stderr %q; want 125 and one line", code, stderr)
+	}
+}
+
+// TestMetricsCorruptPreviousFile: a file that does not parse is replaced; the counters
+// restart (Prometheus sees a counter reset).
+func TestMetricsCorruptPreviousFile(t *testing.T) {
+	c, dir := metricsCLI(t, 0o700)
+	path := filepath.Join(dir, "cronlock_k.prom")
+	if err := os.WriteFile(path, []byte("cronlock_runs_total{key=\"k\" 3\x00garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := c.run("run", "-k", "k", "--metrics-dir", dir, "--", "true"); code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	checkRuns(t, promFamilies(t, path), map[string]float64{"succeeded": 1})
+}
+
+// jsonLines parses every stderr line as one JSON object.
+func jsonLines(t *testing.T, stderr string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimRight(stderr, "\n"), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("stderr line %q is not JSON: %v", line, err)
+		}
+		for _, f := range []string{"time", "level", "msg"} {
+			if _, ok := m[f]; !ok {
+				t.Errorf("line %q has no %q", line, f)
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestLogFormatJSON: with --log-format json (or CRONLOCK_LOG_FORMAT, or the config file)
+// every cronlock message is one JSON object carrying the run's id, key, node and status;
+// text stays "cronlock: …".
+func TestLogFormatJSON(t *testing.T) {
+	c := newCLI(t, "")
+	missing := filepath.Join(c.dir, "no-such-job")
+	code, stdout, stderr := c.run("run", "-k", "j/1", "--log-format", "json", "-v", "--", missing)
+	if code != 127 || stdout != "" {
+		t.Fatalf("exit %d, stdout %q; want 127", code, stdout)
+	}
+	lines := jsonLines(t, stderr)
+	rows := c.history("j/1")
+	if len(rows) != 1 {
+		t.Fatalf("history %+v", rows)
+	}
+	var sawError bool
+	for _, m := range lines {
+		if m["run_id"] != rows[0].ID || m["key"] != "j/1" || m["node"] != "clinode" {
+			t.Errorf("line %v: want run_id %s, key j/1, node clinode", m, rows[0].ID)
+		}
+		if m["level"] == "ERROR" {
+			sawError = true
+			if m["status"] != "error" || !strings.Contains(m["msg"].(string), "no-such-job") {
+				t.Errorf("error line %v: want status error and the reason", m)
+			}
+		}
+		if strings.HasPrefix(m["msg"].(string), "cronlock:") {
+			t.Errorf("line %v: the msg keeps the text prefix", m)
+		}
+	}
+	if !sawError || len(lines) < 3 { // acquired, not found, released
+		t.Errorf("json lines %v: want the verbose steps and one ERROR", lines)
+	}
+
+	// The environment, a failed job's warning-free end, and a cronlock error with status.
+	env := c.env
+	c.env = append(env, "CRONLOCK_LOG_FORMAT=json")
+	code, _, stderr = c.run("run", "-k", "j2", "--timeout", "100ms", "--grace", "100ms", "--", "sleep", "5")
+	if code != 124 {
+		t.Fatalf("exit %d, want 124", code)
+	}
+	lines = jsonLines(t, stderr)
+	if len(lines) != 1 || lines[0]["status"] != "timeout" || lines[0]["key"] != "j2" || lines[0]["run_id"] == "" {
+		t.Errorf("timeout lines %v: want one with status timeout, key and run_id", lines)
+	}
+	// An error before any run (a bad setting) is JSON too, without run fields.
+	code, _, stderr = c.run("run", "-k", "j3", "--ttl", "1ms", "--", "true")
+	if lines = jsonLines(t, stderr); code != 125 || len(lines) != 1 || lines[0]["level"] != "ERROR" {
+		t.Errorf("bad --ttl: exit %d, lines %v; want 125 and one ERROR object", code, lines)
+	}
+	// So is a bad setting from the environment, whatever order the settings are read in.
+	c.env = append(env, "CRONLOCK_LOG_FORMAT=json", "CRONLOCK_TTL=soon")
+	for i := 0; i < 3; i++ {
+		code, _, stderr = c.run("run", "-k", "j3", "--", "true")
+		if lines = jsonLines(t, stderr); code != 125 || len(lines) != 1 || !strings.Contains(lines[0]["msg"].(string), "CRONLOCK_TTL") {
+			t.Errorf("bad CRONLOCK_TTL: exit %d, lines %v; want 125 and one object naming CRONLOCK_TTL", code, lines)
+		}
+	}
+	// Other commands' errors follow the setting from the config file.
+	conf := filepath.Join(c.dir, "json.conf")
+	os.WriteFile(conf, []byte("CRONLOCK_LOG_FORMAT=json\n"), 0o600)
+	c.env = append(env, "CRONLOCK_CONFIG="+conf)
+	code, _, stderr = c.run("history", "show", "no-such-run")
+	if lines = jsonLines(t, stderr); code != 1 || len(lines) != 1 {
+		t.Errorf("history show: exit %d, lines %v; want 1 and one JSON object", code, lines)
+	}
+
+	// text is the default and unchanged.
+	c.env = env
+	code, _, stderr = c.run("run", "-k", "j4", "-v", "--", missing)
+	if code != 127 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, line := range strings.Split(strings.TrimRight(stderr, "\n"), "\n") {
+		if !strings.HasPrefix(line, "cronlock: ") {
+			t.Errorf("text line %q lacks the cronlock: prefix", line)
+		}
+	}
+}
+
+// TestLogFormatBad: an unknown format is a usage error (125) with one line, from the flag,
+// the environment or the config file, for run and the other commands.
+func TestLogFormatBad(t *testing.T) {
+	c := newCLI(t, "")
+	conf := filepath.Join(c.dir, "bad.conf")
+	os.WriteFile(conf, []byte("CRONLOCK_LOG_FORMAT=xml\n"), 0o600)
+	env := c.env
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"", []string{"run", "--log-format", "xml", "-k", "b", "--", "true"}, "--log-format"},
+		{"", []string{"status", "--log-format", "JSON"}, "--log-format"},
+		{"CRONLOCK_LOG_FORMAT=yaml", []string{"run", "-k", "b", "--", "true"}, "CRONLOCK_LOG_FORMAT"},
+		{"CRONLOCK_LOG_FORMAT=yaml", []string{"history"}, "CRONLOCK_LOG_FORMAT"},
+		{"CRONLOCK_CONFIG=" + conf, []string{"run", "-k", "b", "--", "true"}, conf},
+	} {
+		c.env = env
+		if tc.env != "" {
+			c.env = append(env, tc.env)
+		}
+		code, stdout, stderr := c.run(tc.args...)
+		lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+		if code != 125 || stdout != "" || len(lines) != 1 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "text or json") {
+			t.Errorf("%s %q: exit %d, stderr %q; want 125 and one line naming %s", tc.env, tc.args, code, stderr, tc.want)
+		}
+	}
+	c.env = env
+	if rows := c.history("b"); len(rows) != 0 {
+		t.Errorf("a refused run was recorded: %+v", rows)
+	}
+}
+
+// TestMetricsFileNameEncoding checks the name encoding itself: distinct keys never share
+// a file, and names stay within NAME_MAX.
+func TestMetricsFileNameEncoding(t *testing.T) {
+	keys := []string{"a/b", "a%2Fb", "a:b", "a.b", "a_b", "a-b", "ab", strings.Repeat("x", 200),
+		strings.Repeat("/", 199) + "a", strings.Repeat("/", 199) + "b", strings.Repeat("x", 170) + "/"}
+	seen := map[string]string{}
+	for _, k := range keys {
+		n := metricsFileName(k)
+		if other, dup := seen[n]; dup {
+			t.Errorf("keys %q and %q share the file %s", k, other, n)
+		}
+		seen[n] = k
+		if len(n)+len(".lock") > 255 || strings.ContainsAny(n, "/\x00") || !strings.HasSuffix(n, ".prom") {
+			t.Errorf("key %q: file name %q", k, n)
+		}
+	}
+}
+
+// seriesOf reports whether m, as expfmt parsed it, is a series of key on node, and its
+// status label.
+func seriesOf(m *dto.Metric, key, node string) (status string, ok bool) {
+	var k, n string
+	for _, l := range m.GetLabel() {
+		switch l.GetName() {
+		case "key":
+			k = l.GetValue()
+		case "node":
+			n = l.GetValue()
+		case "status":
+			status = l.GetValue()
+		}
+	}
+	return status, k == key && n == node
+}
+
+// sampleValue is m's value whatever TYPE line its family had (or lacked).
+func sampleValue(m *dto.Metric) float64 {
+	switch {
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	case m.Untyped != nil:
+		return m.Untyped.GetValue()
+	}
+	return 0
+}
+
+// expfmtCarryOver parses data with expfmt, as node_exporter does, fails t unless every
+// series is labelled key and node, and returns the counters and last success it holds.
+func expfmtCarryOver(t testing.TB, data []byte, key, node string) prevMetrics {
+	t.Helper()
+	fams, err := parseProm(data)
+	if err != nil {
+		t.Fatalf("expfmt does not parse the file: %v\n%s", err, data)
+	}
+	got := prevMetrics{runs: map[string]float64{}}
+	for name, mf := range fams {
+		for _, m := range mf.GetMetric() {
+			status, ok := seriesOf(m, key, node)
+			if !ok {
+				t.Fatalf("%s series labelled %v, want key %q, node %q\n%s", name, m.GetLabel(), key, node, data)
+			}
+			switch name {
+			case metricRuns:
+				got.runs[status] = sampleValue(m)
+			case metricLastSuccess:
+				got.lastSuccess = sampleValue(m)
+			}
+		}
+	}
+	return got
+}
+
+// TestMetricsAwkwardLabels writes two runs' files for keys and nodes full of what the
+// text format escapes (or must not): each parses with expfmt with exactly those label
+// values, the second carries the first's counters, and cronlock's parser agrees.
+func TestMetricsAwkwardLabels(t *testing.T) {
+	for _, tc := range []struct{ key, node string }{
+		{`say "hi"`, "plain"},
+		{`back\slash\`, `node\`},
+		{"team/report:daily@x", "nœud-ünïcødé-節点-🐳"},
+		{`a\"b\n"c`, "two\nlines\\n \"q\""},
+		{`\\"\"`, "{},= #\t"},
+	} {
+		dir := t.TempDir()
+		start := time.Unix(1795956040, 123456789)
+		first := runFacts{Key: tc.key, Node: tc.node, Status: "succeeded", ExitCode: 0,
+			Started: start, Finished: start.Add(1500 * time.Millisecond)}
+		second := runFacts{Key: tc.key, Node: tc.node, Status: "failed", ExitCode: 3,
+			Started: start.Add(time.Minute), Finished: start.Add(time.Minute + 250*time.Millisecond)}
+		for _, f := range []runFacts{first, second} {
+			if err := writeRunMetrics(dir, f); err != nil {
+				t.Fatalf("key %q node %q: %v", tc.key, tc.node, err)
+			}
+		}
+		data, err := os.ReadFile(filepath.Join(dir, metricsFileName(tc.key)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := expfmtCarryOver(t, data, tc.key, tc.node)
+		want := map[string]float64{"succeeded": 1, "failed": 1}
+		for _, s := range metricStatuses {
+			if got.runs[s] != want[s] {
+				t.Errorf("key %q node %q: expfmt reads runs_total{status=%q} %v, want %v\n%s", tc.key, tc.node, s, got.runs[s], want[s], data)
+			}
+		}
+		if len(got.runs) != len(metricStatuses) {
+			t.Errorf("key %q node %q: runs_total has statuses %v", tc.key, tc.node, got.runs)
+		}
+		if wantTS := unixSeconds(first.Finished); got.lastSuccess != wantTS {
+			t.Errorf("key %q node %q: last success %v, want %v", tc.key, tc.node, got.lastSuccess, wantTS)
+		}
+		fams, _ := parseProm(data)
+		for name, want := range map[string]float64{
+			metricLastRun: unixSeconds(second.Finished), metricLastDuration: 0.25, metricLastExitCode: 3,
+		} {
+			if v := sampleValue(fams[name].GetMetric()[0]); v != want {
+				t.Errorf("key %q node %q: %s = %v, want %v", tc.key, tc.node, name, v, want)
+			}
+		}
+		samples, err := parseMetrics(string(data))
+		if err != nil {
+			t.Fatalf("key %q node %q: cronlock's parser refuses its own file: %v\n%s", tc.key, tc.node, err, data)
+		}
+		if ours := carryOver(samples, tc.key, tc.node); !reflect.DeepEqual(ours, got) {
+			t.Errorf("key %q node %q: cronlock reads %+v, expfmt %+v", tc.key, tc.node, ours, got)
+		}
+	}
+}
+
+// TestMetricsInvalidUTF8Node: Prometheus label values are UTF-8, so a node name that is
+// not gets an error (the run's warning), not a file node_exporter would refuse.
+func TestMetricsInvalidUTF8Node(t *testing.T) {
+	dir := t.TempDir()
+	err := writeRunMetrics(dir, runFacts{Key: "k", Node: "bad\xff", Status: "succeeded"})
+	if err == nil || !strings.Contains(err.Error(), "UTF-8") {
+		t.Fatalf("error %v, want one about UTF-8", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 { // the .lock file only
+		t.Errorf("metrics folder holds %v, want only the lock file", ents)
+	}
+}
+
+// clientGolangFile is a file as cronlock wrote it with client_golang and expfmt (whose
+// counters past a million have an exponent): an upgrade carries its counters over.
+const clientGolangFile = `# HELP cronlock_last_duration_seconds How long the last run took, from cronlock's start to its outcome (seconds); short for skipped runs.
+# TYPE cronlock_last_duration_seconds gauge
+cronlock_last_duration_seconds{key="team/rep:d@1",node="nöde \"x\\y"} 0.002783124
+# HELP cronlock_last_status 1 for the status of the last run of this key on this node, 0 for every other status.
+# TYPE cronlock_last_status gauge
+cronlock_last_status{key="team/rep:d@1",node="nöde \"x\\y",status="failed"} 1
+# HELP cronlock_last_success_timestamp_seconds When the last succeeded run of this key on this node ended (Unix seconds); 0 if none has succeeded yet.
+# TYPE cronlock_last_success_timestamp_seconds gauge
+cronlock_last_success_timestamp_seconds{key="team/rep:d@1",node="nöde \"x\\y"} 1.7959560408619604e+09
+# HELP cronlock_runs_total Runs of this key on this node by status, counted since the metrics file was first written.
+# TYPE cronlock_runs_total counter
+cronlock_runs_total{key="team/rep:d@1",node="nöde \"x\\y",status="error"} 0
+cronlock_runs_total{key="team/rep:d@1",node="nöde \"x\\y",status="failed"} 1
+cronlock_runs_total{key="team/rep:d@1",node="nöde \"x\\y",status="succeeded"} 1.234567e+06
+cronlock_runs_total{key="team/rep:d@1",node="other",status="succeeded"} 5
+`
+
+// TestMetricsParse: samples written by appendSample read back the same; cronlock's
+// earlier client_golang files read; anything else is refused, without panicking.
+func TestMetricsParse(t *testing.T) {
+	kn := []label{{"key", "k"}, {"node", "n"}}
+	for _, s := range []sample{
+		{"cronlock_runs_total", append(kn, label{"status", "succeeded"}), 0},
+		{"cronlock_runs_total", append(kn, label{"status", "a \"new\" one"}), 1234567},
+		{"m", []label{{"key", `a"b\c/d:e`}, {"node", "ünï\ncødé 🐳"}}, 1.7959560408619604e+09},
+		{"m:sub_1", nil, -3},
+		{"m", kn, 0.002783124},
+		{"m", kn, 1e-9},
+		{"m", kn, 1 << 53},
+		{"m", kn, 1<<53 + 2},
+		{"m", kn, 1e300},
+		{"m", kn, -1.5e-300},
+		{"m", []label{{"_a", ""}, {"b9", `\\\n`}}, 42},
+	} {
+		line := appendSample(nil, s)
+		got, err := parseMetrics(string(line))
+		if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], s) {
+			t.Errorf("%+v written as %q reads back as %+v, %v", s, line, got, err)
+		}
+		if _, err := parseProm(line); err != nil {
+			t.Errorf("expfmt refuses %q: %v", line, err)
+		}
+	}
+	if got := string(appendValue(nil, 1234567)); got != "1234567" {
+		t.Errorf("1234567 written as %s, want no exponent", got)
+	}
+
+	checkMetricsRoundTrip(t, []byte(clientGolangFile))
+	samples, err := parseMetrics(clientGolangFile)
+	if err != nil {
+		t.Fatalf("a client_golang file does not parse: %v", err)
+	}
+	prev := carryOver(samples, "team/rep:d@1", `nöde "x\y`)
+	want := prevMetrics{runs: map[string]float64{"error": 0, "failed": 1, "succeeded": 1234567}, lastSuccess: 1.7959560408619604e+09}
+	if !reflect.DeepEqual(prev, want) {
+		t.Errorf("client_golang file carries %+v, want %+v", prev, want)
+	}
+
+	for _, bad := range []string{
+		`m{a="b"} 1`, // no final newline
+		"m{a=\"b\"} 1\r\n",
+		"\n",
+		"# a comment\n",
+		"#HELP m x\n",
+		"m 1\n",
+		"m{} \n",
+		"m{}1\n",
+		"m{} 1 1795956040000\n",
+		"m{a=b} 1\n",
+		`m{a="b} 1` + "\n",
+		`m{a="b\"} 1` + "\n",
+		`m{a="b\t"} 1` + "\n",
+		`m{a="b\` + "\n",
+		`m{a="b",} 1` + "\n",
+		`m{a="b" c="d"} 1` + "\n",
+		`m{a="b",a="c"} 1` + "\n",
+		`m{a="b"}} 1` + "\n",
+		`m{1a="b"} 1` + "\n",
+		`m{a:b="c"} 1` + "\n",
+		`9m{} 1` + "\n",
+		`{} 1` + "\n",
+		`m-x{} 1` + "\n",
+		"m{a=\"\xff\"} 1\n",
+		"m{} NaN\n", "m{} +Inf\n", "m{} -Inf\n", "m{} Inf\n",
+		"m{} 0x10\n", "m{} 1_000\n", "m{} 1e999\n", "m{} 1..2\n", "m{} -\n", "m{} e\n",
+		"m{} 1\nm{} 2\ngarbage",
+		"cronlock_runs_total{key=\"k\" 3\x00garbage",
+	} {
+		if got, err := parseMetrics(bad); err == nil {
+			t.Errorf("%q parses as %+v, want an error", bad, got)
+		}
+	}
+}
+
+// checkMetricsRoundTrip checks what FuzzMetricsParse asks of any previous file: reading
+// it does not panic; if it parses, its samples written again read back the same; and a
+// new file carrying its counters over holds them, read by cronlock and by expfmt alike.
+func checkMetricsRoundTrip(t *testing.T, data []byte) {
+	t.Helper()
+	samples, err := parseMetrics(string(data))
+	if err != nil {
+		return
+	}
+	var out []byte
+	for _, s := range samples {
+		out = appendSample(out, s)
+	}
+	if again, err := parseMetrics(string(out)); err != nil || !reflect.DeepEqual(again, samples) {
+		t.Fatalf("%q parses as %+v, written again as %q reads as %+v, %v", data, samples, out, again, err)
+	}
+	if len(samples) == 0 {
+		return
+	}
+	key, node := samples[0].label("key"), samples[0].label("node")
+	prev := carryOver(samples, key, node)
+	file, err := encodeMetrics(runFacts{Key: key, Node: node, Status: "skipped", ExitCode: 9,
+		Started: time.Unix(100, 0), Finished: time.Unix(101, 0)}, prev)
+	if err != nil {
+		t.Fatalf("encode %+v: %v", prev, err)
+	}
+	want := prevMetrics{runs: map[string]float64{}, lastSuccess: prev.lastSuccess}
+	for _, s := range metricStatuses {
+		want.runs[s] = 0
+	}
+	for s, v := range prev.runs {
+		want.runs[s] = v
+	}
+	want.runs["skipped"]++
+	newSamples, err := parseMetrics(string(file))
+	if err != nil {
+		t.Fatalf("cronlock's parser refuses its own file: %v\n%s", err, file)
+	}
+	if got := carryOver(newSamples, key, node); !reflect.DeepEqual(got, want) {
+		t.Fatalf("carried %+v over, the new file holds %+v\n%s", prev, got, file)
+	}
+	if got := expfmtCarryOver(t, file, key, node); !reflect.DeepEqual(got, want) {
+		t.Fatalf("carried %+v over, expfmt reads %+v\n%s", prev, got, file)
+	}
+}
+
+// TestMetricsEncodeGolden pins the file's layout, as expfmt wrote it before: families in
+// name order, HELP then TYPE, series in status order (a status only an earlier file
+// knew included), labels key, node, status; whole numbers without exponent.
+func TestMetricsEncodeGolden(t *testing.T) {
+	got, err := encodeMetrics(runFacts{Key: "k", Node: "n", Status: "failed", ExitCode: 3,
+		Started: time.Unix(1795956040, 0), Finished: time.Unix(1795956041, 500000000)},
+		prevMetrics{runs: map[string]float64{"succeeded": 1234567, "new": 2}, lastSuccess: 1795956000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `# HELP cronlock_last_duration_seconds How long the last run took, from cronlock's start to its outcome (seconds); short for skipped runs.
+# TYPE cronlock_last_duration_seconds gauge
+cronlock_last_duration_seconds{key="k",node="n"} 1.5
+# HELP cronlock_last_exit_code The exit code cronlock gave for the last run: the job's own, 124 timeout, 125 cronlock failed, 128+N signal, --conflict-exit-code when skipped.
+# TYPE cronlock_last_exit_code gauge
+cronlock_last_exit_code{key="k",node="n"} 3
+# HELP cronlock_last_run_timestamp_seconds When the last run of this key on this node ended (Unix seconds), whatever its status.
+# TYPE cronlock_last_run_timestamp_seconds gauge
+cronlock_last_run_timestamp_seconds{key="k",node="n"} 1.7959560415e+09
+# HELP cronlock_last_status 1 for the status of the last run of this key on this node, 0 for every other status.
+# TYPE cronlock_last_status gauge
+cronlock_last_status{key="k",node="n",status="error"} 0
+cronlock_last_status{key="k",node="n",status="failed"} 1
+cronlock_last_status{key="k",node="n",status="interrupted"} 0
+cronlock_last_status{key="k",node="n",status="lock_lost"} 0
+cronlock_last_status{key="k",node="n",status="new"} 0
+cronlock_last_status{key="k",node="n",status="skipped"} 0
+cronlock_last_status{key="k",node="n",status="succeeded"} 0
+cronlock_last_status{key="k",node="n",status="timeout"} 0
+# HELP cronlock_last_success_timestamp_seconds When the last succeeded run of this key on this node ended (Unix seconds); 0 if none has succeeded yet.
+# TYPE cronlock_last_success_timestamp_seconds gauge
+cronlock_last_success_timestamp_seconds{key="k",node="n"} 1795956000
+# HELP cronlock_runs_total Runs of this key on this node by status, counted since the metrics file was first written.
+# TYPE cronlock_runs_total counter
+cronlock_runs_total{key="k",node="n",status="error"} 0
+cronlock_runs_total{key="k",node="n",status="failed"} 1
+cronlock_runs_total{key="k",node="n",status="interrupted"} 0
+cronlock_runs_total{key="k",node="n",status="lock_lost"} 0
+cronlock_runs_total{key="k",node="n",status="new"} 2
+cronlock_runs_total{key="k",node="n",status="skipped"} 0
+cronlock_runs_total{key="k",node="n",status="succeeded"} 1234567
+cronlock_runs_total{key="k",node="n",status="timeout"} 0
+`
+	if string(got) != want {
+		t.Errorf("file:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -1,0 +1,297 @@
+package history
+
+import (
+	"database/sql"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// DefaultStatsLast is the window of Stats when StatsFilter.Last is 0: the newest 1000
+// matching runs of each key. A fixed number of runs, not a period, keeps the work of
+// Stats the same whether the file holds a thousand runs or a million.
+const DefaultStatsLast = 1000
+
+// RecentRuns is how many of the newest runs of a window KeyStats.Recent keeps (for a
+// sparkline).
+const RecentRuns = 20
+
+// StatsFilter selects the runs that Stats summarises. The zero StatsFilter summarises
+// the newest DefaultStatsLast runs of every key.
+type StatsFilter struct {
+	Key   string    // only this key; "" = every key
+	Node  string    // only runs of this node; "" = any
+	Since time.Time // only runs started at or after Since; zero = no lower bound
+	Until time.Time // only runs started before Until; zero = no upper bound
+	Last  int       // the window: newest Last matching runs per key; 0 = DefaultStatsLast; < 0 = all
+}
+
+// Outcome is one run of KeyStats.Recent.
+type Outcome struct {
+	Status   string
+	Duration time.Duration // 0 while the end is unknown (running, abandoned)
+	Finished bool          // the end is known, so Duration means something
+}
+
+// KeyStats summarises the window of one key: its newest matching runs (StatsFilter.Last).
+//
+// Statuses count as SPEC §6 says: succeeded is a success; failed, timeout, lock_lost,
+// error and abandoned are failures (CountsAsFailure); skipped runs are left out of the
+// success rate. A running run has no outcome yet and is left out too. An interrupted run
+// (stopped by a signal someone sent cronlock) is neither: it stays in the rate's
+// denominator, as the SPEC's "all runs − skipped" says, but is not counted in Failed and
+// neither ends nor extends a failure streak.
+type KeyStats struct {
+	Key string
+
+	Runs        int // every run in the window, whatever its status
+	Succeeded   int
+	Failed      int // failed, timeout, lock_lost, error, abandoned
+	Skipped     int
+	Interrupted int
+	Running     int
+
+	// Durations of the finished, non-skipped runs of the window (nearest-rank
+	// percentiles); all zero when Timed is 0.
+	Timed         int
+	P50, P95, Max time.Duration
+
+	// Start times of the newest success and failure among all matching runs, not only the
+	// window; zero when there is none.
+	LastSuccess, LastFailure time.Time
+
+	// FailureStreak counts the failures among the newest runs of the window back to its
+	// newest success, passing over skipped, running and interrupted runs. StreakCapped
+	// says the window ended before a success was found while older runs exist: the streak
+	// is then at least FailureStreak long (LastSuccess says since when).
+	FailureStreak int
+	StreakCapped  bool
+
+	Oldest, Newest time.Time // start times of the oldest and newest run of the window
+	Truncated      bool      // older matching runs exist that the window left out
+
+	Recent []Outcome // the newest RecentRuns runs of the window, oldest first
+}
+
+// SuccessRate is Succeeded / (Runs − Skipped − Running); ok is false when no run in the
+// window has an outcome.
+func (k *KeyStats) SuccessRate() (rate float64, ok bool) {
+	n := k.Runs - k.Skipped - k.Running
+	if n <= 0 {
+		return 0, false
+	}
+	return float64(k.Succeeded) / float64(n), true
+}
+
+// CountsAsFailure reports whether status counts as a failure in the success rate and the
+// failure streak: failed, timeout, lock_lost, error and abandoned (SPEC §6).
+func CountsAsFailure(status string) bool {
+	return slices.Contains(statsFailures, status)
+}
+
+var statsFailures = []string{StatusFailed, StatusTimeout, StatusLockLost, StatusError, StatusAbandoned}
+
+// Stats summarises the runs that f selects, one KeyStats per key that has at least one
+// matching run, in key order. Every query walks an index: the keys by a skip-scan (one
+// index step per key, not a scan of every row), the window of a key as a merge of its
+// per-status index ranges newest first, the last success and failure by one index step
+// per status. So the cost depends on the window and the number of keys, not on the size
+// of the file (with --node, rows of other nodes are read and passed over).
+func (s *Store) Stats(f StatsFilter) ([]KeyStats, error) {
+	keys := []string{f.Key}
+	if f.Key == "" {
+		var err error
+		if keys, err = s.statsKeys(); err != nil {
+			return nil, describe(s.path, fmt.Errorf("list keys: %w", err))
+		}
+	}
+	var out []KeyStats
+	for _, k := range keys {
+		ks, err := s.keyStats(k, f)
+		if err != nil {
+			return nil, describe(s.path, fmt.Errorf("stats of key %q: %w", k, err))
+		}
+		if ks.Runs > 0 {
+			out = append(out, ks)
+		}
+	}
+	return out, nil
+}
+
+// statsKeysQuery lists the distinct keys by hopping from one key to the next in an index
+// that starts with key (a skip-scan): one index step per key, where SELECT DISTINCT
+// would read every row.
+const statsKeysQuery = `WITH RECURSIVE k(key) AS (
+	SELECT min(key) FROM runs
+	UNION ALL
+	SELECT (SELECT min(key) FROM runs WHERE key > k.key) FROM k WHERE k.key IS NOT NULL
+)
+SELECT key FROM k WHERE key IS NOT NULL`
+
+func (s *Store) statsKeys() ([]string, error) {
+	rows, err := s.db.Query(statsKeysQuery)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var keys []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
+}
+
+// statsRow is one run as Stats reads it.
+type statsRow struct {
+	status   string
+	started  int64
+	finished sql.NullInt64
+}
+
+// newestQuery returns the newest runs of one key among the given statuses, newest first.
+// Each status is its own range of runs_key_status_started, already in time order, and
+// SQLite merges the ranges as it reads them (MERGE (UNION ALL)), so a LIMIT n reads about
+// n index entries and no table row: `status IN (…) ORDER BY started_at` would instead
+// sort every run of the key. Ties are broken by end time, then by insertion order.
+func newestQuery(statuses []string, f StatsFilter, key string, limit int) (string, []any) {
+	cond := "key = :key"
+	args := []any{sql.Named("key", key), sql.Named("lim", limit)}
+	if f.Node != "" {
+		cond += " AND node = :node"
+		args = append(args, sql.Named("node", f.Node))
+	}
+	if !f.Since.IsZero() {
+		cond += " AND started_at >= :since"
+		args = append(args, sql.Named("since", f.Since.UnixNano()))
+	}
+	if !f.Until.IsZero() {
+		cond += " AND started_at < :until"
+		args = append(args, sql.Named("until", f.Until.UnixNano()))
+	}
+	arms := make([]string, len(statuses))
+	for i, st := range statuses {
+		// The status is a constant of this package, never user input: a literal lets
+		// each arm seek its own index range.
+		arms[i] = fmt.Sprintf("SELECT status, started_at, finished_at, rowid AS r FROM runs WHERE %s AND status = '%s'", cond, st)
+	}
+	return strings.Join(arms, "\nUNION ALL\n") +
+		"\nORDER BY started_at DESC, finished_at DESC, r DESC LIMIT :lim", args
+}
+
+func (s *Store) newest(statuses []string, f StatsFilter, key string, limit int) ([]statsRow, error) {
+	q, args := newestQuery(statuses, f, key, limit)
+	rows, err := s.db.Query(q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []statsRow
+	for rows.Next() {
+		var r statsRow
+		var rowid int64
+		if err := rows.Scan(&r.status, &r.started, &r.finished, &rowid); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// keyStats computes the KeyStats of one key; Runs is 0 when nothing matches.
+func (s *Store) keyStats(key string, f StatsFilter) (KeyStats, error) {
+	ks := KeyStats{Key: key}
+	last := f.Last
+	if last == 0 {
+		last = DefaultStatsLast
+	}
+	limit := -1 // SQLite: no limit
+	if last > 0 {
+		limit = last + 1 // one more tells whether older runs exist
+	}
+	win, err := s.newest(Statuses, f, key, limit)
+	if err != nil {
+		return ks, err
+	}
+	if last > 0 && len(win) > last {
+		win, ks.Truncated = win[:last], true
+	}
+	if len(win) == 0 {
+		return ks, nil
+	}
+	ok, err := s.newest([]string{StatusSucceeded}, f, key, 1)
+	if err != nil {
+		return ks, err
+	}
+	if len(ok) > 0 {
+		ks.LastSuccess = time.Unix(0, ok[0].started)
+	}
+	bad, err := s.newest(statsFailures, f, key, 1)
+	if err != nil {
+		return ks, err
+	}
+	if len(bad) > 0 {
+		ks.LastFailure = time.Unix(0, bad[0].started)
+	}
+	summarise(&ks, win)
+	return ks, nil
+}
+
+// summarise fills in the counts, durations, streak and recent outcomes of ks from the
+// window win, newest first.
+func summarise(ks *KeyStats, win []statsRow) {
+	ks.Runs = len(win)
+	ks.Newest = time.Unix(0, win[0].started)
+	ks.Oldest = time.Unix(0, win[len(win)-1].started)
+	var durs []time.Duration
+	streakOpen := true // still counting failures back from the newest run
+	for i, r := range win {
+		switch {
+		case r.status == StatusSucceeded:
+			ks.Succeeded++
+			streakOpen = false
+		case r.status == StatusSkipped:
+			ks.Skipped++
+		case r.status == StatusRunning:
+			ks.Running++
+		case r.status == StatusInterrupted:
+			ks.Interrupted++
+		case CountsAsFailure(r.status):
+			ks.Failed++
+			if streakOpen {
+				ks.FailureStreak++
+			}
+		}
+		var d time.Duration
+		if r.finished.Valid {
+			d = max(time.Duration(r.finished.Int64-r.started), 0) // a clock step back is not a negative run
+			if r.status != StatusSkipped {
+				durs = append(durs, d)
+			}
+		}
+		if i < RecentRuns {
+			ks.Recent = append(ks.Recent, Outcome{Status: r.status, Duration: d, Finished: r.finished.Valid})
+		}
+	}
+	ks.StreakCapped = streakOpen && ks.Truncated && ks.FailureStreak > 0
+	slices.Reverse(ks.Recent)
+	if len(durs) > 0 {
+		slices.Sort(durs)
+		ks.Timed = len(durs)
+		ks.P50 = percentile(durs, 0.50)
+		ks.P95 = percentile(durs, 0.95)
+		ks.Max = durs[len(durs)-1]
+	}
+}
+
+// percentile is the nearest-rank percentile of sorted: the smallest value with at least
+// q of the values at or below it. It is always one of the values, never an average.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}

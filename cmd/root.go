@@ -13,8 +13,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	"cronlock/lockrun"
 )
 
 // ExitError ends a command with a given exit code. Msg, when not empty, is printed on
@@ -43,9 +41,6 @@ const ExitUsage = 125
 
 // Main runs cronlock with os.Args and returns the process exit code.
 func Main() int {
-	if len(os.Args) > 1 && os.Args[1] == lockrun.GuardArg {
-		return lockrun.GuardMain()
-	}
 	return Execute(os.Args[1:], os.Stdout, os.Stderr)
 }
 

@@ -27,16 +27,12 @@ import (
 // helperEnv names the role a re-executed test binary plays (see TestMain).
 const helperEnv = "LOCKRUN_TEST_HELPER"
 
-// TestMain lets the test binary stand in for cronlock: as the guard ("__guard", which is
-// what StartGuard runs via /proc/self/exe) and as a supervising process that a test can
-// SIGKILL or give a broken stdout.
+// TestMain lets the test binary stand in for cronlock: as a supervising process that a
+// test can SIGKILL or give a broken stdout.
 func TestMain(m *testing.M) {
 	// Re-executed test binaries built with -race would otherwise linger 1 s at exit.
 	if os.Getenv("GORACE") == "" {
 		os.Setenv("GORACE", "atexit_sleep_ms=0")
-	}
-	if len(os.Args) > 1 && os.Args[1] == GuardArg {
-		os.Exit(GuardMain())
 	}
 	switch os.Getenv(helperEnv) {
 	case "":

@@ -14,6 +14,11 @@ import (
 // relay close to `cat` (a 32 KiB io.Copy costs about a third more CPU per byte).
 const relayBufSize = 256 << 10
 
+// relayFirstBufSize is where the relay's buffer starts: most jobs print little, and a
+// quarter megabyte per stream is fresh memory to map for every run. A read that fills the
+// buffer grows it to relayBufSize.
+const relayFirstBufSize = 16 << 10
+
 // finalDrainLimit bounds what the relay still reads once the job is gone: enough for every
 // pipe buffer the job could have filled, but finite even if a process outside the job keeps
 // writing into the pipe.
@@ -210,7 +215,7 @@ func newRelay(r *os.File, out int, t *tail, stream Stream) *relay {
 		// as a `cat` relay. Not a pipe (a file, a terminal): the call fails, harmlessly.
 		_, _ = unix.FcntlInt(uintptr(out), unix.F_SETPIPE_SZ, pipeSize)
 	}
-	return &relay{r: r, out: out, tail: t, stream: stream, buf: make([]byte, relayBufSize), done: make(chan struct{})}
+	return &relay{r: r, out: out, tail: t, stream: stream, buf: make([]byte, relayFirstBufSize), done: make(chan struct{})}
 }
 
 // run copies until end-of-file or stop, then closes the read end.
@@ -230,6 +235,9 @@ func (rl *relay) run() {
 			switch {
 			case n > 0:
 				rl.handle(rl.buf[:n])
+				if n == len(rl.buf) && n < relayBufSize {
+					rl.buf = make([]byte, relayBufSize) // a chatty job: large reads from now on
+				}
 			case err == unix.EINTR:
 			case err == unix.EAGAIN:
 				return false

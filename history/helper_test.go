@@ -152,3 +152,26 @@ func waitLine(t *testing.T, r *bufio.Reader) string {
 	}
 	return ""
 }
+
+// queryPlan returns the detail lines of EXPLAIN QUERY PLAN for q on s.
+func queryPlan(t testing.TB, s *Store, q string, args ...any) []string {
+	t.Helper()
+	rows, err := s.db.Query("EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatalf("explain %s: %v", q, err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}

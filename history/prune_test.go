@@ -294,19 +294,7 @@ func TestPruneQueryPlans(t *testing.T) {
 		{`SELECT DISTINCT key FROM runs INDEXED BY runs_started WHERE started_at < 5`, "runs_started"},
 		{`DELETE FROM runs WHERE rowid IN (SELECT value FROM json_each('[1,2]')) AND status != 'running'`, "INTEGER PRIMARY KEY"},
 	} {
-		rows, err := s.db.Query("EXPLAIN QUERY PLAN " + c.q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			rows.Scan(&id, &parent, &unused, &detail)
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		p := strings.Join(plan, "; ")
+		p := strings.Join(queryPlan(t, s, c.q), "; ")
 		if !strings.Contains(p, c.want) || strings.Contains(p, "ORDER BY") && strings.Contains(p, "TEMP B-TREE") || strings.Contains(p, "SCAN runs") {
 			t.Errorf("%s\nplan: %s\nwant %s, no full scan of runs and no sort", c.q, p, c.want)
 		}

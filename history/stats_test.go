@@ -271,20 +271,7 @@ func TestStatsQueryPlans(t *testing.T) {
 		}
 	}
 	for _, c := range qs {
-		rows, err := s.db.Query("EXPLAIN QUERY PLAN "+c.q, c.args...)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
+		plan := queryPlan(t, s, c.q, c.args...)
 		if len(plan) == 0 {
 			t.Fatalf("%s: no plan", c.name)
 		}

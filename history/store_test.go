@@ -327,19 +327,7 @@ func TestQueryPlans(t *testing.T) {
 		{`SELECT id FROM runs WHERE key = 'k' ORDER BY started_at DESC, rowid DESC LIMIT 20`, "runs_key_started"},
 		{`SELECT id FROM runs WHERE status = 'running' AND node = 'n'`, "runs_running"},
 	} {
-		rows, err := s.db.Query("EXPLAIN QUERY PLAN " + c.q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			rows.Scan(&id, &parent, &unused, &detail)
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		p := strings.Join(plan, "; ")
+		p := strings.Join(queryPlan(t, s, c.q), "; ")
 		if !strings.Contains(p, c.index) || strings.Contains(p, "TEMP B-TREE") {
 			t.Errorf("%s\nplan: %s\nwant index %s and no sort", c.q, p, c.index)
 		}

@@ -32,7 +32,8 @@ type recorder struct {
 
 // startRecorder opens the history at path in the background. fail is called (on the
 // recorder's goroutine) with the first error. after, when not nil, gets the store once
-// every queued write has succeeded (automatic retention: off the job's path).
+// every queued write has succeeded, if a retention pass is due (learnt at the start,
+// while the job runs, so that the common case costs the run's end nothing).
 // Rows that earlier runs on this node left running, because their cronlock died, are
 // marked abandoned on the way (Reap); that is cheap, and off the job's path here.
 func startRecorder(path, node string, fail func(error), after func(*history.Store)) *recorder {
@@ -45,6 +46,10 @@ func startRecorder(path, node string, fail func(error), after func(*history.Stor
 		} else {
 			_, _ = st.Reap(node) // a failure here loses nothing: `history` reaps too
 		}
+		due := false
+		if st != nil && after != nil {
+			due, _ = st.RetentionDue(time.Now()) // an error: tried again by the next run
+		}
 		for op := range rec.ops {
 			if st == nil {
 				continue
@@ -54,7 +59,7 @@ func startRecorder(path, node string, fail func(error), after func(*history.Stor
 				st = nil
 			}
 		}
-		if st != nil && after != nil {
+		if st != nil && due {
 			after(st)
 		}
 		// The store is deliberately not closed: closing the last connection checkpoints

@@ -296,6 +296,13 @@ func (s *Store) Retain(maxAge time.Duration, now time.Time) (ran bool, res Prune
 	return true, res, err
 }
 
+// RetentionDue reports whether a retention pass is due (Retain would prune now): a
+// plain read, for a caller that wants to learn it early, off its critical path.
+func (s *Store) RetentionDue(now time.Time) (bool, error) {
+	due, err := retentionDue(s.db, now)
+	return due, describe(s.path, err)
+}
+
 // retentionDue reports whether the last retention pass is RetentionInterval or more
 // before now. A pass stamped more than an interval in the future (the clock was set
 // back) counts as due too, so that a clock once wrong cannot stop retention for good;

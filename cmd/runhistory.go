@@ -94,7 +94,15 @@ func (r *runner) openHistory() {
 		r.historyFailed(err)
 		return
 	}
-	r.rec = startRecorder(path, r.o.Node, r.historyFailed, r.retain)
+	var after func(*history.Store)
+	switch {
+	case r.o.RetentionErr != nil:
+		// Said by every run, and nothing is deleted until it is fixed; the job runs.
+		r.errorf("%v", r.o.RetentionErr)
+	case r.o.Retention > 0:
+		after = r.retain
+	}
+	r.rec = startRecorder(path, r.o.Node, r.historyFailed, after)
 }
 
 // recordStart writes the running row of a run whose child is about to start.

@@ -145,8 +145,9 @@ func TestDurabilityConcurrentRuns(t *testing.T) {
 // to the same history file: some before their start row, some in the middle of a write,
 // some after their end row. Others are killed once their running row is visible. The
 // file must pass PRAGMA integrity_check, `cronlock history` must work, every run that
-// ended by itself must have its complete row, and every killed run must show as
-// abandoned (or as what it had fully recorded before the kill), never as running.
+// ended by itself must have its complete row, every killed run whose job had started must
+// have a row, and a killed run shows as abandoned (or as what it had fully recorded before
+// the kill), never as running.
 func TestDurabilitySigkill(t *testing.T) {
 	c := newCLI(t, "")
 	path := filepath.Join(c.dir, "history.db")
@@ -176,7 +177,9 @@ func TestDurabilitySigkill(t *testing.T) {
 			rng := mrand.New(mrand.NewPCG(4, uint64(w))) // the same kill plan on every run of the test
 			for i := 0; i < loops && ctx.Err() == nil; i++ {
 				key := fmt.Sprintf("w%d-%d", w, i)
-				cmd, out, errb, err := start(key, "true")
+				// The job's first act leaves a mark: a run whose job started must be in
+				// the history, however soon after that cronlock is killed.
+				cmd, out, errb, err := start(key, "sh", "-c", `: > "$0"`, filepath.Join(c.dir, "started-"+key))
 				if err != nil {
 					t.Errorf("start cronlock: %v", err)
 					return
@@ -275,8 +278,12 @@ func TestDurabilitySigkill(t *testing.T) {
 		switch {
 		case o.killed:
 			killed++
-			// Killed before its start row (none), after it (abandoned), or after its
-			// end row (succeeded).
+			// Killed before its job started (no row, or one), after (abandoned), or after
+			// its end row (succeeded).
+			_, serr := os.Stat(filepath.Join(c.dir, "started-"+key))
+			if serr == nil && len(rs) != 1 {
+				t.Errorf("killed run %s: its job started, but rows %+v; want one abandoned or succeeded", key, rs)
+			}
 			if len(rs) > 1 || len(rs) == 1 && rs[0].Status != "abandoned" && rs[0].Status != "succeeded" {
 				t.Errorf("killed run %s: rows %+v; want none, or one abandoned or succeeded", key, rs)
 			}

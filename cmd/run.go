@@ -185,12 +185,13 @@ func runJob(o *runOptions) int {
 
 // runner carries one run's state between its steps.
 type runner struct {
-	o       *runOptions
-	started time.Time
-	runID   string
-	rec     *recorder // nil when the history is off
-	row     *history.Run
-	locker  lockrun.Locker
+	o        *runOptions
+	started  time.Time
+	runID    string
+	rec      *recorder // nil when the history is off
+	histPath string    // the history file rec writes to
+	row      *history.Run
+	locker   lockrun.Locker
 	// acquiredAt is Boottime just before the acquire was sent: the lease counts from there.
 	acquiredAt time.Duration
 }

@@ -102,11 +102,19 @@ func (r *runner) openHistory() {
 	case r.o.Retention > 0:
 		after = r.retain
 	}
+	r.histPath = path
 	r.rec = startRecorder(path, r.o.Node, r.historyFailed, after)
 }
 
-// recordStart writes the running row of a run whose child is about to start.
+// recordStart writes the running row of a run whose child is about to start. The run's
+// per-run file is claimed here, on the run's own path, with its start facts: the row is
+// written by the recorder a moment later, and should cronlock die in between, the next
+// Reap still records the run (abandoned) from that file. A failed claim is left to the
+// recorder's Start, which says what is wrong with the history.
 func (r *runner) recordStart() {
+	if r.rec != nil {
+		_ = history.Claim(r.histPath, *r.row)
+	}
 	row := *r.row
 	r.rec.do(func(s *history.Store) error { return s.Start(&row) })
 }

@@ -41,6 +41,17 @@ func runHelper(name string) int {
 			return fail(err)
 		}
 		return 0
+	case "claim":
+		// Claim a run (no database opened), say its id, and wait to be killed.
+		r := Run{ID: "01a20000-0000-7000-8000-00000000c1a1", Key: "claimed", Node: "n\xff1",
+			PID: os.Getpid(), Command: []string{"/opt/jobs/x.sh", "a\x00b"[:1] + "\xfe"},
+			StartedAt: time.Unix(1700000000, 5), Backend: "local /run/cronlock", FencingToken: 42, Attempt: 3}
+		if err := Claim(path, r); err != nil {
+			return fail(err)
+		}
+		fmt.Println(r.ID)
+		bufio.NewReader(os.Stdin).ReadString('\n')
+		return 0
 	case "hold":
 		// Start a run, say its id, and wait to be killed.
 		s, err := Open(path)

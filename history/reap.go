@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,11 +27,17 @@ const abandonedError = "cronlock ended without recording how the run ended (kill
 // "*.lock" file is never seen unlocked while its run is alive (sweep would take it for
 // debris).
 func (s *Store) lockRun(id string) (*os.File, error) {
-	if err := os.MkdirAll(s.runsDir, 0o700); err != nil {
-		return nil, fmt.Errorf("history: create %s: %w; fix its permissions or set CRONLOCK_HISTORY (or --history) to a writable place", s.runsDir, unwrapPath(err))
+	return lockRunFile(s.runsDir, id, nil)
+}
+
+// lockRunFile is lockRun in the folder runsDir, with content (Claim's start facts, or
+// nothing) written before the file takes its name.
+func lockRunFile(runsDir, id string, content []byte) (*os.File, error) {
+	if err := os.MkdirAll(runsDir, 0o700); err != nil {
+		return nil, fmt.Errorf("history: create %s: %w; fix its permissions or set CRONLOCK_HISTORY (or --history) to a writable place", runsDir, unwrapPath(err))
 	}
-	name := filepath.Join(s.runsDir, id+".lock")
-	tmp := filepath.Join(s.runsDir, "."+id+".tmp")
+	name := filepath.Join(runsDir, id+".lock")
+	tmp := filepath.Join(runsDir, "."+id+".tmp")
 	fd, err := unix.Open(tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("history: create run lock %s: %w", tmp, err)
@@ -40,6 +47,13 @@ func (s *Store) lockRun(id string) (*os.File, error) {
 		f.Close()
 		os.Remove(tmp)
 		return nil, fmt.Errorf("history: lock %s: %w", tmp, err)
+	}
+	if len(content) > 0 {
+		if _, err := f.Write(content); err != nil {
+			f.Close()
+			os.Remove(tmp)
+			return nil, fmt.Errorf("history: write run lock %s: %w", tmp, err)
+		}
 	}
 	if err := os.Rename(tmp, name); err != nil {
 		f.Close()
@@ -145,19 +159,22 @@ func (s *Store) Reap(node string) (int, error) {
 			unlockRun(f)
 		}
 	}
-	return marked, s.sweep()
+	n, err := s.sweep()
+	return marked + n, err
 }
 
 // sweep removes per-run files that are not locked and whose row is not running: debris of
 // a crash between taking the lock and writing the row, or between finishing the row and
-// removing the file.
-func (s *Store) sweep() error {
+// removing the file. A file without a row that holds its run's start facts (Claim) is a run
+// that died before its row was written: it is recorded abandoned first. recorded counts
+// those.
+func (s *Store) sweep() (recorded int, err error) {
 	entries, err := os.ReadDir(s.runsDir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return 0, nil
 	}
 	if err != nil {
-		return fmt.Errorf("history: read %s: %w", s.runsDir, err)
+		return 0, fmt.Errorf("history: read %s: %w", s.runsDir, err)
 	}
 	for _, e := range entries {
 		if strings.HasSuffix(e.Name(), ".tmp") {
@@ -181,9 +198,25 @@ func (s *Store) sweep() error {
 			f.Close() // a row of another node: Reap(thatNode) decides
 			continue
 		}
+		if errors.Is(err, sql.ErrNoRows) {
+			// A run that died before its row was written: its file says what it was.
+			if r, ok := readClaim(f); ok && r.ID == id {
+				if err := s.recordAbandoned(r); err != nil {
+					f.Close()
+					return recorded, err
+				}
+				recorded++
+			}
+		}
 		unlockRun(f)
 	}
-	return nil
+	return recorded, nil
+}
+
+// recordAbandoned writes the row of a run known only from its per-run file.
+func (s *Store) recordAbandoned(r Run) error {
+	r.Status, r.Error, r.FinishedAt = StatusAbandoned, abandonedError, time.Time{}
+	return s.upsert(&r)
 }
 
 func (s *Store) holds(id string) bool {

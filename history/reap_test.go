@@ -3,13 +3,17 @@ package history
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/user"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // startHolder starts a helper process that Starts a run in path and keeps it running.
@@ -239,5 +243,69 @@ func TestReapOtherBoot(t *testing.T) {
 	}
 	if got := status(t, s, liveID); got.Status != StatusRunning || !bytes.Equal(got.BootID, BootID()) || got.PIDStart == 0 {
 		t.Errorf("live run of this boot read back as %+v, want running with this boot id and a process start", got)
+	}
+}
+
+// TestReapClaimedWithoutRow: a run whose cronlock died after claiming its per-run file but
+// before its row reached the database is recorded abandoned from what the file says; an
+// empty per-run file without a row (a cronlock before Claim) is only removed.
+func TestReapClaimedWithoutRow(t *testing.T) {
+	s, path := openTemp(t)
+	cmd := helperCmd(t, "claim", "HELPER_PATH="+path)
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	id := waitLine(t, bufio.NewReader(out))
+	helperPID := cmd.Process.Pid
+
+	// Alive: nothing to record yet.
+	if n, err := s.Reap("n\xff1"); err != nil || n != 0 {
+		t.Fatalf("Reap while the claimer lives: %d, %v; want 0, nil", n, err)
+	}
+	if _, err := s.Get(id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a row exists while the claimer lives: %v", err)
+	}
+	stdin.Close()
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+
+	// An old-style empty lock file of a dead run without a row.
+	empty := filepath.Join(s.runsDir, "01a20000-0000-7000-8000-0000000e0e0e.lock")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	n, err := s.Reap("")
+	if err != nil || n != 1 {
+		t.Fatalf("Reap after the claimer died: %d, %v; want 1 recorded", n, err)
+	}
+	r, err := s.Get(id)
+	if err != nil {
+		t.Fatalf("no row for the claimed run: %v", err)
+	}
+	want := Run{ID: id, Key: "claimed", Node: "n\xff1", PID: helperPID,
+		Command: []string{"/opt/jobs/x.sh", "a\xfe"}, Status: StatusAbandoned, Error: abandonedError,
+		StartedAt: time.Unix(1700000000, 5), Backend: "local /run/cronlock", FencingToken: 42, Attempt: 3}
+	if r.ID != want.ID || r.Key != want.Key || r.Node != want.Node || r.PID != want.PID ||
+		!reflect.DeepEqual(r.Command, want.Command) || r.Status != want.Status || r.Error != want.Error ||
+		!r.StartedAt.Equal(want.StartedAt) || !r.FinishedAt.IsZero() || r.Backend != want.Backend ||
+		r.FencingToken != want.FencingToken || r.Attempt != want.Attempt ||
+		!bytes.Equal(r.BootID, BootID()) || r.PIDStart == 0 {
+		t.Errorf("recorded as\n%+v\nwant\n%+v (with this boot and a process start)", r, want)
+	}
+	for _, f := range []string{filepath.Join(s.runsDir, id+".lock"), empty} {
+		if _, err := os.Stat(f); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s is still there (%v)", f, err)
+		}
+	}
+	if runs, _ := s.List(Filter{}); len(runs) != 1 {
+		t.Errorf("%d rows, want only the claimed run's", len(runs))
+	}
+	// Reaping again records nothing twice.
+	if n, err := s.Reap(""); err != nil || n != 0 {
+		t.Errorf("second Reap: %d, %v; want 0, nil", n, err)
 	}
 }

@@ -345,9 +345,12 @@ func (s *Store) Start(r *Run) error {
 	r.FinishedAt = time.Time{}
 	// The lock comes before the row: a running row whose lock file is free can then only
 	// mean a dead run.
-	f, err := s.lockRun(r.ID)
-	if err != nil {
-		return err
+	f := takeClaim(r.ID) // locked already, by Claim
+	if f == nil {
+		var err error
+		if f, err = s.lockRun(r.ID); err != nil {
+			return err
+		}
 	}
 	row := *r // a running row has no result yet, whatever r already holds
 	row.ExitCode, row.Signal = nil, ""

@@ -302,8 +302,8 @@ func (r *runner) acquire(sig *lockrun.Signals) (lease lockrun.Lease, code int, d
 	var tries atomic.Int32
 	req := lockrun.Request{Key: o.Key, TTL: o.TTL, Wait: o.Wait, MinHold: o.MinHold,
 		Node: o.Node, PID: os.Getpid(), RunID: r.runID, OnTry: func() {
-			if tries.Add(1) == 2 {
-				r.verbosef("%s is held; trying again for up to %s", o.Key, o.Wait)
+			if tries.Add(1) == 2 && o.Verbose { // on Acquire's goroutine: no status (see say)
+				r.say(levelVerbose, false, fmt.Sprintf("%s is held; trying again for up to %s", o.Key, o.Wait))
 			}
 		}}
 	type result struct {

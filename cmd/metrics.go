@@ -62,7 +62,9 @@ type runFacts struct {
 }
 
 // recordMetrics writes the metrics file of a finished run when --metrics-dir is set.
-// A failure is one warning line: monitoring never changes a run's exit code.
+// A failure is one warning line, at most once an hour per host (a misconfigured folder
+// under a per-minute job must not flood cron mail): monitoring never changes a run's exit
+// code.
 func (r *runner) recordMetrics(code int) {
 	o := r.o
 	if o.MetricsDir == "" || r.row == nil || r.row.Status == "" {
@@ -70,7 +72,7 @@ func (r *runner) recordMetrics(code int) {
 	}
 	f := runFacts{Key: o.Key, Node: o.Node, Status: r.row.Status, ExitCode: code,
 		Started: r.row.StartedAt, Finished: r.row.FinishedAt}
-	if err := writeRunMetrics(o.MetricsDir, f); err != nil {
+	if err := writeRunMetrics(o.MetricsDir, f); err != nil && !o.Quiet && !r.warnedLately("metrics") {
 		r.infof("warning: cannot write the metrics of this run (%v); its exit code is unchanged. Fix that folder, or unset --metrics-dir and CRONLOCK_METRICS_DIR", err)
 	}
 }

@@ -394,22 +394,31 @@ func TestMetricsKeyInFileName(t *testing.T) {
 	}
 }
 
-// TestMetricsUnwritableDir: a metrics folder that cannot be written costs one warning
-// line and changes no exit code; a relative one is a usage error.
+// TestMetricsUnwritableDir: a metrics folder that cannot be written costs one warning line
+// at most once an hour per host (a per-minute job must not flood cron mail) and changes no
+// exit code; a relative one is a usage error.
 func TestMetricsUnwritableDir(t *testing.T) {
 	c := newCLI(t, "")
 	file := filepath.Join(c.dir, "a-file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	stamp := filepath.Join(c.dir, "locks", ".metrics-warned")
 	for _, dir := range []string{filepath.Join(c.dir, "missing"), file, filepath.Join(file, "sub")} {
-		for _, job := range []struct {
+		os.Remove(stamp) // an hour has passed
+		for i, job := range []struct {
 			argv []string
 			code int
-		}{{[]string{"true"}, 0}, {[]string{"sh", "-c", "exit 7"}, 7}} {
+		}{{[]string{"true"}, 0}, {[]string{"sh", "-c", "exit 7"}, 7}, {[]string{"true"}, 0}} {
 			code, _, stderr := c.run(append([]string{"run", "-k", "u", "--metrics-dir", dir, "--"}, job.argv...)...)
 			if code != job.code {
 				t.Errorf("--metrics-dir %s, job %q: exit %d, want %d", dir, job.argv, code, job.code)
+			}
+			if i > 0 {
+				if stderr != "" {
+					t.Errorf("--metrics-dir %s, run %d within the hour: stderr %q, want nothing", dir, i+1, stderr)
+				}
+				continue
 			}
 			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
 			if len(lines) != 1 || !strings.HasPrefix(lines[0], "cronlock: warning: cannot write the metrics") || !strings.Contains(lines[0], "CRONLOCK_METRICS_DIR") {
@@ -418,6 +427,7 @@ func TestMetricsUnwritableDir(t *testing.T) {
 		}
 	}
 	// A folder given through the environment behaves the same.
+	os.Remove(stamp)
 	c.env = append(c.env, "CRONLOCK_METRICS_DIR="+filepath.Join(c.dir, "missing"))
 	if code, _, stderr := c.run("run", "-k", "u", "--", "sh", "-c", "exit 5"); code != 5 || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("CRONLOCK_METRICS_DIR missing: exit %d, stderr %q; want 5 and one warning", code, stderr)

@@ -134,27 +134,35 @@ func (r *runner) recordInsert() {
 	r.rec.wait()
 }
 
-// historyWarnEvery limits the "cannot write the history" warning: a full disk must not
-// flood cron mail with one message per run.
-const historyWarnEvery = time.Hour
+// warnEvery limits the warnings of a broken history or metrics folder: a full disk must
+// not flood cron mail with one message per run.
+const warnEvery = time.Hour
 
-// historyFailed warns that the run is not recorded, unless a warning was given on this
-// host within the last hour (a stamp file in the user's lock folder, which is the same for
-// cron and a login shell).
-func (r *runner) historyFailed(err error) {
+// warnedLately reports whether the warning named name was given on this host within
+// warnEvery, and if not, stamps it as given now. The stamp is a file in the user's lock
+// folder, which is the same for cron and a login shell.
+func (r *runner) warnedLately(name string) bool {
 	dir := r.o.LockDir
 	if dir == "" {
 		dir = lockrun.DefaultLockDir()
 	}
 	os.MkdirAll(dir, 0o700)
-	stamp := filepath.Join(dir, ".history-warned")
-	if fi, serr := os.Stat(stamp); serr == nil && time.Since(fi.ModTime()) < historyWarnEvery {
-		return
+	stamp := filepath.Join(dir, "."+name+"-warned")
+	if fi, serr := os.Stat(stamp); serr == nil && time.Since(fi.ModTime()) < warnEvery {
+		return true
 	}
 	if f, ferr := os.OpenFile(stamp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600); ferr == nil {
 		f.Close()
 		now := time.Now()
 		os.Chtimes(stamp, now, now)
+	}
+	return false
+}
+
+// historyFailed warns that the run is not recorded, at most once an hour per host.
+func (r *runner) historyFailed(err error) {
+	if r.warnedLately("history") {
+		return
 	}
 	r.asyncErrorf("cannot record this run in the history (%v); the job runs anyway. Fix the file or set CRONLOCK_HISTORY (off disables recording); this warning repeats at most once an hour", err)
 }

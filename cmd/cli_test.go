@@ -406,9 +406,16 @@ func TestReadmeACL(t *testing.T) {
 	}
 }
 
-// TestAbandonedRunFoundByNextRun: a cronlock SIGKILLed mid-run leaves a running row; the
-// next run on the node marks it abandoned, without any `history` call in between.
+// TestAbandonedRunFoundByNextRun: a cronlock SIGKILLed mid-run leaves a running row (or,
+// in its first second, only its claimed per-run file); the next run on the node marks it
+// abandoned, without any `history` call in between.
 func TestAbandonedRunFoundByNextRun(t *testing.T) {
+	for _, after := range []time.Duration{0, startRowDelay + 300*time.Millisecond} {
+		t.Run(after.String(), func(t *testing.T) { testAbandonedRunFoundByNextRun(t, after) })
+	}
+}
+
+func testAbandonedRunFoundByNextRun(t *testing.T, after time.Duration) {
 	c := newCLI(t, "")
 	pidf := filepath.Join(c.dir, "job.pid")
 	cmd := c.command("run", "-k", "dies", "--", "sh", "-c", "echo $$ > "+pidf+"; exec sleep 30")
@@ -416,7 +423,7 @@ func TestAbandonedRunFoundByNextRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	proctest.ReadPID(t, pidf)
-	time.Sleep(200 * time.Millisecond) // the running row is written beside the job
+	time.Sleep(after)
 	cmd.Process.Kill()
 	cmd.Wait()
 	if code, _, errs := c.run("run", "-k", "other", "--", "true"); code != 0 {
@@ -434,6 +441,48 @@ func TestAbandonedRunFoundByNextRun(t *testing.T) {
 	}
 	if len(rows) != 1 || rows[0].Status != "abandoned" {
 		t.Fatalf("rows %+v, want one abandoned run", rows)
+	}
+}
+
+// TestHistoryShowsYoungRun: a run in its first second has no row of its own yet (see
+// startRowDelay); `history` shows it as running all the same, from its claimed file.
+// The job stops cronlock at once, so that cronlock cannot write the row itself meanwhile.
+func TestHistoryShowsYoungRun(t *testing.T) {
+	c := newCLI(t, "")
+	pidf, idf := filepath.Join(c.dir, "cronlock.pid"), filepath.Join(c.dir, "run.id")
+	cmd := c.command("run", "-k", "young", "--", "sh", "-c",
+		"echo $CRONLOCK_RUN_ID > "+idf+"; echo $PPID > "+pidf+"; kill -STOP $PPID; exit 3")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	proctest.ReadPID(t, pidf)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if st, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat"); err == nil &&
+			strings.Contains(string(st), ") T ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("cronlock was not stopped by its job")
+		}
+	}
+	id, _ := os.ReadFile(idf)
+	if code, out, errs := c.run("history", "show", strings.TrimSpace(string(id))); code != 0 || !strings.Contains(out, "running") {
+		t.Fatalf("history show of the young run: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	rows := c.history("young")
+	if len(rows) != 1 || rows[0].Status != "running" || rows[0].PID != cmd.Process.Pid || rows[0].Node != "clinode" ||
+		len(rows[0].Command) != 3 || rows[0].Command[0] != "sh" {
+		t.Fatalf("history of the young run: %+v; want it running, with its pid, node and command", rows)
+	}
+	cmd.Process.Signal(syscall.SIGCONT)
+	var ee *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("cronlock ended with %v, want exit 3", err)
+	}
+	rows = c.history("young")
+	if len(rows) != 1 || rows[0].Status != "failed" || rows[0].ExitCode == nil || *rows[0].ExitCode != 3 {
+		t.Fatalf("history after the run: %+v; want one failed row with exit code 3", rows)
 	}
 }
 

@@ -129,7 +129,7 @@ func wantColor(w io.Writer) bool {
 
 // historyRun lists the runs of o.Path as o asks.
 func historyRun(o *historyOptions) error {
-	if _, err := os.Stat(o.Path); errors.Is(err, fs.ErrNotExist) {
+	if noHistory(o.Path) {
 		return noRuns(o, "no runs recorded yet in "+escape(o.Path))
 	}
 	s, err := openReaped(o.Path, o.ThisNode, o.Stderr)
@@ -278,9 +278,10 @@ func formatCommand(argv []string) string {
 	return strings.Join(parts, " ")
 }
 
-// openReaped opens the history file for a history command and marks this machine's
-// (thisNode's) dead runs abandoned first. A failed reap is only warned about: what the
-// command shows is still worth showing, with dead runs seen as running.
+// openReaped opens the history file for a history command, marks this machine's
+// (thisNode's) dead runs abandoned, and writes the rows of live runs that have none yet.
+// A failure of either is only warned about: what the command shows is still worth
+// showing, with dead runs seen as running, or young ones missing.
 func openReaped(path, thisNode string, stderr io.Writer) (*history.Store, error) {
 	s, err := history.Open(path)
 	if err != nil {
@@ -291,7 +292,20 @@ func openReaped(path, thisNode string, stderr io.Writer) (*history.Store, error)
 			fmt.Fprintf(stderr, "cronlock: warning: could not look for abandoned runs: %v\n", err)
 		}
 	}
+	// Runs younger than a second have no row of their own yet (see startRowDelay).
+	if _, err := s.AddLive(); err != nil {
+		fmt.Fprintf(stderr, "cronlock: warning: could not list the runs in progress: %v\n", err)
+	}
 	return s, nil
+}
+
+// noHistory reports whether there is nothing to read at path: no history file, and no
+// folder of per-run files either (the first run on a machine claims its file before its
+// recorder has created the database).
+func noHistory(path string) bool {
+	_, err := os.Stat(path)
+	_, rerr := os.Stat(path + "-runs")
+	return errors.Is(err, fs.ErrNotExist) && errors.Is(rerr, fs.ErrNotExist)
 }
 
 // displayZone is the zone of times shown to people: loc (time.Local when nil), or UTC

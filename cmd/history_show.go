@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -64,7 +62,7 @@ const ExitNotFound = 1
 // historyShowRun prints every field of one run, then its output tail. Everything that
 // comes from a job or a machine is escaped; the output keeps its lines.
 func historyShowRun(o *historyShowOptions) error {
-	if _, err := os.Stat(o.Path); errors.Is(err, fs.ErrNotExist) {
+	if noHistory(o.Path) {
 		return exitf(ExitNotFound, "no run %s: no runs recorded yet in %s", escape(o.ID), escape(o.Path))
 	}
 	st, err := history.Open(o.Path)
@@ -72,6 +70,9 @@ func historyShowRun(o *historyShowOptions) error {
 		return exitf(ExitUsage, "%v", err)
 	}
 	defer st.Close()
+	// A run in its first second has no row yet (see startRowDelay). Should this fail, the
+	// lookup below says the run is not there, which is all a failure here could hide.
+	_, _ = st.AddLive()
 	r, err := st.Get(o.ID)
 	if errors.Is(err, history.ErrNotFound) {
 		return exitf(ExitNotFound, "no run %s in %s (cronlock history lists the ids)", escape(o.ID), escape(o.Path))

@@ -2,10 +2,8 @@ package cmd
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"regexp"
@@ -187,7 +185,7 @@ func parseAgo(v string) (time.Duration, bool) {
 // historyStatsRun prints the stats of the runs of o.Path that o.Filter selects.
 func historyStatsRun(o *historyStatsOptions) error {
 	hist := &historyOptions{JSON: o.JSON, Stdout: o.Stdout, Stderr: o.Stderr} // for noRuns
-	if _, err := os.Stat(o.Path); errors.Is(err, fs.ErrNotExist) {
+	if noHistory(o.Path) {
 		return noRuns(hist, "no runs recorded yet in "+escape(o.Path))
 	}
 	// Dead runs of this machine then count as abandoned (failures), not running.

@@ -188,10 +188,14 @@ type runner struct {
 	o        *runOptions
 	started  time.Time
 	runID    string
-	rec      *recorder // nil when the history is off
-	histPath string    // the history file rec writes to
-	row      *history.Run
-	locker   lockrun.Locker
+	rec      *recorder     // nil when the history is off
+	histPath string        // the history file rec writes to
+	ended    chan struct{} // closed when the run's final row is queued (see recordStart)
+	// startRowAfter is when the running row is due (time.After(startRowDelay) when nil);
+	// called on the recorder's goroutine, once it is ready to write the row.
+	startRowAfter func() <-chan time.Time
+	row           *history.Run
+	locker        lockrun.Locker
 	// acquiredAt is Boottime just before the acquire was sent: the lease counts from there.
 	acquiredAt time.Duration
 }

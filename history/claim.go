@@ -1,12 +1,16 @@
 package history
 
 import (
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -40,9 +44,10 @@ type claimRecord struct {
 // Claim creates and locks the per-run file of r in the history file at path, with r's start
 // facts in it, without opening the database: a caller can claim a run on its critical
 // path, at the moment its job is about to start, while the database is still being opened
-// elsewhere. Store.Start of the same run ID in this process then adopts the file. If the
-// process dies before its row is written, Reap finds the file free and records the run
-// as abandoned from what the file says. r.ID must be set.
+// elsewhere. Store.Start or Store.Finish of the same run ID in this process then adopts
+// the file. Until the run's row is written, AddLive shows the run to readers from the
+// file; if the process dies first, Reap finds the file free and records the run as
+// abandoned from what the file says. r.ID must be set.
 func Claim(path string, r Run) error {
 	if r.ID == "" {
 		return errors.New("history: claim: a run needs an id")
@@ -79,8 +84,8 @@ func takeClaim(id string) *os.File {
 	return f
 }
 
-// readClaim reads the start facts in an unlocked per-run file f, or reports ok false for a
-// file without them (one from a cronlock before Claim, or cut short by a crash).
+// readClaim reads the start facts in the per-run file f, or reports ok false for a file
+// without them (one from a cronlock before Claim, or cut short by a crash).
 func readClaim(f *os.File) (r Run, ok bool) {
 	b := make([]byte, 64<<10)
 	n, _ := unix.Pread(int(f.Fd()), b, 0)
@@ -91,4 +96,65 @@ func readClaim(f *os.File) (r Run, ok bool) {
 	return Run{ID: c.ID, Key: c.Key, Node: string(c.Node), PID: c.PID, Command: decodeArgv(c.Command),
 		StartedAt: time.Unix(0, c.StartedAt), Backend: c.Backend, FencingToken: c.FencingToken,
 		Attempt: c.Attempt, BootID: c.BootID, PIDStart: c.PIDStart}, true
+}
+
+// AddLive writes the running row of every live run that has claimed its per-run file
+// (Claim) and not yet written its row, and returns how many it wrote. A run writes its
+// running row only once it has run for a while, so that a short run costs one write,
+// not two; readers call AddLive first, so that they see every run in progress all the
+// same. The run's own Start or Finish later finds the row and completes it. Files of dead
+// runs are left to Reap.
+func (s *Store) AddLive() (int, error) {
+	entries, err := os.ReadDir(s.runsDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("history: read %s: %w", s.runsDir, err)
+	}
+	added := 0
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".lock")
+		if !ok || s.holds(id) {
+			continue
+		}
+		r, ok := liveClaim(filepath.Join(s.runsDir, e.Name()))
+		if !ok || r.ID != id {
+			continue
+		}
+		var one int
+		err := s.db.QueryRow(`SELECT 1 FROM runs WHERE id = ?`, id).Scan(&one)
+		if err == nil {
+			continue // written already
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return added, describe(s.path, err)
+		}
+		r.Status = StatusRunning
+		// Should the run finish in between, its final row stays: the insert gives way.
+		res, err := s.db.Exec(`INSERT INTO runs (`+runColumns+`) VALUES `+runValues+`
+			ON CONFLICT (id) DO NOTHING`, rowArgs(&r)...)
+		if err != nil {
+			return added, describe(s.path, fmt.Errorf("record live run %s: %w", id, err))
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			added++
+		}
+	}
+	return added, nil
+}
+
+// liveClaim reads the start facts of the per-run file name when a live process holds its
+// lock; ok is false for a free lock (a dead run, Reap's business), a missing file (the
+// run just ended) or a file without facts.
+func liveClaim(name string) (r Run, ok bool) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return Run{}, false
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); !errors.Is(err, unix.EWOULDBLOCK) {
+		return Run{}, false // free (the lock goes with the Close): no live run owns it
+	}
+	return readClaim(f)
 }

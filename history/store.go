@@ -356,7 +356,10 @@ func (s *Store) Start(r *Run) error {
 	row.ExitCode, row.Signal = nil, ""
 	tx, err := s.db.Begin()
 	if err == nil {
-		_, err = tx.Exec(`INSERT INTO runs (`+runColumns+`) VALUES `+runValues, rowArgs(&row)...)
+		// A row already there is this run's own, written from its claim by a reader
+		// (AddLive) while the run was young: the same facts.
+		_, err = tx.Exec(`INSERT INTO runs (`+runColumns+`) VALUES `+runValues+`
+			ON CONFLICT (id) DO NOTHING`, rowArgs(&row)...)
 		if err == nil {
 			err = tx.Commit()
 		} else {
@@ -373,10 +376,11 @@ func (s *Store) Start(r *Run) error {
 	return nil
 }
 
-// Finish completes the row of a run begun with Start: status, exit code, signal, end
-// time (time.Now() when zero), error, holder, fencing token, backend and output tail. A
-// missing row (Start failed) is inserted, and a row Reap marked abandoned by mistake is
-// corrected. The per-run lock is released even when writing fails.
+// Finish completes the row of a run begun with Start, or only claimed (Claim): status,
+// exit code, signal, end time (time.Now() when zero), error, holder, fencing token,
+// backend and output tail. A missing row (Start skipped or failed) is inserted, and a row
+// Reap marked abandoned by mistake is corrected. The per-run lock, or the claimed file, is
+// released even when writing fails.
 func (s *Store) Finish(r *Run) error {
 	if r.FinishedAt.IsZero() {
 		r.FinishedAt = time.Now()
@@ -386,6 +390,9 @@ func (s *Store) Finish(r *Run) error {
 	f := s.locks[r.ID]
 	delete(s.locks, r.ID)
 	s.mu.Unlock()
+	if f == nil {
+		f = takeClaim(r.ID) // a run that ended before it wrote its running row
+	}
 	if f != nil {
 		unlockRun(f)
 	}

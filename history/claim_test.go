@@ -1,0 +1,110 @@
+package history
+
+import (
+	"bufio"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A live run that has only claimed its file is shown by AddLive with its start facts, and
+// counted once; when it dies, Reap marks that row abandoned.
+func TestAddLiveClaimedRun(t *testing.T) {
+	s, path := openTemp(t)
+	cmd := helperCmd(t, "claim", "HELPER_PATH="+path)
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	id := waitLine(t, bufio.NewReader(out))
+
+	if n, err := s.AddLive(); err != nil || n != 1 {
+		t.Fatalf("AddLive while the claimer lives: %d, %v; want 1, nil", n, err)
+	}
+	r := status(t, s, id)
+	if r.Status != StatusRunning || r.Key != "claimed" || r.Node != "n\xff1" || r.PID != cmd.Process.Pid ||
+		r.FencingToken != 42 || r.Attempt != 3 || !r.StartedAt.Equal(time.Unix(1700000000, 5)) || !r.FinishedAt.IsZero() {
+		t.Errorf("live row %+v; want the claim's facts, running", r)
+	}
+	if n, err := s.AddLive(); err != nil || n != 0 {
+		t.Errorf("AddLive again: %d, %v; want 0 (the row is there)", n, err)
+	}
+	// Reap leaves a live run alone.
+	if n, err := s.Reap(""); err != nil || n != 0 || status(t, s, id).Status != StatusRunning {
+		t.Fatalf("Reap while the claimer lives: %d, %v, %s", n, err, status(t, s, id).Status)
+	}
+
+	stdin.Close()
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if n, err := s.AddLive(); err != nil || n != 0 {
+		t.Errorf("AddLive after the claimer died: %d, %v; want 0 (Reap's business)", n, err)
+	}
+	if n, err := s.Reap(""); err != nil || n != 1 {
+		t.Fatalf("Reap after the claimer died: %d, %v; want 1", n, err)
+	}
+	if r := status(t, s, id); r.Status != StatusAbandoned {
+		t.Errorf("dead run is %s, want abandoned", r.Status)
+	}
+	if _, err := os.Stat(filepath.Join(s.runsDir, id+".lock")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the dead run's file is still there (%v)", err)
+	}
+}
+
+// A run that ends before it writes its running row (Claim, then Finish) is one final
+// row, and its file is gone; Start after a reader wrote the row for it is no error.
+func TestClaimThenFinish(t *testing.T) {
+	s, path := openTemp(t)
+	short := Run{ID: "01a20000-0000-7000-8000-000000005401", Key: "short", Node: "n", PID: os.Getpid(),
+		Command: []string{"true"}, Attempt: 1}
+	if err := Claim(path, short); err != nil {
+		t.Fatal(err)
+	}
+	short.Status, short.ExitCode = StatusSucceeded, intp(0)
+	if err := s.Finish(&short); err != nil {
+		t.Fatal(err)
+	}
+	if r := status(t, s, short.ID); r.Status != StatusSucceeded || r.FinishedAt.IsZero() {
+		t.Errorf("short run %+v, want succeeded and finished", r)
+	}
+	if _, err := os.Stat(filepath.Join(s.runsDir, short.ID+".lock")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the short run's file is still there (%v)", err)
+	}
+
+	long := Run{ID: "01a20000-0000-7000-8000-000000005402", Key: "long", Node: "n", PID: os.Getpid(),
+		Command: []string{"sleep", "9"}, Attempt: 1}
+	if err := Claim(path, long); err != nil {
+		t.Fatal(err)
+	}
+	// A reader in another process sees the claim as a live run (its own Store here).
+	reader, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	if n, err := reader.AddLive(); err != nil || n != 1 {
+		t.Fatalf("reader's AddLive: %d, %v; want 1", n, err)
+	}
+	if err := s.Start(&long); err != nil {
+		t.Fatalf("Start after a reader wrote the row: %v", err)
+	}
+	if r := status(t, s, long.ID); r.Status != StatusRunning {
+		t.Errorf("long run is %s, want running", r.Status)
+	}
+	long.Status, long.ExitCode = StatusSucceeded, intp(0)
+	if err := s.Finish(&long); err != nil {
+		t.Fatal(err)
+	}
+	if r := status(t, s, long.ID); r.Status != StatusSucceeded {
+		t.Errorf("long run is %s, want succeeded", r.Status)
+	}
+	if n := countRuns(t, path, ""); n != 2 {
+		t.Errorf("%d rows, want 2", n)
+	}
+}

@@ -103,6 +103,7 @@ func (r *runner) openHistory() {
 		after = r.retain
 	}
 	r.histPath = path
+	go history.Warm() // beside the lock's acquire: Claim comes right after it
 	r.rec = startRecorder(path, r.o.Node, r.historyFailed, after)
 }
 

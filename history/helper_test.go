@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 
 func runHelper(name string) int {
 	if v, err := strconv.Atoi(os.Getenv("HELPER_CKPT")); err == nil {
-		walAutocheckpoint = v
+		walCheckpointAt = v
 	}
 	path := os.Getenv("HELPER_PATH")
 	fail := func(err error) int {
@@ -66,13 +66,21 @@ func runHelper(name string) int {
 		bufio.NewReader(os.Stdin).ReadString('\n') // until the test closes stdin or kills us
 		return 0
 	case "runrow":
-		// One cronlock run's worth of history work; HELPER_CLOSE=0 exits without Close.
+		// One cronlock run's worth of history work; HELPER_CLOSE=0 exits without Close, and
+		// HELPER_SHORT=1 claims the run instead of starting it, as a run shorter than a
+		// second does.
 		s, err := Open(path)
 		if err != nil {
 			return fail(err)
 		}
 		r := &Run{Key: "bench", Node: "n", PID: os.Getpid(), Command: []string{"true"}}
-		if err := s.Start(r); err != nil {
+		if os.Getenv("HELPER_SHORT") == "1" {
+			// A run that ends within a second: claimed, then written once.
+			r.ID = fmt.Sprintf("01a20000-0000-7000-8000-%012d", os.Getpid())
+			if err := Claim(path, *r); err != nil {
+				return fail(err)
+			}
+		} else if err := s.Start(r); err != nil {
 			return fail(err)
 		}
 		r.Status, r.ExitCode = StatusSucceeded, new(int)

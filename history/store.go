@@ -54,13 +54,17 @@ var ErrNotFound = errors.New("history: run not found")
 // is worse than a late one.
 const busyTimeoutMS = 10000
 
-// walAutocheckpoint bounds the WAL (in pages) now that short-lived processes need not
-// checkpoint when they exit (see Store.Close): a commit that grows the WAL past this
-// copies it back into the database. It also bounds the WAL recovery (a read of the whole
-// WAL) that the first opener after such an exit performs: 200 pages (800 KiB, a
-// checkpoint every ~30 runs) measured faster per run than SQLite's default 1000.
+// walCheckpointAt bounds the WAL, in pages. cronlock's processes are short and never
+// close the database (see Store.Close), so each one is the file's first connection and
+// recovers the WAL when it opens it: a read of the whole WAL, and a wal-index rebuilt as
+// if nothing had been copied back yet. SQLite's automatic checkpoint, which runs after a
+// commit, copies the WAL back into the database, but the WAL is only reset by the next
+// write of the same connection; a process that writes once (a short run) never gets
+// there, and the WAL would grow without end. So Open checks the WAL's size and, past
+// this many pages, checkpoints and truncates it (walCheckpoint). 200 pages (800 KiB)
+// keeps the recovery short; it measured faster per run than SQLite's default 1000.
 // A variable for tests.
-var walAutocheckpoint = 200
+var walCheckpointAt = 200
 
 // Run is one row of the history.
 type Run struct {
@@ -233,11 +237,7 @@ func create(abs string) error {
 // init checks the journal mode and migrates the schema when the file is older than
 // this code.
 func (s *Store) init() error {
-	// Set per connection, not in the DSN: go-sqlite3 ignores _wal_autocheckpoint.
 	var mode string
-	if err := s.db.QueryRow(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walAutocheckpoint)).Scan(new(int)); err != nil {
-		return err
-	}
 	// journal_mode=WAL silently stays "delete" where WAL cannot work; refuse rather than
 	// lose concurrency and crash safety without a word.
 	if err := s.db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
@@ -250,6 +250,9 @@ func (s *Store) init() error {
 	if err := s.db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
 		return err
 	}
+	if fi, err := os.Stat(s.path + "-wal"); err == nil && fi.Size() > int64(walCheckpointAt)*pageSize {
+		s.walCheckpoint()
+	}
 	if v == len(migrations) {
 		return nil // the hot path: no schema work on a current file
 	}
@@ -257,6 +260,21 @@ func (s *Store) init() error {
 		return fmt.Errorf("history: %s has schema version %d, newer than this cronlock knows (%d); upgrade cronlock or set CRONLOCK_HISTORY to another file", s.path, v, len(migrations))
 	}
 	return s.migrate()
+}
+
+// pageSize is SQLite's default page size, which history files keep.
+const pageSize = 4096
+
+// walCheckpoint copies the WAL back into the database and truncates it to nothing, so
+// that the next opener has nothing to recover (see walCheckpointAt). It does not wait:
+// while another process reads or writes, the checkpoint is left to a later Open, and
+// SQLite's automatic checkpoint (at 1000 pages) still bounds the WAL meanwhile.
+func (s *Store) walCheckpoint() {
+	if _, err := s.db.Exec(`PRAGMA busy_timeout = 0`); err != nil {
+		return
+	}
+	_, _ = s.db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	_, _ = s.db.Exec(fmt.Sprintf(`PRAGMA busy_timeout = %d`, busyTimeoutMS))
 }
 
 // migrate applies the missing steps in one immediate transaction; re-reading the version

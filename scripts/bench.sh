@@ -152,8 +152,8 @@ rows = [
     ("list-key", f"List: newest 20 of one key (`history --key {k}`)", 1.5),
     ("stats-last50", f"Stats of one key, window of 50 runs in both files", 1.5),
     ("stats", f"Stats of one key, default window (`history stats --key {k}`: 50 runs, then 1000)", None),
-    ("start-finish", "Start + Finish of a new run (what `cronlock run` writes)", 1.5),
-    ("insert-skipped", "Insert of a skipped run", 1.5),
+    ("start-finish", "Start + Finish of a new run (what a run longer than a second writes)", 1.5),
+    ("insert-skipped", "Insert of a finished run (a skipped run; a shorter run writes about as much)", 1.5),
 ]
 ok = {}
 for name, what, goal in rows:
@@ -205,8 +205,8 @@ print("- Every query walks an index newest first and stops after its rows (EXPLA
       "`cronlock version` in the per-run table.")
 print("- Start + Finish is mostly the per-run lock file (create, flock, rename, and unlink at the end: "
       "how a dead run is told from a live one) and the WAL checkpoint every ~200 pages, which do not "
-      "depend on the file's size but move with other file-system work on the machine; Insert of a "
-      "skipped run is the SQLite part alone.")
+      "depend on the file's size but move with other file-system work on the machine; Insert is the "
+      "SQLite part alone, about what a run shorter than a second writes.")
 print("- Bytes per run: the row itself (a 36-byte UUID text id, argv, backend, 16-byte boot id, "
       "times) and one entry in each index; the id's own index (`sqlite_autoindex_runs_1`) and "
       "the stats index are the largest after the table. Output tails, when kept, add up to "
@@ -280,36 +280,44 @@ chmod +x "$work/wrapper.sh"
 "$bin" run -k bench-local -- true
 "$bin" run --redis "$redis_url" -k bench-redis -- true
 
-# 1. Per-run overhead.
+# 1. Per-run overhead: three rounds of 100 runs of every command, the order reversed in
+# the second round, so that a machine whose speed drifts during the minutes of a round (a
+# VM's neighbours) does not favour the commands measured first; the report merges them.
 echo "bench.sh: per-run overhead" >&2
-etcd_row=()
-[ -z "$etcd_why" ] && etcd_row=(-n 'etcdctl version (its start-up floor)' 'etcdctl version'
+overhead=(-n 'true (direct)' 'true'
+	-n 'flock -n FILE true' "flock -n $work/flock.lock true"
+	-n 'bash + redis-cli wrapper' "$work/wrapper.sh true")
+[ -z "$etcd_why" ] && overhead+=(-n 'etcdctl version (its start-up floor)' 'etcdctl version'
 	-n 'etcdctl lock' "etcdctl --endpoints=127.0.0.1:$eport lock bench-etcd true")
-hyperfine -N --warmup 20 --runs 300 --export-json "$work/overhead.json" \
-	-n 'true (direct)' 'true' \
-	-n 'flock -n FILE true' "flock -n $work/flock.lock true" \
-	-n 'bash + redis-cli wrapper' "$work/wrapper.sh true" \
-	"${etcd_row[@]}" \
-	-n 'cronlock version (Go start-up floor)' "$bin version" \
-	-n 'cronlock local, history off' "$bin run --history off -k bench-local -- true" \
-	-n 'cronlock local' "$bin run -k bench-local -- true" \
-	-n 'cronlock redis' "$bin run --redis $redis_url -k bench-redis -- true" \
-	>&2
+overhead+=(-n 'Go program doing nothing (static, no cgo)' "$bt noop"
+	-n 'cronlock version (Go start-up floor)' "$bin version"
+	-n 'cronlock local, history off' "$bin run --history off -k bench-local -- true"
+	-n 'cronlock local' "$bin run -k bench-local -- true"
+	-n 'cronlock redis' "$bin run --redis $redis_url -k bench-redis -- true")
+reversed=()
+for ((i = ${#overhead[@]} - 3; i >= 0; i -= 3)); do reversed+=("${overhead[@]:i:3}"); done
+hyperfine -N --warmup 20 --runs 100 --export-json "$work/overhead-1.json" "${overhead[@]}" >&2
+hyperfine -N --warmup 5 --runs 100 --export-json "$work/overhead-2.json" "${reversed[@]}" >&2
+hyperfine -N --warmup 5 --runs 100 --export-json "$work/overhead-3.json" "${overhead[@]}" >&2
 
 # 2. Output throughput: 1 GiB in 4 KiB writes (what `head -c` and a stdio program on a
-# pipe do). hyperfine's shell runs the pipelines; its spawn time is subtracted.
+# pipe do). hyperfine's shell runs the pipelines; its spawn time is subtracted. Three
+# rounds of 5 runs, the second in reverse order, as for the overhead.
 echo "bench.sh: output throughput" >&2
 job='head -c 1G /dev/zero'
-hyperfine --shell sh --warmup 2 --runs 15 --export-json "$work/throughput.json" \
-	-n 'null: direct' "$job >/dev/null" \
-	-n 'null: through cat' "$job | cat >/dev/null" \
-	-n 'null: cronlock' "$bin run -k bench-tp -- $job >/dev/null" \
-	-n 'null: cronlock --capture 0' "$bin run --capture 0 -k bench-tp -- $job >/dev/null" \
-	-n 'pipe: direct' "$job | cat >/dev/null" \
-	-n 'pipe: through cat' "$job | cat | cat >/dev/null" \
-	-n 'pipe: cronlock' "$bin run -k bench-tp -- $job | cat >/dev/null" \
-	-n 'pipe: cronlock --capture 0' "$bin run --capture 0 -k bench-tp -- $job | cat >/dev/null" \
-	>&2
+throughput=(-n 'null: direct' "$job >/dev/null"
+	-n 'null: through cat' "$job | cat >/dev/null"
+	-n 'null: cronlock' "$bin run -k bench-tp -- $job >/dev/null"
+	-n 'null: cronlock --capture 0' "$bin run --capture 0 -k bench-tp -- $job >/dev/null"
+	-n 'pipe: direct' "$job | cat >/dev/null"
+	-n 'pipe: through cat' "$job | cat | cat >/dev/null"
+	-n 'pipe: cronlock' "$bin run -k bench-tp -- $job | cat >/dev/null"
+	-n 'pipe: cronlock --capture 0' "$bin run --capture 0 -k bench-tp -- $job | cat >/dev/null")
+reversed=()
+for ((i = ${#throughput[@]} - 3; i >= 0; i -= 3)); do reversed+=("${throughput[@]:i:3}"); done
+hyperfine --shell sh --warmup 2 --runs 5 --export-json "$work/throughput-1.json" "${throughput[@]}" >&2
+hyperfine --shell sh --runs 5 --export-json "$work/throughput-2.json" "${reversed[@]}" >&2
+hyperfine --shell sh --runs 5 --export-json "$work/throughput-3.json" "${throughput[@]}" >&2
 
 # 3. Peak RSS (VmHWM of the cronlock process), Redis and history on.
 echo "bench.sh: peak RSS" >&2
@@ -353,7 +361,7 @@ export BENCH_WORK="$work" BENCH_RSS_IDLE="$rss_idle" BENCH_RSS_OUT="$rss_out" \
 	BENCH_GO="$(go version | awk '{print $3}')" \
 	BENCH_REDIS="$(redis-server --version | sed 's/.* v=\([^ ]*\).*/\1/')"
 python3 - <<'PY'
-import json, math, os, datetime
+import json, math, os, datetime, statistics
 E = os.environ
 work = E["BENCH_WORK"]
 
@@ -369,7 +377,22 @@ def pct(s, p):  # nearest rank
 def verdict(ok):
     return "**met**" if ok else "**missed**"
 
-ov = results("overhead")
+def merged(name, rounds):  # hyperfine results of several rounds of the same commands, as one
+    out = {}
+    for i in range(1, rounds + 1):
+        for k, r in results(f"{name}-{i}").items():
+            m = out.setdefault(k, {"times": [], "user": [], "system": []})
+            m["times"] += r["times"]
+            m["user"].append(r["user"])
+            m["system"].append(r["system"])
+    for m in out.values():
+        t = m["times"]
+        m["median"], m["mean"], m["stddev"] = statistics.median(t), statistics.mean(t), statistics.stdev(t)
+        m["min"], m["max"] = min(t), max(t)
+        m["user"], m["system"] = statistics.mean(m["user"]), statistics.mean(m["system"])
+    return out
+
+ov = merged("overhead", 3)
 med = {k: v["median"] * 1000 for k, v in ov.items()}
 print("# Benchmarks\n")
 print(f"Made by `scripts/bench.sh > BENCHMARKS.md` on {datetime.date.today()}: {E['BENCH_CORES']} cores, "
@@ -396,7 +419,8 @@ print(f"Other work on the machine: other processes used {others:.0f} of the {ava
       + "\n")
 
 print("## Per-run overhead\n")
-print("Wall time of one run of a `true` job (hyperfine -N, 300 runs after 20 warm-up runs).\n")
+print("Wall time of one run of a `true` job (hyperfine -N: three rounds of 100 runs of every command, "
+      "the second in reverse order, merged; 20 warm-up runs first).\n")
 print("| command | median ms | mean ± σ ms | CPU ms (user + sys, mean) |")
 print("|---|---|---|---|")
 for k, v in ov.items():
@@ -415,15 +439,15 @@ if "etcdctl lock" in med:
 else:
     print(f"- cronlock / etcdctl lock: not measured ({E['BENCH_ETCD_WHY']})")
 
-tp = results("throughput")
+tp = merged("throughput", 3)
 tmed = {k: v["median"] for k, v in tp.items()}
 fixed = (med["cronlock local"] - med["true (direct)"]) / 1000  # a run's own cost, seconds
 print("\n## Output throughput\n")
 print("`head -c 1G /dev/zero` (4 KiB writes) as the job, its stdout on `/dev/null` or on a pipe "
       "(`| cat >/dev/null`): direct, through one more `cat`, and through cronlock run (local lock, "
       "history on) with the default `--capture 64KiB` (output relayed through a pipe, the tail kept) "
-      "and with `--capture 0` (the job writes to cronlock's stdout itself). hyperfine, 15 runs after "
-      "2 warm-up runs, shell spawn time subtracted.\n")
+      "and with `--capture 0` (the job writes to cronlock's stdout itself). hyperfine, three rounds "
+      "of 5 runs (the second in reverse order) after 2 warm-up runs, shell spawn time subtracted.\n")
 print("| stdout | command | median ms | GiB/s | min … max ms | CPU ms (user + sys, mean) |")
 print("|---|---|---|---|---|---|")
 for k, v in tp.items():
@@ -455,8 +479,8 @@ print(f"A holder run's job prints a CLOCK_MONOTONIC stamp just before it exits; 
       f"started 40 ms earlier (for Redis: and subscribed to the release channel) is waiting for the same "
       f"key; its job prints a stamp as its `main` starts. The figure is the difference, {n} hand-offs per "
       f"backend, history on. It includes the holder cronlock reaping its child and releasing (its history "
-      f"row is written on another goroutine meanwhile); the waiter waking, acquiring and queueing its start "
-      f"row; and starting the stamping "
+      f"row is written on another goroutine meanwhile); the waiter waking, acquiring and claiming its per-run "
+      f"history file; and starting the stamping "
       f"job, a static Go program (its fork + exec + exit alone take {noop:.2f} ms).\n")
 print("| backend | p50 ms | p99 ms | min ms | max ms |")
 print("|---|---|---|---|---|")
@@ -480,13 +504,25 @@ print(f"- p50 **{pct(s, 50):.0f} ms**, max **{s[-1]:.0f} ms**, min {s[0]:.0f} ms
       f"(goal: max ≤ ttl/3 + 100 ms = {bound:.0f} ms: {verdict(s[-1] <= bound)})")
 
 v, t = med["cronlock version (Go start-up floor)"], med["true (direct)"]
+g = med["Go program doing nothing (static, no cgo)"]
 print("\n## What limits these figures\n")
-print(f"- Per-run overhead: starting the Go binary at all (`cronlock version`) already costs {v/f:.1f}× "
-      "`flock -n`: the runtime, its threads and the dynamic loader (go-sqlite3 needs cgo). A run then "
-      "forks the job and, beside it, the guard process (a /bin/sh script), the history's SQLite writes "
-      "(on their own goroutine) and Go's signal set-up; each was moved off the job's path, and what "
-      "remains is CPU time shared by two cores (the CPU column: a cronlock run uses about as much "
-      "CPU time as wall time, with two cores to spread it on).")
+print(f"- Per-run overhead: a Go program that does nothing at all already takes {g:.2f} ms "
+      f"({g/f:.2f}× `flock -n`, which also runs `true`), and starting cronlock's binary (`cronlock "
+      f"version`) {v:.2f} ms ({v/f:.1f}×): the runtime and its threads, the dynamic loader (go-sqlite3 "
+      "needs cgo), package initialisation (CPUID, which traps to the hypervisor on this VM, among it) "
+      "and the page faults of a 16 MB binary. "
+      f"So 3× `flock -n` leaves cronlock {3*f - v:.2f} ms beyond its own start-up for signal set-up, "
+      f"the lock, the history, the guard and the job's own fork and exec ({t:.2f} ms for `true` alone). "
+      "A run forks the job and, beside it, the guard process (a /bin/sh script), opens the history "
+      "(on its own goroutine, while the lock is taken) and registers its signals (0.2–0.45 ms of round "
+      "trips to Go's signal thread); what remains is CPU time shared by two cores (the CPU column: a "
+      "cronlock run uses about as much CPU time as wall time, with two cores to spread it on).")
+print("- The history's part of a short run: its start facts go to a per-run file before the job "
+      "starts, and its one row is written when it ends (a run writes a `running` row only once it "
+      "has lasted a second), on a goroutine of its own, while the lock is released. Opening SQLite "
+      "recovers the WAL (each cronlock process is the file's first connection), which Open keeps "
+      "short by checkpointing and truncating it past 200 pages; about one run in 30 pays for that "
+      "checkpoint's two fsyncs (a few ms on this disk).")
 print("- The bash + redis-cli wrapper forks redis-cli twice and `od`, `head`, `tr` for its token; "
       "cronlock's Redis work is three round trips on one connection (go-redis sends HELLO on every new "
       "connection, then the acquire and release scripts).")
@@ -516,7 +552,9 @@ print("- The guard was cronlock's own binary executed again: a Go start-up of ab
       "and took about 1 ms off the median run. Tried, measured side by side and not kept: a guard that "
       "is a fork of cronlock running raw system calls (less CPU than executing cronlock, but 0.5 ms "
       "more wall time: the page-table copy and copy-on-write faults land in cronlock itself); forking the guard before the lock is taken; idle Redis "
-      "connections opened early; batching the relay's reads with sleeps; static linking (breaks user "
+      "connections opened early (twice; the second time a dial, HELLO and PING while the signals were "
+      "registered, for 0.1 ms); WAL checkpoints at 50, 100 or 400 pages instead of 200 (no "
+      "difference beyond noise); batching the relay's reads with sleeps; static linking (breaks user "
       "lookups through NSS); prometheus/client_golang for the metrics file (its package init costs "
       "about 1 ms in every cronlock process, with or without --metrics-dir, so the text format is "
       "written by hand and checked against Prometheus's parser in the tests).")

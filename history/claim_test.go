@@ -1,12 +1,10 @@
 package history
 
 import (
-	"bufio"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -15,20 +13,13 @@ import (
 // counted once; when it dies, Reap marks that row abandoned.
 func TestAddLiveClaimedRun(t *testing.T) {
 	s, path := openTemp(t)
-	cmd := helperCmd(t, "claim", "HELPER_PATH="+path)
-	stdin, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	id := waitLine(t, bufio.NewReader(out))
+	id, pid, kill, _ := startHelper(t, "claim", "HELPER_PATH="+path)
 
 	if n, err := s.AddLive(); err != nil || n != 1 {
 		t.Fatalf("AddLive while the claimer lives: %d, %v; want 1, nil", n, err)
 	}
 	r := status(t, s, id)
-	if r.Status != StatusRunning || r.Key != "claimed" || r.Node != "n\xff1" || r.PID != cmd.Process.Pid ||
+	if r.Status != StatusRunning || r.Key != "claimed" || r.Node != "n\xff1" || r.PID != pid ||
 		r.FencingToken != 42 || r.Attempt != 3 || !r.StartedAt.Equal(time.Unix(1700000000, 5)) || !r.FinishedAt.IsZero() {
 		t.Errorf("live row %+v; want the claim's facts, running", r)
 	}
@@ -40,9 +31,7 @@ func TestAddLiveClaimedRun(t *testing.T) {
 		t.Fatalf("Reap while the claimer lives: %d, %v, %s", n, err, status(t, s, id).Status)
 	}
 
-	stdin.Close()
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	kill()
 	if n, err := s.AddLive(); err != nil || n != 0 {
 		t.Errorf("AddLive after the claimer died: %d, %v; want 0 (Reap's business)", n, err)
 	}

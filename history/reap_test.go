@@ -19,7 +19,15 @@ import (
 // startHolder starts a helper process that Starts a run in path and keeps it running.
 func startHolder(t *testing.T, path, node string) (id string, kill func(), stop func()) {
 	t.Helper()
-	cmd := helperCmd(t, "hold", "HELPER_PATH="+path, "HELPER_NODE="+node)
+	id, _, kill, stop = startHelper(t, "hold", "HELPER_PATH="+path, "HELPER_NODE="+node)
+	return id, kill, stop
+}
+
+// startHelper starts helper name (one that says a run id and then waits), and returns
+// that id, the helper's pid, and functions that SIGKILL it or let it end.
+func startHelper(t *testing.T, name string, env ...string) (id string, pid int, kill func(), stop func()) {
+	t.Helper()
+	cmd := helperCmd(t, name, env...)
 	stdin, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -27,7 +35,7 @@ func startHolder(t *testing.T, path, node string) (id string, kill func(), stop 
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	id = waitLine(t, bufio.NewReader(out))
-	return id, func() { cmd.Process.Signal(syscall.SIGKILL); cmd.Wait() },
+	return id, cmd.Process.Pid, func() { cmd.Process.Signal(syscall.SIGKILL); cmd.Wait() },
 		func() { stdin.Close(); cmd.Wait() }
 }
 
@@ -251,15 +259,7 @@ func TestReapOtherBoot(t *testing.T) {
 // empty per-run file without a row (a cronlock before Claim) is only removed.
 func TestReapClaimedWithoutRow(t *testing.T) {
 	s, path := openTemp(t)
-	cmd := helperCmd(t, "claim", "HELPER_PATH="+path)
-	stdin, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	id := waitLine(t, bufio.NewReader(out))
-	helperPID := cmd.Process.Pid
+	id, helperPID, kill, _ := startHelper(t, "claim", "HELPER_PATH="+path)
 
 	// Alive: nothing to record yet.
 	if n, err := s.Reap("n\xff1"); err != nil || n != 0 {
@@ -268,9 +268,7 @@ func TestReapClaimedWithoutRow(t *testing.T) {
 	if _, err := s.Get(id); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a row exists while the claimer lives: %v", err)
 	}
-	stdin.Close()
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	kill()
 
 	// An old-style empty lock file of a dead run without a row.
 	empty := filepath.Join(s.runsDir, "01a20000-0000-7000-8000-0000000e0e0e.lock")

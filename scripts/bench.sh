@@ -280,6 +280,14 @@ chmod +x "$work/wrapper.sh"
 "$bin" run -k bench-local -- true
 "$bin" run --redis "$redis_url" -k bench-redis -- true
 
+# reverse_commands NAME sets reversed to the hyperfine arguments in array NAME (triples of
+# -n, a name, a command) with the commands in reverse order.
+reverse_commands() {
+	local -n cmds=$1
+	reversed=()
+	for ((i = ${#cmds[@]} - 3; i >= 0; i -= 3)); do reversed+=("${cmds[@]:i:3}"); done
+}
+
 # 1. Per-run overhead: three rounds of 100 runs of every command, the order reversed in
 # the second round, so that a machine whose speed drifts during the minutes of a round (a
 # VM's neighbours) does not favour the commands measured first; the report merges them.
@@ -294,8 +302,7 @@ overhead+=(-n 'Go program doing nothing (static, no cgo)' "$bt noop"
 	-n 'cronlock local, history off' "$bin run --history off -k bench-local -- true"
 	-n 'cronlock local' "$bin run -k bench-local -- true"
 	-n 'cronlock redis' "$bin run --redis $redis_url -k bench-redis -- true")
-reversed=()
-for ((i = ${#overhead[@]} - 3; i >= 0; i -= 3)); do reversed+=("${overhead[@]:i:3}"); done
+reverse_commands overhead
 hyperfine -N --warmup 20 --runs 100 --export-json "$work/overhead-1.json" "${overhead[@]}" >&2
 hyperfine -N --warmup 5 --runs 100 --export-json "$work/overhead-2.json" "${reversed[@]}" >&2
 hyperfine -N --warmup 5 --runs 100 --export-json "$work/overhead-3.json" "${overhead[@]}" >&2
@@ -313,8 +320,7 @@ throughput=(-n 'null: direct' "$job >/dev/null"
 	-n 'pipe: through cat' "$job | cat | cat >/dev/null"
 	-n 'pipe: cronlock' "$bin run -k bench-tp -- $job | cat >/dev/null"
 	-n 'pipe: cronlock --capture 0' "$bin run --capture 0 -k bench-tp -- $job | cat >/dev/null")
-reversed=()
-for ((i = ${#throughput[@]} - 3; i >= 0; i -= 3)); do reversed+=("${throughput[@]:i:3}"); done
+reverse_commands throughput
 hyperfine --shell sh --warmup 2 --runs 5 --export-json "$work/throughput-1.json" "${throughput[@]}" >&2
 hyperfine --shell sh --runs 5 --export-json "$work/throughput-2.json" "${reversed[@]}" >&2
 hyperfine --shell sh --runs 5 --export-json "$work/throughput-3.json" "${throughput[@]}" >&2

@@ -108,9 +108,9 @@ func (r *runner) openHistory() {
 }
 
 // startRowDelay is how long a run goes before its running row is written. A run that
-// ends sooner is written once, when it ends: for a short job that saves a third of the
-// history's cost (one SQLite write instead of two, and fewer pages for the next run to
-// read back from the WAL). Its claimed file covers it meanwhile (see recordStart).
+// ends sooner is written once, when it ends: one SQLite write instead of two, and fewer
+// pages for the next run to read back from the WAL (0.6 ms off `cronlock run -- true`
+// when it was measured). Its claimed file covers it meanwhile (see recordStart).
 const startRowDelay = time.Second
 
 // recordStart records a run whose child is about to start. The run's per-run file is

@@ -196,8 +196,6 @@ type runner struct {
 	startRowAfter func() <-chan time.Time
 	row           *history.Run
 	locker        lockrun.Locker
-	// acquiredAt is Boottime just before the acquire was sent: the lease counts from there.
-	acquiredAt time.Duration
 }
 
 func (r *runner) run() int {
@@ -245,29 +243,23 @@ func (r *runner) run() int {
 
 	ctx, stopKeeper := context.WithCancel(context.Background())
 	keeper := &lockrun.Keeper{Lease: lease, Interval: o.TTL / 3, Grace: o.Grace,
-		OpTimeout: o.RedisTimeout, Acquired: r.acquiredAt,
+		OpTimeout: o.RedisTimeout,
 		Warn: func(err error) {
 			if o.Verbose { // on the keeper's goroutine: no status (see say)
 				r.say(levelVerbose, false, fmt.Sprintf("renewing %s failed, retrying: %v", o.Key, err))
 			}
 		}}
-	loss := keeper.Run(ctx)
+	keeper.Run(ctx)
 
 	job := lockrun.Job{
 		Argv: o.Command, Env: childEnv(o, r.runID, lease.FencingToken()),
 		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
 		Capture: int(o.capture()), Grace: o.Grace, Timeout: o.Timeout,
-		Foreground: inForeground(o.Stdin), Guard: guard,
+		Foreground: inForeground(o.Stdin), Guard: guard, ContinueOnLoss: o.OnLockLost == "continue",
 	}
-	res := lockrun.Supervise(context.Background(), job, sig, loss, o.OnLockLost == "continue", nil)
+	res := lockrun.Supervise(context.Background(), job, sig, keeper, nil)
 	stopKeeper()
 	r.row.FinishedAt = time.Now()
-	if res.Started && res.Reason == lockrun.ReasonExited && keeper.Expired() {
-		// cronlock was stopped or frozen past its lease: the job ended, but not provably
-		// inside the lease, so another holder may have run beside it.
-		res.Reason = lockrun.ReasonLockLost
-		res.LossErr = fmt.Errorf("the lease ran out while cronlock itself was stopped or frozen longer than --ttl %v", o.TTL)
-	}
 
 	out := outcomeOf(res, o)
 	r.row.Status, r.row.ExitCode, r.row.Signal, r.row.Output = out.Status, out.ExitCode, out.Signal, res.Output
@@ -317,7 +309,6 @@ func (r *runner) acquire(sig *lockrun.Signals) (lease lockrun.Lease, code int, d
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := make(chan result, 1)
-	r.acquiredAt = lockrun.Boottime()
 	go func() {
 		l, err := r.locker.Acquire(ctx, req)
 		ch <- result{l, err}

@@ -3,6 +3,7 @@ package lockrun
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -23,47 +24,57 @@ func Boottime() time.Duration {
 	return time.Duration(ts.Nano())
 }
 
-// Keeper renews a lease while the child runs. It is the only place that decides a lease
-// is lost, and it fails closed: without a confirmed renewal, the child is told to stop
-// early enough to be dead before the lease ends.
+// clockOr returns now, or Boottime when now is nil.
+func clockOr(now func() time.Duration) func() time.Duration {
+	if now == nil {
+		return Boottime
+	}
+	return now
+}
+
+// Keeper renews a lease while the job runs. It is the one place that decides a lease is
+// lost, and it fails closed: without a confirmed renewal, the job is told to stop early
+// enough to be dead before the lease ends. The lease counts from Lease.Sent, so however
+// long the lock took to get (a --wait for a busy lock), all of the TTL is left for the job.
 type Keeper struct {
 	Lease Lease
 	// Interval is the time between renewals: TTL/3. It also paces the local backend,
 	// whose lease never expires but whose file must be checked and touched.
 	Interval time.Duration
-	// Grace is --grace: the time between SIGTERM and SIGKILL when the child is stopped.
+	// Grace is --grace: the time between SIGTERM and SIGKILL when the job is stopped.
 	Grace time.Duration
 	// OpTimeout bounds one renewal call (--redis-timeout); the call is also cut short
 	// at the lease's safe-until deadline.
 	OpTimeout time.Duration
-	// Acquired is Now() taken just before the acquire request was sent: the lease
-	// counts from then, never from when the reply arrived.
-	Acquired time.Duration
-	// Now reads the clock; nil means Boottime. Tests inject the fake clock of
-	// testing/synctest through it.
+	// Now reads the clock that Lease.Sent was read on; nil means Boottime. Tests inject
+	// the fake clock of testing/synctest through it.
 	Now func() time.Duration
 	// Warn, when set, is told about renewals that failed but may be retried.
 	Warn func(error)
 
 	// safeUntil is the lease's end on the Now clock as last confirmed (0: no expiry). The
-	// renewal goroutine writes it; Expired reads it from the run's goroutine.
+	// renewal goroutine writes it; Check reads it from the supervisor's goroutine.
 	safeUntil atomic.Int64
+	lost      chan LockLoss
 }
 
-// Expired reports whether the lease ran out without a confirmed renewal: true after a
-// pause of cronlock itself (SIGSTOP, a frozen VM) longer than the lease, even when the
-// renewal goroutine has not yet woken to say so. Always false for leases without expiry.
-func (k *Keeper) Expired() bool {
+var _ LeaseWatch = (*Keeper)(nil)
+
+// Check reports the lease as lost when it has run out by now without a confirmed
+// renewal: after a pause of cronlock itself (SIGSTOP, a frozen VM) longer than the
+// lease, the renewal goroutine may not have woken yet to say so, and a job whose end is
+// seen only then did not provably end inside the lease. Never lost for leases without
+// expiry, or before Run.
+func (k *Keeper) Check() (LockLoss, bool) {
 	until := time.Duration(k.safeUntil.Load())
-	if until == 0 {
-		return false
+	if until == 0 || clockOr(k.Now)() < until {
+		return LockLoss{}, false
 	}
-	now := k.Now
-	if now == nil {
-		now = Boottime
-	}
-	return now() >= until
+	return LockLoss{Err: fmt.Errorf("the lease of %v ran out before the job's end was seen: cronlock was stopped or frozen for longer than the lease", k.Lease.TTL())}, true
 }
+
+// Lost delivers at most one LockLoss once Run has started; nil before.
+func (k *Keeper) Lost() <-chan LockLoss { return k.lost }
 
 // maxSleep caps every wait of the keeper so that a deadline measured on Boottime is
 // noticed soon after a suspend, while Go's timers (which stop during suspend) are late.
@@ -73,27 +84,33 @@ const maxSleep = time.Second
 // host and Redis (the Redlock figure: 1% of the TTL plus 2 ms).
 func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
 
+// termGrace is g: the job gets SIGTERM at safe_until − g and SIGKILL at safe_until, with
+// g = min(--grace, ttl/4) so that a long --grace cannot eat the lease.
+func (k *Keeper) termGrace() time.Duration {
+	if ttl := k.Lease.TTL(); ttl > 0 && ttl/4 < k.Grace {
+		return ttl / 4
+	}
+	return k.Grace
+}
+
 // Run renews until ctx ends or the lease is lost. On loss it sends one LockLoss on the
-// returned channel and stops: the Grace in it is how long the child may take after
-// SIGTERM before it must be killed for the lease to still be ours.
+// returned channel (also Lost) and stops: the Grace in it is how long the job may take
+// after SIGTERM before it must be killed for the lease to still be ours.
 func (k *Keeper) Run(ctx context.Context) <-chan LockLoss {
 	if ttl := k.Lease.TTL(); ttl > 0 {
-		k.safeUntil.Store(int64(k.Acquired + ttl - drift(ttl)))
+		k.safeUntil.Store(int64(k.Lease.Sent() + ttl - drift(ttl)))
 	}
-	out := make(chan LockLoss, 1)
+	k.lost = make(chan LockLoss, 1)
 	go func() {
 		if loss, lost := k.loop(ctx); lost {
-			out <- loss
+			k.lost <- loss
 		}
 	}()
-	return out
+	return k.lost
 }
 
 func (k *Keeper) loop(ctx context.Context) (LockLoss, bool) {
-	now := k.Now
-	if now == nil {
-		now = Boottime
-	}
+	now := clockOr(k.Now)
 	ttl := k.Lease.TTL()
 	interval := k.Interval
 	if interval <= 0 {
@@ -102,13 +119,9 @@ func (k *Keeper) loop(ctx context.Context) (LockLoss, bool) {
 	if interval <= 0 {
 		interval = 20 * time.Second
 	}
-	// g: the child gets SIGTERM at safeUntil-g and SIGKILL at safeUntil.
-	g := k.Grace
-	if ttl > 0 && ttl/4 < g {
-		g = ttl / 4
-	}
+	g := k.termGrace()
 	safeUntil := time.Duration(k.safeUntil.Load()) // zero when the lease never expires
-	next := k.Acquired + interval
+	next := k.Lease.Sent() + interval
 	for {
 		wake := next
 		if safeUntil > 0 && safeUntil-g < wake {

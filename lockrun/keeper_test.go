@@ -12,6 +12,7 @@ import (
 // fakeLease answers Renew from a script of results and records when each call came.
 type fakeLease struct {
 	ttl     time.Duration
+	sent    time.Duration // Sent: on the test's clock (time since started)
 	mu      sync.Mutex
 	calls   []time.Duration
 	answer  func(n int) error
@@ -21,6 +22,7 @@ type fakeLease struct {
 
 func (f *fakeLease) FencingToken() uint64              { return 1 }
 func (f *fakeLease) TTL() time.Duration                { return f.ttl }
+func (f *fakeLease) Sent() time.Duration               { return f.sent }
 func (f *fakeLease) Release(ctx context.Context) error { return nil }
 func (f *fakeLease) Renew(ctx context.Context) error {
 	f.mu.Lock()
@@ -206,35 +208,154 @@ func TestKeeperStopsWithContext(t *testing.T) {
 	})
 }
 
-func TestKeeperExpired(t *testing.T) {
+func TestKeeperCheck(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeLease{ttl: 30 * time.Second}
 		start := time.Now()
 		f.started = start
 		k := &Keeper{Lease: f, Grace: time.Second, Now: func() time.Duration { return time.Since(start) }}
+		if _, lost := k.Check(); lost {
+			t.Fatal("a keeper that has not started reported its lease lost")
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		k.Run(ctx)
 		time.Sleep(25 * time.Second) // renewed at 10s and 20s: good until about 50s
-		if k.Expired() {
-			t.Fatal("a lease renewed on time reported expired")
+		if _, lost := k.Check(); lost {
+			t.Fatal("a lease renewed on time reported lost")
 		}
 		cancel() // no more renewals: as if cronlock were frozen from here
 		synctest.Wait()
 		time.Sleep(24 * time.Second)
-		if k.Expired() {
-			t.Fatal("expired before its safe-until deadline")
+		if _, lost := k.Check(); lost {
+			t.Fatal("lost before its safe-until deadline")
 		}
 		time.Sleep(2 * time.Second)
-		if !k.Expired() {
-			t.Fatal("a lease past its safe-until deadline did not report expired")
+		if loss, lost := k.Check(); !lost || loss.Err == nil || loss.Grace != 0 {
+			t.Fatalf("a lease past its safe-until deadline: Check = %+v, %v; want lost, with no grace left", loss, lost)
 		}
 		local := &Keeper{Lease: &fakeLease{}, Now: func() time.Duration { return time.Since(start) }}
 		lctx, lcancel := context.WithCancel(context.Background())
 		defer lcancel()
 		local.Run(lctx)
 		time.Sleep(time.Hour)
-		if local.Expired() {
-			t.Fatal("a lease without expiry reported expired")
+		if _, lost := local.Check(); lost {
+			t.Fatal("a lease without expiry reported lost")
 		}
 	})
+}
+
+// The waits of TestKeeperAfterWait: none, shorter than the TTL, longer than the TTL, and
+// longer than TTL + grace (with ttl 30s, --grace 10s). A keeper that counted the lease from
+// before the wait would stop the job at once after the last two.
+var keeperWaits = []time.Duration{0, 10 * time.Second, 45 * time.Second, 50 * time.Second, 10 * time.Minute}
+
+// TestKeeperAfterWait: the lease counts from the acquire that took the lock, whatever
+// came before it. A Redis-like lease (TTL 30s) taken after a wait W is renewed every
+// ttl/3 from W on, is never lost while renewals succeed, and fails closed at
+// W + safe_until − g (not earlier) when they stop.
+func TestKeeperAfterWait(t *testing.T) {
+	const ttl, grace = 30 * time.Second, 10 * time.Second
+	for _, wait := range keeperWaits {
+		t.Run(wait.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				now := func() time.Duration { return time.Since(start) }
+				time.Sleep(wait) // the wait for a busy lock, before the acquire that took it
+				f := &fakeLease{ttl: ttl, sent: now(), started: start}
+				time.Sleep(50 * time.Millisecond) // the reply's round trip
+				k := &Keeper{Lease: f, Interval: ttl / 3, Grace: grace, Now: now}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*ttl)
+				defer cancel()
+				select {
+				case loss := <-k.Run(ctx):
+					t.Fatalf("after a wait of %v, the lease was lost at %v: %v", wait, now(), loss.Err)
+				case <-ctx.Done():
+				}
+				synctest.Wait()
+				if len(f.calls) == 0 || f.calls[0] != wait+ttl/3 {
+					t.Fatalf("renewals at %v; want the first at wait + ttl/3 = %v", f.calls, wait+ttl/3)
+				}
+
+				// The same lease, with a Redis that never answers a renewal.
+				f = &fakeLease{ttl: ttl, sent: now(), started: start, block: func(int) bool { return true }}
+				sent := f.sent
+				time.Sleep(wait) // however long the keeper starts after the acquire was sent
+				k = &Keeper{Lease: f, Interval: ttl / 3, Grace: grace, Now: now}
+				ctx2, cancel2 := context.WithTimeout(context.Background(), time.Hour)
+				defer cancel2()
+				g := ttl / 4 // min(grace, ttl/4)
+				safeUntil := sent + ttl - drift(ttl)
+				select {
+				case loss := <-k.Run(ctx2):
+					at := now()
+					want := max(safeUntil-g, sent+wait)
+					if at != want {
+						t.Fatalf("fail-closed point at %v, want %v (sent %v + ttl − drift − g, or at once if later)", at, want, sent)
+					}
+					if at+loss.Grace != max(safeUntil, at) {
+						t.Fatalf("SIGKILL point at %v, want safe_until %v", at+loss.Grace, safeUntil)
+					}
+				case <-ctx2.Done():
+					t.Fatal("a lease never renewed was not reported lost")
+				}
+			})
+		})
+	}
+}
+
+// TestKeeperAfterWaitLocal: the same waits on the real local backend, with its clock and
+// the keeper's the fake clock of synctest: a lease taken after another holder let go
+// (which a waiting Acquire sees by polling here: inotify would block outside the bubble's
+// clock) counts from the flock that took it, and is checked every interval from there.
+func TestKeeperAfterWaitLocal(t *testing.T) {
+	localInotify = false
+	defer func() { localInotify = true }()
+	// A coarse poll: fewer turns of the waiting loop, and it bounds how late Sent may be.
+	defer func(d time.Duration) { localWaitPollNoInotify = d }(localWaitPollNoInotify)
+	localWaitPollNoInotify = 250 * time.Millisecond
+	const interval = 10 * time.Second
+	for _, wait := range keeperWaits {
+		t.Run(wait.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				now := func() time.Duration { return time.Since(start) }
+				l := newTestLocalLocker(t)
+				l.now = now
+				holder := mustAcquire(t, l, localReq("kw", "holder"))
+				go func() {
+					time.Sleep(wait)
+					holder.Release(context.Background())
+				}()
+				req := localReq("kw", "waiter")
+				req.Wait = wait + time.Minute
+				lease, err := l.Acquire(context.Background(), req)
+				if err != nil {
+					t.Fatalf("Acquire after a wait of %v: %v", wait, err)
+				}
+				defer lease.Release(context.Background())
+				if lease.Sent() < wait || lease.Sent() > wait+localWaitPollNoInotify {
+					t.Fatalf("Sent = %v, want the flock that took the lock, just after the holder let go at %v", lease.Sent(), wait)
+				}
+				var mu sync.Mutex
+				var warned []error
+				k := &Keeper{Lease: lease, Interval: interval, Grace: time.Second, Now: now,
+					Warn: func(err error) { mu.Lock(); warned = append(warned, err); mu.Unlock() }}
+				ctx, cancel := context.WithTimeout(context.Background(), 3*interval+time.Second)
+				defer cancel()
+				select {
+				case loss := <-k.Run(ctx):
+					t.Fatalf("a local lease taken after a wait of %v was lost: %v", wait, loss.Err)
+				case <-ctx.Done():
+				}
+				synctest.Wait()
+				if len(warned) > 0 {
+					t.Fatalf("renewals failed: %v", warned)
+				}
+				rec := readTestRecord(t, l, "kw")
+				if rec.RunID != "waiter" || rec.Renewed == rec.Acquired {
+					t.Fatalf("lock file record %+v: want the waiter's, renewed since it was acquired", rec)
+				}
+			})
+		})
+	}
 }

@@ -40,6 +40,8 @@ import (
 // Use NewLocalLocker; the zero value is not usable.
 type LocalLocker struct {
 	dir string
+	// now is the clock of Lease.Sent; nil means Boottime. Tests inject a fake one.
+	now func() time.Duration
 }
 
 var _ Locker = (*LocalLocker)(nil)
@@ -389,6 +391,7 @@ func (l *LocalLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 		if req.OnTry != nil {
 			req.OnTry()
 		}
+		sent := clockOr(l.now)()
 		got, err := tryFlock(fd)
 		if err != nil {
 			return nil, fmt.Errorf("flock %s: %w", path, err)
@@ -408,7 +411,7 @@ func (l *LocalLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 			continue
 		}
 		if got {
-			lease, err := l.newLease(fd, path, req)
+			lease, err := l.newLease(fd, path, req, sent)
 			if err != nil {
 				return nil, err
 			}
@@ -459,8 +462,9 @@ func heldRecordHolder(fd int) *Holder {
 	}
 }
 
-// newLease writes the holder record and the new fencing token into the locked fd.
-func (l *LocalLocker) newLease(fd int, path string, req Request) (*localLease, error) {
+// newLease writes the holder record and the new fencing token into the locked fd; sent
+// is the clock just before the flock that took it.
+func (l *LocalLocker) newLease(fd int, path string, req Request, sent time.Duration) (*localLease, error) {
 	now := time.Now()
 	// The token is the larger of the stored token + 1 (it rises even if the clock went
 	// back) and the wall clock in microseconds (it rises even when the file and its token
@@ -483,7 +487,7 @@ func (l *LocalLocker) newLease(fd int, path string, req Request) (*localLease, e
 		// than hand out a token that may not rise.
 		return nil, fmt.Errorf("write lock file %s: %w; free space in that folder, or set --lock-dir or CRONLOCK_LOCK_DIR to another one", path, err)
 	}
-	return &localLease{token: token, acquired: now, minHold: req.MinHold, path: path, fd: fd, rec: rec}, nil
+	return &localLease{token: token, acquired: now, sent: sent, minHold: req.MinHold, path: path, fd: fd, rec: rec}, nil
 }
 
 // Inspect returns the holder of key, or nil when nobody holds it. It never creates a lock
@@ -602,6 +606,7 @@ func (l *LocalLocker) Unlock(ctx context.Context, key string, force bool) (*Hold
 type localLease struct {
 	token    uint64        // immutable: FencingToken needs no lock
 	acquired time.Time     // with its monotonic reading, for MinHold
+	sent     time.Duration // the clock just before the flock that took it
 	minHold  time.Duration // immutable
 	path     string        // immutable
 
@@ -615,6 +620,9 @@ func (ls *localLease) FencingToken() uint64 { return ls.token }
 
 // TTL is 0: a local lock lasts as long as its holder's descriptor, not a lease.
 func (ls *localLease) TTL() time.Duration { return 0 }
+
+// Sent is when the flock that took the lock was tried.
+func (ls *localLease) Sent() time.Duration { return ls.sent }
 
 // Renew refreshes the lock file's access and modification times (so that age-based /tmp
 // cleaners leave it alone) and its renewed time, and checks that the path still names the

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -696,6 +697,30 @@ func TestLocalWait(t *testing.T) {
 	}
 	if r.lease.FencingToken() <= holder.FencingToken() {
 		t.Error("waiter's token not above the holder's")
+	}
+}
+
+// TestLocalLeaseCountsFromTheFlockThatTookIt: a lease taken after a wait is stamped
+// with the flock that took it, not with the start of the wait.
+func TestLocalLeaseCountsFromTheFlockThatTookIt(t *testing.T) {
+	l := newTestLocalLocker(t)
+	holder := mustAcquire(t, l, localReq("sent", "holder"))
+	var releasedAt atomic.Int64
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		releasedAt.Store(int64(Boottime()))
+		holder.Release(context.Background())
+	}()
+	req := localReq("sent", "waiter")
+	req.Wait = 10 * time.Second
+	lease, err := l.Acquire(context.Background(), req)
+	if err != nil {
+		t.Fatalf("waiter: %v", err)
+	}
+	defer lease.Release(context.Background())
+	released := time.Duration(releasedAt.Load())
+	if got := Boottime(); lease.Sent() < released || lease.Sent() > got {
+		t.Fatalf("Sent %v is not between the holder's release (%v) and the return of Acquire (%v)", lease.Sent(), released, got)
 	}
 }
 

@@ -90,6 +90,12 @@ type Lease interface {
 	FencingToken() uint64
 	// TTL is the lease length; 0 means the lock never expires while its holder lives.
 	TTL() time.Duration
+	// Sent is when the request that took the lock was sent, on the Boottime clock (or
+	// the locker's test clock). The lease counts from there, never from when the reply
+	// came: a holder that counted from a later instant would believe in its lease past
+	// the moment the server let it go. A wait for a busy lock comes before it, never
+	// inside it.
+	Sent() time.Duration
 	// Renew extends the lease by TTL from now. ErrLockLost means the lock is no longer
 	// ours; any other error means the outcome is unknown and the caller may retry.
 	Renew(ctx context.Context) error

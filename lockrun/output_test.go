@@ -290,7 +290,7 @@ func BenchmarkOutputRelay(b *testing.B) {
 			Stderr:  os.Stderr,
 			Capture: 64 << 10,
 			Grace:   time.Second,
-		}, nil, nil, false, nil)
+		}, nil, nil, nil)
 		if res.ExitCode != 0 || len(res.Output) != 64<<10 {
 			b.Fatalf("got %+v", res.ExitCode)
 		}

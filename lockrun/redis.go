@@ -99,6 +99,8 @@ type RedisLocker struct {
 	// poll overrides the waiters' polling period (default min(1s, ttl/3)); tests raise it
 	// to prove that a release wakes a waiter through pub/sub alone.
 	poll time.Duration
+	// now is the clock of Lease.Sent; nil means Boottime. Tests inject a fake one.
+	now func() time.Duration
 }
 
 var _ Locker = (*RedisLocker)(nil)
@@ -352,6 +354,9 @@ func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token string
 	if req.OnTry != nil {
 		req.OnTry()
 	}
+	// Read before the first send: when a retry inside eval finds the lock already ours,
+	// its PX was set by the attempt sent here.
+	sent := clockOr(l.now)()
 	res, unknown, err := l.eval(ctx, acquireScript(), keys,
 		token, durMS(req.TTL), req.Node, req.PID, req.RunID, time.Now().UnixMilli())
 	if err != nil {
@@ -372,7 +377,7 @@ func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token string
 		if err != nil {
 			return nil, nil, fmt.Errorf("take lock %s: %s sent the fencing token %q, not a number", req.Key, l.target.server(), s)
 		}
-		return &redisLease{l: l, key: req.Key, token: token, ttl: req.TTL, minHold: req.MinHold, fence: fence}, nil, nil
+		return &redisLease{l: l, key: req.Key, token: token, ttl: req.TTL, minHold: req.MinHold, fence: fence, sent: sent}, nil, nil
 	}
 	value, _ := r[1].(string)
 	var pttl int64
@@ -694,6 +699,7 @@ type redisLease struct {
 	ttl     time.Duration
 	minHold time.Duration
 	fence   uint64
+	sent    time.Duration // the clock just before the acquire that took it was sent
 }
 
 // FencingToken is max(stored counter + 1, Redis time in µs) at acquisition.
@@ -701,6 +707,9 @@ func (s *redisLease) FencingToken() uint64 { return s.fence }
 
 // TTL is the lease length.
 func (s *redisLease) TTL() time.Duration { return s.ttl }
+
+// Sent is when the acquire script that took the lock was sent (its first try).
+func (s *redisLease) Sent() time.Duration { return s.sent }
 
 // Renew extends the lease by TTL from now, within ctx's deadline and one operation
 // time-out. It returns an error wrapping ErrLockLost when the lock is gone or not ours

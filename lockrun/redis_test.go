@@ -399,6 +399,43 @@ func TestRedisWaiterAcquiresAfterExpiry(t *testing.T) {
 	lease.Release(context.Background())
 }
 
+// TestRedisLeaseCountsFromTheAcquireThatTookIt: a lease taken after a wait longer than
+// its TTL counts from the acquire that took it (Sent), so a keeper started on it has the
+// whole TTL ahead, not a lease that ran out while the lock was still someone else's.
+func TestRedisLeaseCountsFromTheAcquireThatTookIt(t *testing.T) {
+	l := newRedisTestLocker(t, redistest.Addr(t))
+	req := redisTestReq("sent")
+	req.TTL = 800 * time.Millisecond
+	holder := redisMustAcquire(t, l, req) // never renewed: it expires after 800ms
+
+	w := redisTestReq("sent")
+	w.TTL, w.Wait, w.RunID = 2*time.Second, 10*time.Second, "waiter"
+	waitFrom := Boottime()
+	lease, err := l.Acquire(context.Background(), w)
+	if err != nil {
+		t.Fatalf("waiter: %v", err)
+	}
+	defer lease.Release(context.Background())
+	got := Boottime()
+	// The holder's key lived 800ms from after its Sent; an attempt in flight at that
+	// instant may have been sent a moment before it.
+	if lease.Sent() < holder.Sent()+780*time.Millisecond || lease.Sent() > got {
+		t.Fatalf("waiter's Sent is %v after it began waiting, the holder's lease ended %v after; want the acquire that took the lock, after that",
+			lease.Sent()-waitFrom, holder.Sent()+req.TTL-waitFrom)
+	}
+	k := &Keeper{Lease: lease, Grace: time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	k.Run(ctx)
+	cancel()
+	left := time.Duration(k.safeUntil.Load()) - got
+	if want := w.TTL - drift(w.TTL) - 100*time.Millisecond; left < want {
+		t.Fatalf("the keeper's lease ends %v after the acquire returned, want about the whole TTL (at least %v)", left, want)
+	}
+	if _, lost := k.Check(); lost {
+		t.Fatal("a lease just taken after a long wait is reported lost")
+	}
+}
+
 func TestRedisWaitRunsOut(t *testing.T) {
 	l := newRedisTestLocker(t, redistest.Addr(t))
 	redisMustAcquire(t, l, redisTestReq("waitout"))

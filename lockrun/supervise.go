@@ -46,6 +46,9 @@ type Job struct {
 	// Guard, when not nil, is armed with the job's process group once the child has started
 	// and dismissed (Done) when every process of the job is gone.
 	Guard *Guard
+	// ContinueOnLoss lets the job run on when the lock is lost (--on-lock-lost continue);
+	// the run's Reason is ReasonLockLost still. By default the job is stopped.
+	ContinueOnLoss bool
 }
 
 // LockLoss is sent by the renewal keeper when the lock is lost or about to be: Supervise
@@ -53,6 +56,17 @@ type Job struct {
 type LockLoss struct {
 	Grace time.Duration
 	Err   error
+}
+
+// LeaseWatch is what Supervise learns of the lock from its keeper (Keeper), which alone
+// decides when a lease is lost.
+type LeaseWatch interface {
+	// Lost delivers at most one LockLoss while the job runs.
+	Lost() <-chan LockLoss
+	// Check reports a loss when the lease has already run out at this instant; Supervise
+	// asks when it sees the main child's end, which counts as the job's own end only if
+	// the lease still held then.
+	Check() (LockLoss, bool)
 }
 
 // Reason says which event decided the outcome of a run: the first of them wins.
@@ -180,14 +194,14 @@ const pollInterval = 20 * time.Millisecond
 //
 // sig (from NotifySignals; nil = no forwarding) is read for the run: stop signals are
 // forwarded to the job's process group and start the grace period; SIGUSR1 and SIGUSR2 are
-// just forwarded. loss delivers at most one LockLoss; with onLossContinue the job is let
-// run (Reason is ReasonLockLost still). started, when not nil, is called with the child's
-// pid once it runs.
+// just forwarded. lease (nil = no lock to watch) reports a lost lock: the job is stopped,
+// or with Job.ContinueOnLoss let run, and Reason is ReasonLockLost. started, when not nil,
+// is called with the child's pid once it runs.
 //
 // While Supervise runs it owns all reaping of cronlock's children (wait4(-1)): nothing else
 // in the process may start and wait for children meanwhile. It never panics; a child that
 // could not be started gives Started=false and a *StartError.
-func Supervise(ctx context.Context, job Job, sig *Signals, loss <-chan LockLoss, onLossContinue bool, started func(pid int)) (res Result) {
+func Supervise(ctx context.Context, job Job, sig *Signals, lease LeaseWatch, started func(pid int)) (res Result) {
 	res.ExitCode = -1
 	if len(job.Argv) == 0 || job.Argv[0] == "" {
 		res.StartErr = &StartError{Kind: NotFound, Name: "", Err: errors.New("empty command")}
@@ -199,7 +213,7 @@ func Supervise(ctx context.Context, job Job, sig *Signals, loss <-chan LockLoss,
 		defer signal.Stop(sig.chld)
 		setSubreaper()
 	}
-	s := &supervisor{job: job, sig: sig, loss: loss, onLossContinue: onLossContinue}
+	s := &supervisor{job: job, sig: sig, lease: lease}
 	defer func() {
 		// A bug must not leave the job running or crash cronlock mid-run.
 		if p := recover(); p != nil {
@@ -212,10 +226,9 @@ func Supervise(ctx context.Context, job Job, sig *Signals, loss <-chan LockLoss,
 }
 
 type supervisor struct {
-	job            Job
-	sig            *Signals
-	loss           <-chan LockLoss
-	onLossContinue bool
+	job   Job
+	sig   *Signals
+	lease LeaseWatch // nil: no lock to watch
 
 	res      Result
 	pgid     int
@@ -257,11 +270,17 @@ func (s *supervisor) run(ctx context.Context, started func(pid int)) {
 	killT.Stop()
 	defer killT.Stop()
 	var pollC <-chan time.Time // ticks only once the main child is gone
-	loss := s.loss
+	var loss <-chan LockLoss
+	if s.lease != nil {
+		loss = s.lease.Lost()
+	}
 	sigC := s.sig.C
 	done := ctx.Done()
 
 	armKill := func() {
+		if s.killAt.IsZero() {
+			return // no stop under way (a loss the job may continue through)
+		}
 		if d := time.Until(s.killAt); d > 0 {
 			killT.Reset(d)
 		} else {
@@ -302,15 +321,8 @@ func (s *supervisor) run(ctx context.Context, started func(pid int)) {
 			if !ok {
 				continue // the keeper ended without a loss
 			}
-			s.res.LossErr = l.Err
-			if !s.decided && !s.mainDone {
-				s.decide(ReasonLockLost)
-			}
-			if !s.onLossContinue {
-				// Even while only leftovers remain, they must be dead before the lease ends.
-				s.stop(l.Grace, false)
-				armKill()
-			}
+			s.lockLost(l)
+			armKill()
 		case <-timeoutC:
 			if !s.mainDone {
 				if !s.decided {
@@ -506,13 +518,40 @@ func (s *supervisor) reap() {
 				s.res.ExitCode = ws.ExitStatus()
 			}
 			if !s.decided {
-				s.decide(ReasonExited)
+				if l, lost := s.leaseCheck(); lost {
+					// The lease ran out before this end was seen (cronlock was frozen):
+					// the job may have run beside another holder.
+					s.lockLost(l)
+				} else {
+					s.decide(ReasonExited)
+				}
 			}
 		case s.job.Guard.PID():
 			s.job.Guard.markReaped()
 		default:
 			delete(s.others, pid)
 		}
+	}
+}
+
+// leaseCheck asks the keeper whether the lease has run out by now.
+func (s *supervisor) leaseCheck() (LockLoss, bool) {
+	if s.lease == nil {
+		return LockLoss{}, false
+	}
+	return s.lease.Check()
+}
+
+// lockLost takes in a loss the keeper reported: it decides the run unless an earlier
+// event did, and stops the job (unless it may continue) so that even leftovers are dead
+// before the lease ends. The caller arms the SIGKILL deadline.
+func (s *supervisor) lockLost(l LockLoss) {
+	s.res.LossErr = l.Err
+	if !s.decided {
+		s.decide(ReasonLockLost)
+	}
+	if !s.job.ContinueOnLoss {
+		s.stop(l.Grace, false)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func helperGuarded() int {
 		Argv:  []string{"sh", "-c", "sleep 1000 | sleep 1000"},
 		Grace: time.Second,
 		Guard: g,
-	}, sig, nil, false, func(pid int) { fmt.Printf("%d\n", pid) })
+	}, sig, nil, func(pid int) { fmt.Printf("%d\n", pid) })
 	fmt.Fprintln(os.Stderr, "supervise returned", res.Reason)
 	return 3
 }
@@ -78,7 +79,7 @@ func helperEPIPE() int {
 		Stderr:  os.Stderr,
 		Capture: 64,
 		Grace:   time.Second,
-	}, nil, nil, false, nil)
+	}, nil, nil, nil)
 	fmt.Fprintf(os.Stderr, "exit=%d reason=%v outerr=%v tail=%q\n", res.ExitCode, res.Reason, res.OutputErr, res.Output)
 	return 0
 }
@@ -91,7 +92,7 @@ func helperSigIgn() int {
 		Argv:    []string{"grep", "^SigIgn:", "/proc/self/status"},
 		Capture: 4096,
 		Grace:   time.Second,
-	}, sig, nil, false, nil)
+	}, sig, nil, nil)
 	os.Stdout.Write(res.Output)
 	return 0
 }
@@ -104,7 +105,7 @@ func helperForeground() int {
 		Argv:  []string{"sh", "-c", `read x; echo "got $x"`},
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Grace: time.Second, Foreground: true,
-	}, sig, nil, false, nil)
+	}, sig, nil, nil)
 	pg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
 	fmt.Printf("exit=%d restored=%v err=%v\n", res.ExitCode, pg == unix.Getpgrp(), err)
 	return 0
@@ -122,7 +123,7 @@ func testSignals(t *testing.T) (*Signals, chan os.Signal) {
 
 // supervise runs Supervise with a watchdog, so that a hang fails the test instead of
 // stalling the suite.
-func supervise(t *testing.T, job Job, sig *Signals, loss <-chan LockLoss, cont bool, started func(int)) (Result, time.Duration) {
+func supervise(t *testing.T, job Job, sig *Signals, lease LeaseWatch, started func(int)) (Result, time.Duration) {
 	t.Helper()
 	if sig == nil {
 		sig, _ = testSignals(t)
@@ -134,7 +135,7 @@ func supervise(t *testing.T, job Job, sig *Signals, loss <-chan LockLoss, cont b
 	ch := make(chan out, 1)
 	go func() {
 		t0 := time.Now()
-		r := Supervise(context.Background(), job, sig, loss, cont, started)
+		r := Supervise(context.Background(), job, sig, lease, started)
 		ch <- out{r, time.Since(t0)}
 	}()
 	select {
@@ -167,7 +168,7 @@ func procGone(pid int) bool {
 
 func TestSuperviseExitCode(t *testing.T) {
 	for _, code := range []int{0, 1, 7, 255} {
-		res, _ := supervise(t, Job{Argv: sh("exit " + strconv.Itoa(code)), Grace: time.Second}, nil, nil, false, nil)
+		res, _ := supervise(t, Job{Argv: sh("exit " + strconv.Itoa(code)), Grace: time.Second}, nil, nil, nil)
 		if !res.Started || res.Reason != ReasonExited || res.ExitCode != code || res.Signal != 0 {
 			t.Errorf("exit %d: got %+v", code, res)
 		}
@@ -179,14 +180,14 @@ func TestSuperviseExitCode(t *testing.T) {
 
 func TestSuperviseNotFound(t *testing.T) {
 	for _, argv0 := range []string{"cronlock-no-such-command", "/nonexistent/dir/cmd"} {
-		res, _ := supervise(t, Job{Argv: []string{argv0}}, nil, nil, false, nil)
+		res, _ := supervise(t, Job{Argv: []string{argv0}}, nil, nil, nil)
 		var se *StartError
 		if res.Started || !errors.As(res.StartErr, &se) || se.ExitCode() != 127 {
 			t.Fatalf("%s: got %+v", argv0, res)
 		}
 		t.Logf("%s: %v", argv0, se)
 	}
-	res, _ := supervise(t, Job{Argv: []string{"cronlock-no-such-command"}}, nil, nil, false, nil)
+	res, _ := supervise(t, Job{Argv: []string{"cronlock-no-such-command"}}, nil, nil, nil)
 	if got, want := res.StartErr.Error(), "cronlock-no-such-command: command not found"; got != want {
 		t.Errorf("message %q, want %q", got, want)
 	}
@@ -195,7 +196,7 @@ func TestSuperviseNotFound(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "myjob"), []byte("#!/bin/sh\nexit 4\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	res, _ = supervise(t, Job{Argv: []string{"myjob"}, Env: []string{"PATH=" + dir}}, nil, nil, false, nil)
+	res, _ = supervise(t, Job{Argv: []string{"myjob"}, Env: []string{"PATH=" + dir}}, nil, nil, nil)
 	if !res.Started || res.ExitCode != 4 {
 		t.Errorf("command from the job's PATH: got %+v", res)
 	}
@@ -221,7 +222,7 @@ func TestSuperviseNotExecutable(t *testing.T) {
 		{"missing interpreter", Job{Argv: []string{badInterp}}},
 	}
 	for _, c := range cases {
-		res, _ := supervise(t, c.job, nil, nil, false, nil)
+		res, _ := supervise(t, c.job, nil, nil, nil)
 		var se *StartError
 		if res.Started || !errors.As(res.StartErr, &se) || se.ExitCode() != 126 {
 			t.Errorf("%s: got %+v", c.name, res)
@@ -232,7 +233,7 @@ func TestSuperviseNotExecutable(t *testing.T) {
 }
 
 func TestSuperviseSignalDeath(t *testing.T) {
-	res, _ := supervise(t, Job{Argv: sh("kill -KILL $$"), Grace: time.Second}, nil, nil, false, nil)
+	res, _ := supervise(t, Job{Argv: sh("kill -KILL $$"), Grace: time.Second}, nil, nil, nil)
 	if res.Reason != ReasonExited || res.Signal != syscall.SIGKILL || res.ExitCode != -1 {
 		t.Fatalf("got %+v", res)
 	}
@@ -262,7 +263,7 @@ wait
 		proctest.WaitFile(t, ready)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
 	}()
-	res, d := supervise(t, Job{Argv: []string{outer}, Env: env, Grace: 5 * time.Second}, realSignals, nil, false, nil)
+	res, d := supervise(t, Job{Argv: []string{outer}, Env: env, Grace: 5 * time.Second}, realSignals, nil, nil)
 	if res.Reason != ReasonSignal || res.StopSignal != syscall.SIGTERM {
 		t.Fatalf("got %+v", res)
 	}
@@ -284,7 +285,7 @@ func TestSuperviseIgnoredTermGetsKilled(t *testing.T) {
 		c <- syscall.SIGTERM
 	}()
 	const grace = 300 * time.Millisecond
-	res, d := supervise(t, Job{Argv: sh(`trap "" TERM; touch "$1"; sleep 1000`, ready), Grace: grace}, sig, nil, false, nil)
+	res, d := supervise(t, Job{Argv: sh(`trap "" TERM; touch "$1"; sleep 1000`, ready), Grace: grace}, sig, nil, nil)
 	if res.Reason != ReasonSignal || res.Signal != syscall.SIGKILL || res.StopSignal != syscall.SIGTERM {
 		t.Fatalf("got %+v", res)
 	}
@@ -294,7 +295,7 @@ func TestSuperviseIgnoredTermGetsKilled(t *testing.T) {
 }
 
 func TestSuperviseTimeout(t *testing.T) {
-	res, d := supervise(t, Job{Argv: sh("sleep 1000"), Timeout: 200 * time.Millisecond, Grace: time.Second}, nil, nil, false, nil)
+	res, d := supervise(t, Job{Argv: sh("sleep 1000"), Timeout: 200 * time.Millisecond, Grace: time.Second}, nil, nil, nil)
 	if res.Reason != ReasonTimeout || res.Signal != syscall.SIGTERM {
 		t.Fatalf("got %+v", res)
 	}
@@ -303,16 +304,30 @@ func TestSuperviseTimeout(t *testing.T) {
 	}
 
 	// A child that exits 0 on SIGTERM is still a timeout.
-	res, _ = supervise(t, Job{Argv: sh(`trap 'exit 0' TERM; sleep 1000 & wait`), Timeout: 200 * time.Millisecond, Grace: time.Second}, nil, nil, false, nil)
+	res, _ = supervise(t, Job{Argv: sh(`trap 'exit 0' TERM; sleep 1000 & wait`), Timeout: 200 * time.Millisecond, Grace: time.Second}, nil, nil, nil)
 	if res.Reason != ReasonTimeout || res.ExitCode != 0 || res.Signal != 0 {
 		t.Fatalf("exit 0 during grace: got %+v", res)
 	}
 
 	// A child that ignores SIGTERM gets SIGKILL after the grace.
-	res, d = supervise(t, Job{Argv: sh(`trap "" TERM; sleep 1000`), Timeout: 100 * time.Millisecond, Grace: 200 * time.Millisecond}, nil, nil, false, nil)
+	res, d = supervise(t, Job{Argv: sh(`trap "" TERM; sleep 1000`), Timeout: 100 * time.Millisecond, Grace: 200 * time.Millisecond}, nil, nil, nil)
 	if res.Reason != ReasonTimeout || res.Signal != syscall.SIGKILL || d < 300*time.Millisecond {
 		t.Fatalf("TERM ignored: got %+v after %v", res, d)
 	}
+}
+
+// chanWatch is a LeaseWatch fed by a test: a loss on its channel, and what Check says.
+type chanWatch struct {
+	c       chan LockLoss
+	expired func() bool // nil: the lease never runs out by itself
+}
+
+func (w chanWatch) Lost() <-chan LockLoss { return w.c }
+func (w chanWatch) Check() (LockLoss, bool) {
+	if w.expired != nil && w.expired() {
+		return LockLoss{Err: errors.New("ran out")}, true
+	}
+	return LockLoss{}, false
 }
 
 func TestSuperviseLockLoss(t *testing.T) {
@@ -321,7 +336,7 @@ func TestSuperviseLockLoss(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		loss <- LockLoss{Grace: 200 * time.Millisecond, Err: ErrLockLost}
 	}()
-	res, d := supervise(t, Job{Argv: sh(`trap "" TERM; sleep 1000`), Grace: time.Hour}, nil, loss, false, nil)
+	res, d := supervise(t, Job{Argv: sh(`trap "" TERM; sleep 1000`), Grace: time.Hour}, nil, chanWatch{c: loss}, nil)
 	if res.Reason != ReasonLockLost || res.Signal != syscall.SIGKILL || !errors.Is(res.LossErr, ErrLockLost) {
 		t.Fatalf("got %+v", res)
 	}
@@ -332,7 +347,7 @@ func TestSuperviseLockLoss(t *testing.T) {
 	// --on-lock-lost continue: the child finishes with its own code.
 	loss = make(chan LockLoss, 1)
 	loss <- LockLoss{Grace: 10 * time.Millisecond, Err: ErrLockLost}
-	res, d = supervise(t, Job{Argv: sh("sleep 0.4; exit 3"), Grace: 10 * time.Millisecond}, nil, loss, true, nil)
+	res, d = supervise(t, Job{Argv: sh("sleep 0.4; exit 3"), Grace: 10 * time.Millisecond, ContinueOnLoss: true}, nil, chanWatch{c: loss}, nil)
 	if res.Reason != ReasonLockLost || res.ExitCode != 3 || res.Signal != 0 || d < 400*time.Millisecond {
 		t.Fatalf("continue: got %+v after %v", res, d)
 	}
@@ -341,9 +356,31 @@ func TestSuperviseLockLoss(t *testing.T) {
 func TestSuperviseLossChannelClosed(t *testing.T) {
 	loss := make(chan LockLoss)
 	close(loss)
-	res, _ := supervise(t, Job{Argv: sh("sleep 0.1; exit 2"), Grace: time.Second}, nil, loss, false, nil)
+	res, _ := supervise(t, Job{Argv: sh("sleep 0.1; exit 2"), Grace: time.Second}, nil, chanWatch{c: loss}, nil)
 	if res.Reason != ReasonExited || res.ExitCode != 2 {
 		t.Fatalf("a closed loss channel is not a loss: got %+v", res)
+	}
+}
+
+// TestSuperviseEndSeenAfterLeaseRanOut: a job whose end is seen only once the lease has
+// run out (cronlock was frozen, the keeper not yet awake) did not provably end inside its
+// lease, so the run is a lost lock; while the lease holds, the same end is the job's own.
+func TestSuperviseEndSeenAfterLeaseRanOut(t *testing.T) {
+	var ranOut atomic.Bool
+	w := chanWatch{c: make(chan LockLoss), expired: ranOut.Load}
+	res, _ := supervise(t, Job{Argv: sh("exit 0"), Grace: time.Second}, nil, w, nil)
+	if res.Reason != ReasonExited || res.ExitCode != 0 || res.LossErr != nil {
+		t.Fatalf("the lease held: got %+v", res)
+	}
+	ranOut.Store(true)
+	res, _ = supervise(t, Job{Argv: sh("exit 0"), Grace: time.Second}, nil, w, nil)
+	if res.Reason != ReasonLockLost || res.ExitCode != 0 || res.LossErr == nil {
+		t.Fatalf("the lease ran out before the end was seen: got %+v, want ReasonLockLost with the child's exit 0", res)
+	}
+	// With --on-lock-lost continue the verdict is the same: the exit code is the job's.
+	res, _ = supervise(t, Job{Argv: sh("exit 4"), Grace: time.Second, ContinueOnLoss: true}, nil, w, nil)
+	if res.Reason != ReasonLockLost || res.ExitCode != 4 {
+		t.Fatalf("continue: got %+v", res)
 	}
 }
 
@@ -354,7 +391,7 @@ func TestSuperviseFirstEventDecides(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 		c <- syscall.SIGINT
 	}()
-	res, _ := supervise(t, Job{Argv: sh(`trap "" TERM INT; sleep 1000`), Timeout: 100 * time.Millisecond, Grace: 500 * time.Millisecond}, sig, nil, false, nil)
+	res, _ := supervise(t, Job{Argv: sh(`trap "" TERM INT; sleep 1000`), Timeout: 100 * time.Millisecond, Grace: 500 * time.Millisecond}, sig, nil, nil)
 	if res.Reason != ReasonTimeout {
 		t.Fatalf("got %+v", res)
 	}
@@ -367,7 +404,7 @@ func TestSuperviseUSR1Forwarded(t *testing.T) {
 		proctest.WaitFile(t, ready)
 		c <- syscall.SIGUSR1
 	}()
-	res, _ := supervise(t, Job{Argv: sh(`trap 'exit 5' USR1; touch "$1"; sleep 1000 & wait`, ready), Grace: time.Second}, sig, nil, false, nil)
+	res, _ := supervise(t, Job{Argv: sh(`trap 'exit 5' USR1; touch "$1"; sleep 1000 & wait`, ready), Grace: time.Second}, sig, nil, nil)
 	if res.Reason != ReasonExited || res.ExitCode != 5 {
 		t.Fatalf("got %+v", res)
 	}
@@ -381,7 +418,7 @@ func TestSuperviseSetsidLeftover(t *testing.T) {
 # wait until it really is in its own session, so the group kill cannot reach it
 until [ "$(cut -d' ' -f6 /proc/$p/stat)" = "$p" ]; do sleep 0.01; done
 echo $p > "$1"`
-	res, d := supervise(t, Job{Argv: sh(script, pidFile), Grace: 300 * time.Millisecond}, nil, nil, false, nil)
+	res, d := supervise(t, Job{Argv: sh(script, pidFile), Grace: 300 * time.Millisecond}, nil, nil, nil)
 	if res.Reason != ReasonExited || res.ExitCode != 0 {
 		t.Fatalf("got %+v", res)
 	}
@@ -411,7 +448,7 @@ func TestSuperviseLeftoverInGroup(t *testing.T) {
 		Argv: sh(`(trap "" TERM; touch "$2"; exec sleep 1000) & echo $! > "$1"
 while [ ! -e "$2" ]; do sleep 0.01; done; echo hi`, pidFile, ready),
 		Capture: 100, Grace: 200 * time.Millisecond,
-	}, nil, nil, false, nil)
+	}, nil, nil, nil)
 	if res.ExitCode != 0 || string(res.Output) != "hi\n" {
 		t.Fatalf("got %+v", res)
 	}
@@ -447,7 +484,7 @@ func TestOutputForeignHolderDoesNotHang(t *testing.T) {
 			holderErr <- err
 		}()
 	}
-	res, d := supervise(t, Job{Argv: sh(`echo hi; touch "$1"; sleep 0.3`, ready), Capture: 100, Grace: time.Second}, nil, nil, false, started)
+	res, d := supervise(t, Job{Argv: sh(`echo hi; touch "$1"; sleep 0.3`, ready), Capture: 100, Grace: time.Second}, nil, nil, started)
 	if err := <-holderErr; err != nil {
 		t.Fatalf("open the child's stdout: %v", err)
 	}
@@ -475,7 +512,7 @@ func TestOutputTailBounded(t *testing.T) {
 		Argv:   sh(`yes 0123456789 | head -c ` + strconv.Itoa(total)),
 		Stdout: out, Stderr: os.Stderr,
 		Capture: capture, Grace: time.Second,
-	}, nil, nil, false, nil)
+	}, nil, nil, nil)
 	after.read()
 	if res.ExitCode != 0 {
 		t.Fatalf("got %+v", res)
@@ -515,7 +552,7 @@ func TestOutputCombinedOrder(t *testing.T) {
 	defer f.Close()
 	script := `readlink /proc/$$/fd/1 /proc/$$/fd/2
 i=0; while [ $i -lt 300 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done`
-	res, _ := supervise(t, Job{Argv: sh(script), Stdout: f, Stderr: f, Capture: 1 << 20, Grace: time.Second}, nil, nil, false, nil)
+	res, _ := supervise(t, Job{Argv: sh(script), Stdout: f, Stderr: f, Capture: 1 << 20, Grace: time.Second}, nil, nil, nil)
 	var want strings.Builder
 	for i := 0; i < 300; i++ {
 		fmt.Fprintf(&want, "out%d\nerr%d\n", i, i)
@@ -540,7 +577,7 @@ i=0; while [ $i -lt 300 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done`
 	defer g.Close()
 	f2, _ := os.Create(filepath.Join(t.TempDir(), "out"))
 	defer f2.Close()
-	res, _ = supervise(t, Job{Argv: sh(`echo o; echo e >&2`), Stdout: f2, Stderr: g, Capture: 100, Grace: time.Second}, nil, nil, false, nil)
+	res, _ = supervise(t, Job{Argv: sh(`echo o; echo e >&2`), Stdout: f2, Stderr: g, Capture: 100, Grace: time.Second}, nil, nil, nil)
 	o, _ := os.ReadFile(f2.Name())
 	e, _ := os.ReadFile(g.Name())
 	if string(o) != "o\n" || string(e) != "e\n" || len(res.Output) != 4 {
@@ -567,7 +604,7 @@ func TestOutputStreams(t *testing.T) {
 	script := `printf a; while [ ! -s "$1" ]; do sleep 0.01; done
 printf b >&2; while [ ! -s "$2" ]; do sleep 0.01; done
 printf 'c\n'`
-	res, _ := supervise(t, Job{Argv: sh(script, out.Name(), errf.Name()), Stdout: out, Stderr: errf, Capture: 100, Grace: time.Second}, nil, nil, false, nil)
+	res, _ := supervise(t, Job{Argv: sh(script, out.Name(), errf.Name()), Stdout: out, Stderr: errf, Capture: 100, Grace: time.Second}, nil, nil, nil)
 	if res.ExitCode != 0 || string(res.Output[:2]) != "ab" || len(res.Output) != 4 {
 		t.Fatalf("exit %d, output %q", res.ExitCode, res.Output)
 	}
@@ -577,12 +614,12 @@ printf 'c\n'`
 	}
 
 	// One file for both: one pipe, order kept, no marks.
-	res, _ = supervise(t, Job{Argv: sh(`printf a; printf b >&2`), Stdout: out, Stderr: out, Capture: 100, Grace: time.Second}, nil, nil, false, nil)
+	res, _ = supervise(t, Job{Argv: sh(`printf a; printf b >&2`), Stdout: out, Stderr: out, Capture: 100, Grace: time.Second}, nil, nil, nil)
 	if string(res.Output) != "ab" || res.Streams != nil {
 		t.Fatalf("shared file: output %q, streams %v", res.Output, res.Streams)
 	}
 	// No capture: nothing kept, nothing marked.
-	res, _ = supervise(t, Job{Argv: sh(`printf a; printf b >&2`), Stdout: out, Stderr: errf, Grace: time.Second}, nil, nil, false, nil)
+	res, _ = supervise(t, Job{Argv: sh(`printf a; printf b >&2`), Stdout: out, Stderr: errf, Grace: time.Second}, nil, nil, nil)
 	if res.Output != nil || res.Streams != nil {
 		t.Fatalf("no capture: output %q, streams %v", res.Output, res.Streams)
 	}

@@ -40,10 +40,9 @@ var retainLimit = 20000
 // (Unix nanoseconds).
 const metaRetentionLast = "retention_last_run"
 
-// failedStatusList is the SQL list of the statuses that count as a failure (SPEC §6):
-// the newest such run of a key is never pruned.
-var failedStatusList = "'" + strings.Join([]string{StatusFailed, StatusTimeout,
-	StatusLockLost, StatusError, StatusAbandoned}, "', '") + "'"
+// failedStatusList is FailureStatuses as an SQL list: the newest such run of a key is
+// never pruned.
+var failedStatusList = "'" + strings.Join(FailureStatuses, "', '") + "'"
 
 // PruneOptions says which runs Prune deletes: a run goes when either limit says so.
 // Running rows, and the last success and the last failure of each key, always stay.

@@ -85,14 +85,6 @@ func (k *KeyStats) SuccessRate() (rate float64, ok bool) {
 	return float64(k.Succeeded) / float64(n), true
 }
 
-// CountsAsFailure reports whether status counts as a failure in the success rate and the
-// failure streak: failed, timeout, lock_lost, error and abandoned (SPEC §6).
-func CountsAsFailure(status string) bool {
-	return slices.Contains(statsFailures, status)
-}
-
-var statsFailures = []string{StatusFailed, StatusTimeout, StatusLockLost, StatusError, StatusAbandoned}
-
 // Stats summarises the runs that f selects, one KeyStats per key that has at least one
 // matching run, in key order. Every query walks an index: the keys by a skip-scan (one
 // index step per key, not a scan of every row), the window of a key as a merge of its
@@ -231,7 +223,7 @@ func (s *Store) keyStats(key string, f StatsFilter) (KeyStats, error) {
 	if len(ok) > 0 {
 		ks.LastSuccess = time.Unix(0, ok[0].started)
 	}
-	bad, err := s.newest(statsFailures, f, key, 1)
+	bad, err := s.newest(FailureStatuses, f, key, 1)
 	if err != nil {
 		return ks, err
 	}

@@ -1,5 +1,7 @@
 package history
 
+import "slices"
+
 // Statuses of a run (SPEC §3, §6).
 const (
 	StatusRunning     = "running"
@@ -25,4 +27,16 @@ func ValidStatus(s string) bool {
 		}
 	}
 	return false
+}
+
+// FailureStatuses are the statuses that count as a failure: in KeyStats (Failed, the
+// failure streak, LastFailure), and for the last failure of a key, which Prune and Retain
+// always keep. The others are not failures: succeeded is a success, skipped and running
+// say nothing about the job (yet), and interrupted (stopped by a signal someone sent
+// cronlock) is neither a success nor a failure. Callers must not modify it.
+var FailureStatuses = []string{StatusFailed, StatusTimeout, StatusLockLost, StatusError, StatusAbandoned}
+
+// CountsAsFailure reports whether status is one of FailureStatuses.
+func CountsAsFailure(status string) bool {
+	return slices.Contains(FailureStatuses, status)
 }

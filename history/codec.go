@@ -6,9 +6,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
+
+	"cronlock/procfs"
 )
 
 const runColumns = `id, key, node, pid, command, status, exit_code, signal, started_at,
@@ -16,6 +19,13 @@ const runColumns = `id, key, node, pid, command, status, exit_code, signal, star
 
 // runValues is the placeholder list for runColumns.
 const runValues = `(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+
+// selfStart is when this process started (procfs.Stat.StartTime), read once; 0 when
+// /proc cannot tell.
+var selfStart = sync.OnceValue(func() uint64 {
+	st, _ := procfs.ReadStat(os.Getpid())
+	return st.StartTime
+})
 
 // prepare fills in defaults and checks what would otherwise corrupt a row or a path.
 func prepare(r *Run) error {
@@ -42,7 +52,7 @@ func prepare(r *Run) error {
 	// never mistakes a later process with the same pid for it.
 	if r.PID == os.Getpid() {
 		if r.BootID == nil {
-			r.BootID = BootID()
+			r.BootID = procfs.BootID()
 		}
 		if r.PIDStart == 0 {
 			r.PIDStart = selfStart()

@@ -14,6 +14,7 @@ import (
 	"cronlock/procfs"
 )
 
+// runColumns are the columns of runs, in the order of rowArgs and scanRun.
 const runColumns = `id, key, node, pid, command, status, exit_code, signal, started_at,
 	finished_at, error, holder, fencing_token, backend, attempt, boot_id, pid_start`
 
@@ -141,8 +142,7 @@ func decodeArgv(b []byte) []string {
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, 0)
 		if i < 0 {
-			i = len(b) // a row written by hand without the final NUL
-			argv = append(argv, string(b))
+			argv = append(argv, string(b)) // a row written by hand without the final NUL
 			break
 		}
 		argv = append(argv, string(b[:i]))

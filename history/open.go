@@ -28,8 +28,7 @@ const busyTimeoutMS = 10000
 // write of the same connection; a process that writes once (a short run) never gets
 // there, and the WAL would grow without end. So Open checks the WAL's size and, past
 // this many pages, checkpoints and truncates it (walCheckpoint). 200 pages (800 KiB)
-// keeps the recovery short; it measured faster per run than SQLite's default 1000.
-// A variable for tests.
+// keeps the recovery at each open short (BENCHMARKS.md). A variable for tests.
 var walCheckpointAt = 200
 
 // Open opens the history file at path, creating it (0600) and its folder (0700) when

@@ -26,8 +26,8 @@ const DefaultRetention = 90 * 24 * time.Hour
 const RetentionInterval = 24 * time.Hour
 
 // pruneBatch is how many runs one transaction deletes: other runs wait for the write
-// lock while a transaction is open, so a large prune is cut into short ones (about
-// 35 ms each for 1000 runs on the development machine). A variable for tests.
+// lock while a transaction is open, so a large prune is cut into short ones. A variable
+// for tests.
 var pruneBatch = 1000
 
 // retainLimit is how many runs one automatic pass deletes at most. A pass runs in a

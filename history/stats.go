@@ -37,18 +37,17 @@ type Outcome struct {
 
 // KeyStats summarises the window of one key: its newest matching runs (StatsFilter.Last).
 //
-// Statuses count as SPEC §6 says: succeeded is a success; failed, timeout, lock_lost,
-// error and abandoned are failures (CountsAsFailure); skipped runs are left out of the
-// success rate. A running run has no outcome yet and is left out too. An interrupted run
-// (stopped by a signal someone sent cronlock) is neither: it stays in the rate's
-// denominator, as the SPEC's "all runs − skipped" says, but is not counted in Failed and
-// neither ends nor extends a failure streak.
+// Statuses count as the README says ("How statuses count"): succeeded is a success;
+// FailureStatuses are failures; skipped runs are left out of the success rate. A running
+// run has no outcome yet and is left out too. An interrupted run (stopped by a signal
+// someone sent cronlock) is neither: it stays in the rate's denominator (SuccessRate),
+// but is not counted in Failed and neither ends nor extends a failure streak.
 type KeyStats struct {
 	Key string
 
 	Runs        int // every run in the window, whatever its status
 	Succeeded   int
-	Failed      int // failed, timeout, lock_lost, error, abandoned
+	Failed      int // runs with one of FailureStatuses
 	Skipped     int
 	Interrupted int
 	Running     int

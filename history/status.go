@@ -2,7 +2,8 @@ package history
 
 import "slices"
 
-// Statuses of a run (SPEC §3, §6).
+// Statuses of a run. The README's table of exit codes and statuses says when a run ends
+// with which; abandoned is a run whose cronlock died before it recorded the end (Reap).
 const (
 	StatusRunning     = "running"
 	StatusSucceeded   = "succeeded"
@@ -15,7 +16,7 @@ const (
 	StatusAbandoned   = "abandoned"
 )
 
-// Statuses lists every status a row can have, in the order the SPEC gives them.
+// Statuses lists every status a row can have.
 var Statuses = []string{StatusRunning, StatusSucceeded, StatusFailed, StatusTimeout,
 	StatusLockLost, StatusInterrupted, StatusSkipped, StatusError, StatusAbandoned}
 

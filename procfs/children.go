@@ -15,10 +15,10 @@ import (
 // forked hang under that thread and are not listed; cronlock knows the ones it forked
 // itself (the job, the guard) by pid and needs no listing for them. Reading only that
 // one file matters: listing /proc/<pid>/task fills the dentry cache with an entry per
-// thread, which the kernel walks when cronlock's parent reaps it, a cost that cron (and
-// every benchmark) pays on every short run. Without the file (a kernel built without
-// CONFIG_PROC_CHILDREN) it reads the stat of every process and lists those whose parent
-// is pid. It returns nil when there are none.
+// thread, which the kernel walks when cronlock's parent reaps it, at the expense of
+// every short run. Without the file (a kernel built without CONFIG_PROC_CHILDREN) it
+// reads the stat of every process and lists those whose parent is pid. It returns nil
+// when there are none.
 func Children(pid int) []int {
 	var pids []int
 	me := strconv.Itoa(pid)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"cronlock/procfs"
 )
 
 // claims are the per-run files Claim made in this process, waiting for Store.Start to
@@ -80,7 +82,7 @@ func Claim(path string, r Run) error {
 // calls it on a goroutine of its own while it takes its lock, so that Claim, on the
 // critical path just before the job starts, costs only the file.
 func Warm() {
-	BootID()
+	procfs.BootID()
 	selfStart()
 	_, _ = json.Marshal(claimRecord{})
 }

@@ -1,13 +1,17 @@
 // Package history records every cronlock run in a local SQLite file and reads it back.
 //
-// One row is written when a run starts (status "running") and completed when it ends, so
-// a run whose cronlock died is still visible; Reap later marks such rows "abandoned",
-// reliably even when the pid has been reused, because every live run holds a kernel flock
-// on a per-run file that the kernel frees when the process dies.
+// A run's start facts go first into a small per-run file that the run keeps flocked while
+// it lives (Claim). Its row is written as running (Start) and completed when it ends
+// (Finish), or written once at the end (Insert, or Finish alone), and readers add the rows
+// of live runs from their files (AddLive). The kernel frees the flock when the process
+// dies, so Reap marks a dead run abandoned even when its pid has been reused. List, Get
+// and Stats read runs back. Prune deletes old runs on request and Retain at most once a
+// day, both keeping running rows and each key's last success and last failure; each key
+// keeps only its newest TailsPerKey output tails. The file is SQLite in WAL mode with
+// synchronous=NORMAL: many cronlock processes write to it at once, a crash never
+// corrupts it, and a power cut may lose only the newest rows.
 //
-// The file is SQLite in WAL mode with synchronous=NORMAL: many cronlock processes write to
-// it at once, a crash never corrupts it, and a power cut may lose only the newest rows.
 // The package deliberately knows nothing of locks, children, flags or configuration files,
-// and it does not render tables: the cmd package decides where the file is (see DefaultPath)
-// and how runs are shown. Retention (pruning old rows and output tails) is not done here yet.
+// and it renders no tables: the cmd package decides which file to use (DefaultPath is the
+// default), when runs are recorded and pruned, and how they are shown.
 package history

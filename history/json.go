@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// jsonRun is the shape of one line of `cronlock history --json` (SPEC §6). Pointers are
-// null when there is no value: exit_code without an exit, signal without a signal,
-// finished_at and duration_ms while the end is unknown.
+// jsonRun is the shape of one line of `cronlock history --json`, whose fields the README
+// lists. Pointers are null when there is no value: exit_code without an exit, signal
+// without a signal, finished_at and duration_ms while the end is unknown.
 type jsonRun struct {
 	ID           string   `json:"id"`
 	Key          string   `json:"key"`

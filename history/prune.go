@@ -26,8 +26,8 @@ const DefaultRetention = 90 * 24 * time.Hour
 const RetentionInterval = 24 * time.Hour
 
 // pruneBatch is how many runs one transaction deletes: other runs wait for the write
-// lock while a transaction is open, so a large prune is cut into short ones (about
-// 35 ms each for 1000 runs on the development machine). A variable for tests.
+// lock while a transaction is open, so a large prune is cut into short ones. A variable
+// for tests.
 var pruneBatch = 1000
 
 // retainLimit is how many runs one automatic pass deletes at most. A pass runs in a
@@ -40,10 +40,9 @@ var retainLimit = 20000
 // (Unix nanoseconds).
 const metaRetentionLast = "retention_last_run"
 
-// failedStatusList is the SQL list of the statuses that count as a failure (SPEC §6):
-// the newest such run of a key is never pruned.
-var failedStatusList = "'" + strings.Join([]string{StatusFailed, StatusTimeout,
-	StatusLockLost, StatusError, StatusAbandoned}, "', '") + "'"
+// failedStatusList is FailureStatuses as an SQL list: the newest such run of a key is
+// never pruned.
+var failedStatusList = "'" + strings.Join(FailureStatuses, "', '") + "'"
 
 // PruneOptions says which runs Prune deletes: a run goes when either limit says so.
 // Running rows, and the last success and the last failure of each key, always stay.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"cronlock/procfs"
 )
 
 // abandonedError is the error text of a row Reap marks abandoned.
@@ -119,7 +121,7 @@ func (s *Store) Reap(node string) (int, error) {
 		ids = append(ids, id)
 		// A run of an earlier boot is dead even if its lock file cannot tell (a folder
 		// restored from a backup, say).
-		if this := BootID(); len(boot) == 16 && this != nil && !bytes.Equal(boot, this) {
+		if this := procfs.BootID(); len(boot) == 16 && this != nil && !bytes.Equal(boot, this) {
 			otherBoot[id] = true
 		}
 	}

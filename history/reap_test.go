@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"cronlock/procfs"
 )
 
 // startHolder starts a helper process that Starts a run in path and keeps it running.
@@ -228,13 +230,13 @@ func otherUserOpen(t *testing.T, path string) {
 // file is locked (a folder restored from a backup, a lock held by an unrelated process),
 // and a row of this boot with a held lock stays running.
 func TestReapOtherBoot(t *testing.T) {
-	if BootID() == nil {
+	if procfs.BootID() == nil {
 		t.Fatal("no /proc/sys/kernel/random/boot_id on this Linux")
 	}
 	s, path := openTemp(t)
 	liveID, _, _ := startHolder(t, path, "n1")
 	otherBoot, _, _ := startHolder(t, path, "n1")
-	foreign := append([]byte(nil), BootID()...)
+	foreign := append([]byte(nil), procfs.BootID()...)
 	foreign[0] ^= 0xff
 	if _, err := s.db.Exec(`UPDATE runs SET boot_id = ? WHERE id = ?`, foreign, otherBoot); err != nil {
 		t.Fatal(err)
@@ -249,7 +251,7 @@ func TestReapOtherBoot(t *testing.T) {
 	if got := status(t, s, otherBoot).Status; got != StatusAbandoned {
 		t.Errorf("run of another boot is %s, want abandoned", got)
 	}
-	if got := status(t, s, liveID); got.Status != StatusRunning || !bytes.Equal(got.BootID, BootID()) || got.PIDStart == 0 {
+	if got := status(t, s, liveID); got.Status != StatusRunning || !bytes.Equal(got.BootID, procfs.BootID()) || got.PIDStart == 0 {
 		t.Errorf("live run of this boot read back as %+v, want running with this boot id and a process start", got)
 	}
 }
@@ -291,7 +293,7 @@ func TestReapClaimedWithoutRow(t *testing.T) {
 		!reflect.DeepEqual(r.Command, want.Command) || r.Status != want.Status || r.Error != want.Error ||
 		!r.StartedAt.Equal(want.StartedAt) || !r.FinishedAt.IsZero() || r.Backend != want.Backend ||
 		r.FencingToken != want.FencingToken || r.Attempt != want.Attempt ||
-		!bytes.Equal(r.BootID, BootID()) || r.PIDStart == 0 {
+		!bytes.Equal(r.BootID, procfs.BootID()) || r.PIDStart == 0 {
 		t.Errorf("recorded as\n%+v\nwant\n%+v (with this boot and a process start)", r, want)
 	}
 	for _, f := range []string{filepath.Join(s.runsDir, id+".lock"), empty} {

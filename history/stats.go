@@ -37,18 +37,17 @@ type Outcome struct {
 
 // KeyStats summarises the window of one key: its newest matching runs (StatsFilter.Last).
 //
-// Statuses count as SPEC §6 says: succeeded is a success; failed, timeout, lock_lost,
-// error and abandoned are failures (CountsAsFailure); skipped runs are left out of the
-// success rate. A running run has no outcome yet and is left out too. An interrupted run
-// (stopped by a signal someone sent cronlock) is neither: it stays in the rate's
-// denominator, as the SPEC's "all runs − skipped" says, but is not counted in Failed and
-// neither ends nor extends a failure streak.
+// Statuses count as the README says ("How statuses count"): succeeded is a success;
+// FailureStatuses are failures; skipped runs are left out of the success rate. A running
+// run has no outcome yet and is left out too. An interrupted run (stopped by a signal
+// someone sent cronlock) is neither: it stays in the rate's denominator (SuccessRate),
+// but is not counted in Failed and neither ends nor extends a failure streak.
 type KeyStats struct {
 	Key string
 
 	Runs        int // every run in the window, whatever its status
 	Succeeded   int
-	Failed      int // failed, timeout, lock_lost, error, abandoned
+	Failed      int // runs with one of FailureStatuses
 	Skipped     int
 	Interrupted int
 	Running     int
@@ -84,14 +83,6 @@ func (k *KeyStats) SuccessRate() (rate float64, ok bool) {
 	}
 	return float64(k.Succeeded) / float64(n), true
 }
-
-// CountsAsFailure reports whether status counts as a failure in the success rate and the
-// failure streak: failed, timeout, lock_lost, error and abandoned (SPEC §6).
-func CountsAsFailure(status string) bool {
-	return slices.Contains(statsFailures, status)
-}
-
-var statsFailures = []string{StatusFailed, StatusTimeout, StatusLockLost, StatusError, StatusAbandoned}
 
 // Stats summarises the runs that f selects, one KeyStats per key that has at least one
 // matching run, in key order. Every query walks an index: the keys by a skip-scan (one
@@ -231,7 +222,7 @@ func (s *Store) keyStats(key string, f StatsFilter) (KeyStats, error) {
 	if len(ok) > 0 {
 		ks.LastSuccess = time.Unix(0, ok[0].started)
 	}
-	bad, err := s.newest(statsFailures, f, key, 1)
+	bad, err := s.newest(FailureStatuses, f, key, 1)
 	if err != nil {
 		return ks, err
 	}

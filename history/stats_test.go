@@ -265,7 +265,7 @@ func TestStatsQueryPlans(t *testing.T) {
 	}
 	qs := []query{{"keys", statsKeysQuery, nil}}
 	for _, f := range []StatsFilter{{}, {Node: "n2"}, {Since: at(1), Until: at(3)}} {
-		for _, sts := range [][]string{Statuses, {StatusSucceeded}, statsFailures} {
+		for _, sts := range [][]string{Statuses, {StatusSucceeded}, FailureStatuses} {
 			q, args := newestQuery(sts, f, "job", 10)
 			qs = append(qs, query{fmt.Sprintf("newest %v %+v", sts, f), q, args})
 		}

@@ -4,183 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"cronlock/procfs"
+	"cronlock/tty"
 )
-
-// Job is one command for Supervise to run.
-type Job struct {
-	// Argv is the command and its arguments, executed directly, never through a shell.
-	// Argv[0] without a slash is looked up in the PATH of Env (or cronlock's PATH when Env
-	// has none).
-	Argv []string
-	// Env is the child's environment; nil means cronlock's own.
-	Env []string
-	// Dir is the child's working directory; "" means cronlock's.
-	Dir string
-	// Stdin, Stdout and Stderr are cronlock's own files, handed to the child. A nil file
-	// means the null device.
-	Stdin, Stdout, Stderr *os.File
-	// Capture is how many bytes of the combined output tail to keep in Result.Output. With 0
-	// the child writes to Stdout and Stderr itself; otherwise cronlock relays its output
-	// through pipes.
-	Capture int
-	// Grace is the time between SIGTERM and SIGKILL whenever the job is stopped. 0 sends
-	// SIGKILL right after SIGTERM.
-	Grace time.Duration
-	// Timeout is the longest run time; 0 means none.
-	Timeout time.Duration
-	// Foreground makes the child's process group the foreground group of the terminal on
-	// Stdin for the run, and gives the terminal back to cronlock's group afterwards. It is
-	// ignored when Stdin is not a terminal or cronlock is not in its foreground group.
-	Foreground bool
-	// Guard, when not nil, is armed with the job's process group once the child has started
-	// and dismissed (Done) when every process of the job is gone.
-	Guard *Guard
-	// ContinueOnLoss lets the job run on when the lock is lost (--on-lock-lost continue);
-	// the run's Reason is ReasonLockLost still. By default the job is stopped.
-	ContinueOnLoss bool
-}
-
-// LockLoss is sent by the renewal keeper when the lock is lost or about to be: Supervise
-// stops the job with Grace between SIGTERM and SIGKILL.
-type LockLoss struct {
-	Grace time.Duration
-	Err   error
-}
-
-// LeaseWatch is what Supervise learns of the lock from its keeper (Keeper), which alone
-// decides when a lease is lost.
-type LeaseWatch interface {
-	// Lost delivers at most one LockLoss while the job runs.
-	Lost() <-chan LockLoss
-	// Check reports a loss when the lease has already run out at this instant; Supervise
-	// asks when it sees the main child's end, which counts as the job's own end only if
-	// the lease still held then.
-	Check() (LockLoss, bool)
-}
-
-// Reason says which event decided the outcome of a run: the first of them wins.
-type Reason int
-
-const (
-	// ReasonExited: the child ended by itself (exit or a signal cronlock did not send).
-	ReasonExited Reason = iota
-	// ReasonTimeout: Job.Timeout passed and cronlock stopped the job.
-	ReasonTimeout
-	// ReasonLockLost: the lock was lost; the job was stopped unless the caller asked to
-	// let it continue.
-	ReasonLockLost
-	// ReasonSignal: cronlock received a stop signal and forwarded it (Result.StopSignal).
-	ReasonSignal
-	// ReasonCanceled: the context given to Supervise was canceled and the job was stopped.
-	ReasonCanceled
-)
-
-func (r Reason) String() string {
-	switch r {
-	case ReasonExited:
-		return "exited"
-	case ReasonTimeout:
-		return "timeout"
-	case ReasonLockLost:
-		return "lock lost"
-	case ReasonSignal:
-		return "signal"
-	case ReasonCanceled:
-		return "canceled"
-	}
-	return "reason(" + strconv.Itoa(int(r)) + ")"
-}
-
-// Result is what Supervise observed.
-type Result struct {
-	Reason Reason
-	// ExitCode is the child's exit code; -1 when it was killed by a signal or not started.
-	ExitCode int
-	// Signal is the signal that ended the child; 0 if none.
-	Signal syscall.Signal
-	// StopSignal is, for ReasonSignal, the forwarded stop signal that decided the outcome.
-	StopSignal os.Signal
-	// LossErr is the error of the LockLoss that arrived, if one did (whatever the Reason).
-	LossErr error
-	// Output is the bounded tail of the combined stdout and stderr, in arrival order; nil
-	// when Job.Capture is 0.
-	Output []byte
-	// Streams says which stream each part of Output came from: oldest first, consecutive
-	// segments of different streams, lengths summing to len(Output). It is nil when Output
-	// is empty or unmarked: Job.Capture is 0, or Job.Stdout and Job.Stderr are the same file
-	// or pipe, so the child got one pipe for both and its streams cannot be told apart.
-	Streams []Segment
-	// OutputErr is the first error writing the job's output to cronlock's own stdout or
-	// stderr (EPIPE…). It did not end the run; the tail was kept regardless.
-	OutputErr error
-	// Started is false when the child could not be started; StartErr then says why.
-	Started bool
-	// StartErr is a *StartError when Started is false.
-	StartErr error
-	// PID is the child's process id (also its process group id).
-	PID int
-	// Duration is the time from start to the end of the main child.
-	Duration time.Duration
-}
-
-// StartErrorKind tells why a child could not be started.
-type StartErrorKind int
-
-const (
-	// NotFound: no such command (exit code 127).
-	NotFound StartErrorKind = iota + 1
-	// NotExecutable: the command exists but cannot be executed (exit code 126).
-	NotExecutable
-	// StartFailed: cronlock could not start the child for another reason: no more
-	// processes, a bad Dir, a pipe that could not be made (exit code 125).
-	StartFailed
-)
-
-// StartError reports a child that could not be started. Its message has no "cronlock: "
-// prefix; the caller adds it.
-type StartError struct {
-	Kind StartErrorKind
-	Name string // the command as given
-	Path string // the file found, "" when none
-	Err  error
-}
-
-func (e *StartError) Error() string {
-	switch e.Kind {
-	case NotFound:
-		if e.Path != "" {
-			return fmt.Sprintf("%s: no such file or directory", e.Name)
-		}
-		return fmt.Sprintf("%s: command not found", e.Name)
-	case NotExecutable:
-		return fmt.Sprintf("%s: cannot execute: %v", e.Name, e.Err)
-	}
-	return fmt.Sprintf("%s: cannot start: %v", e.Name, e.Err)
-}
-
-func (e *StartError) Unwrap() error { return e.Err }
-
-// ExitCode is the exit code cronlock uses for the error: 127, 126 or 125.
-func (e *StartError) ExitCode() int {
-	switch e.Kind {
-	case NotFound:
-		return 127
-	case NotExecutable:
-		return 126
-	}
-	return 125
-}
 
 // pollInterval is how often the leftover hunt looks for processes again while it waits for
 // them to die: orphans are reparented to cronlock at any time, and a process group that only
@@ -437,11 +271,10 @@ func (s *supervisor) startChild() bool {
 	}
 
 	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if job.Foreground && job.Stdin != nil {
-		if fd := int(job.Stdin.Fd()); isForegroundTTY(fd) {
-			sys.Foreground, sys.Ctty = true, fd
-			s.fg = fd
-		}
+	if job.Foreground && tty.InForeground(job.Stdin) {
+		fd := int(job.Stdin.Fd())
+		sys.Foreground, sys.Ctty = true, fd
+		s.fg = fd
 	}
 	env := job.Env
 	if env == nil {
@@ -618,7 +451,7 @@ func (s *supervisor) hunt() {
 	if !s.mainDone && s.killAt.IsZero() {
 		return
 	}
-	pids := childPIDs(s.self)
+	pids := procfs.Children(s.self)
 	guard := s.guardAmong(pids)
 	for _, pid := range pids {
 		if pid == s.res.PID || pid == guard || s.others[pid] {
@@ -647,7 +480,7 @@ func (s *supervisor) finished() bool {
 	if unix.Kill(-s.pgid, 0) == nil { // also true while zombies of the group wait for a reaper
 		return false
 	}
-	pids := childPIDs(s.self)
+	pids := procfs.Children(s.self)
 	guard := s.guardAmong(pids)
 	for _, pid := range pids {
 		if pid != guard {
@@ -720,211 +553,4 @@ func firstArg(argv []string) string {
 		return ""
 	}
 	return argv[0]
-}
-
-// childPIDs lists the orphans that were reparented to process self, a child subreaper:
-// the kernel hands them to its main thread (the first live thread of the group, and Go
-// never ends its main thread), so /proc/<pid>/task/<pid>/children lists them all. The
-// children cronlock forked itself (the job, the guard) hang under the thread that forked
-// them, are known by pid, and need no listing. Reading only that one file matters: listing
-// /proc/<pid>/task fills the dentry cache with an entry per thread, which the kernel walks
-// when cronlock's parent reaps it, and that walk cost cron (and every benchmark) a fifth of
-// the CPU time of a short run. Without the file (a kernel built without
-// CONFIG_PROC_CHILDREN) every process's stat is read.
-func childPIDs(self int) []int {
-	var pids []int
-	me := strconv.Itoa(self)
-	if b, err := readSmall("/proc/"+me+"/task/"+me+"/children", make([]byte, 4096)); err == nil {
-		for _, f := range strings.Fields(string(b)) {
-			if n, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, n)
-			}
-		}
-		return pids
-	}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid, ok := statPPID(n); ok && ppid == self {
-			pids = append(pids, n)
-		}
-	}
-	return pids
-}
-
-// readSmall reads a small /proc file with three plain system calls: os.ReadFile costs
-// three times as many (poller registration, fcntl), and childPIDs runs more than once per
-// run.
-func readSmall(path string, buf []byte) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd)
-	n := 0
-	for n < len(buf) {
-		m, err := unix.Read(fd, buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if m == 0 {
-			break
-		}
-		n += m
-	}
-	if n == len(buf) {
-		// More children than fit: fall back to reading it whole.
-		return os.ReadFile(path)
-	}
-	return buf[:n], nil
-}
-
-// statPPID reads the parent pid from /proc/<pid>/stat (the field after the ")" that ends
-// the command name, which may itself contain spaces and parentheses).
-func statPPID(pid int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0, false
-	}
-	n, err := strconv.Atoi(f[1])
-	return n, err == nil
-}
-
-// lookCommand resolves name like a shell would, telling "not found" (127) from "found but
-// not executable" (126) before anything is forked.
-func lookCommand(name string, env []string, dir string) (string, *StartError) {
-	if strings.Contains(name, "/") {
-		p := name
-		if dir != "" && !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		if err := checkExecutable(p); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return "", &StartError{Kind: NotFound, Name: name, Path: name, Err: err}
-			}
-			return "", &StartError{Kind: NotExecutable, Name: name, Path: name, Err: err}
-		}
-		return name, nil
-	}
-	pathEnv, ok := envLookup(env, "PATH")
-	if !ok {
-		pathEnv = os.Getenv("PATH")
-	}
-	var firstBad *StartError
-	for _, d := range filepath.SplitList(pathEnv) {
-		if d == "" {
-			d = "." // POSIX: an empty PATH entry is the current directory
-		}
-		p := filepath.Join(d, name)
-		if !filepath.IsAbs(p) && dir != "" {
-			p = filepath.Join(dir, p)
-		}
-		err := checkExecutable(p)
-		if err == nil {
-			return p, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) && firstBad == nil {
-			firstBad = &StartError{Kind: NotExecutable, Name: name, Path: p, Err: err}
-		}
-	}
-	if firstBad != nil {
-		return "", firstBad
-	}
-	return "", &StartError{Kind: NotFound, Name: name, Err: fs.ErrNotExist}
-}
-
-// checkExecutable returns nil when p is a file this process may execute.
-func checkExecutable(p string) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return fs.ErrNotExist
-		}
-		return err
-	}
-	if fi.IsDir() {
-		return errors.New("is a directory")
-	}
-	if fi.Mode()&0o111 == 0 {
-		return errors.New("permission denied (not executable; chmod +x it)")
-	}
-	if err := unix.Access(p, unix.X_OK); err != nil {
-		return fmt.Errorf("permission denied: %w", err)
-	}
-	return nil
-}
-
-// startErrorFor classifies an exec failure of a file that lookCommand found.
-func startErrorFor(name, path string, err error) *StartError {
-	var en syscall.Errno
-	if errors.As(err, &en) {
-		switch en {
-		case syscall.ENOENT:
-			// The file was there a moment ago: a missing interpreter (#!) or loader, as
-			// a shell says with "bad interpreter".
-			return &StartError{Kind: NotExecutable, Name: name, Path: path,
-				Err: errors.New("bad interpreter or loader: no such file or directory")}
-		case syscall.EACCES, syscall.EPERM, syscall.EISDIR, syscall.ENOEXEC, syscall.ETXTBSY, syscall.ELIBBAD:
-			return &StartError{Kind: NotExecutable, Name: name, Path: path, Err: err}
-		}
-	}
-	return &StartError{Kind: StartFailed, Name: name, Path: path, Err: err}
-}
-
-func envLookup(env []string, key string) (string, bool) {
-	for i := len(env) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
-			return v, true
-		}
-	}
-	return "", false
-}
-
-// isForegroundTTY reports whether fd is a terminal whose foreground group is cronlock's:
-// only then may the job take the terminal (a cronlock started in the background with `&`
-// must not steal it).
-func isForegroundTTY(fd int) bool {
-	pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
-	return err == nil && pg == unix.Getpgrp()
-}
-
-// restoreForeground gives the terminal back to cronlock's process group. cronlock is in
-// a background group at that moment, so tcsetpgrp would raise SIGTTOU; blocking it on this
-// thread makes the kernel allow the call without stopping cronlock.
-func (s *supervisor) restoreForeground() {
-	if s.fg < 0 {
-		return
-	}
-	fd := s.fg
-	s.fg = -1
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var set, old unix.Sigset_t
-	sigaddset(&set, unix.SIGTTOU)
-	if unix.PthreadSigmask(unix.SIG_BLOCK, &set, &old) != nil {
-		return
-	}
-	_ = unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, unix.Getpgrp())
-	_ = unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
-	signal.Reset(syscall.SIGTTOU)
-}
-
-func sigaddset(set *unix.Sigset_t, sg unix.Signal) {
-	n := uint(sg) - 1
-	const bits = 64 // Sigset_t.Val is []uint64 on linux
-	set.Val[n/bits] |= 1 << (n % bits)
 }

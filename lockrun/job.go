@@ -1,0 +1,125 @@
+package lockrun
+
+import (
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Job is one command for Supervise to run.
+type Job struct {
+	// Argv is the command and its arguments, executed directly, never through a shell.
+	// Argv[0] without a slash is looked up in the PATH of Env (or cronlock's PATH when Env
+	// has none).
+	Argv []string
+	// Env is the child's environment; nil means cronlock's own.
+	Env []string
+	// Dir is the child's working directory; "" means cronlock's.
+	Dir string
+	// Stdin, Stdout and Stderr are cronlock's own files, handed to the child. A nil file
+	// means the null device.
+	Stdin, Stdout, Stderr *os.File
+	// Capture is how many bytes of the combined output tail to keep in Result.Output. With 0
+	// the child writes to Stdout and Stderr itself; otherwise cronlock relays its output
+	// through pipes.
+	Capture int
+	// Grace is the time between SIGTERM and SIGKILL whenever the job is stopped. 0 sends
+	// SIGKILL right after SIGTERM.
+	Grace time.Duration
+	// Timeout is the longest run time; 0 means none.
+	Timeout time.Duration
+	// Foreground makes the child's process group the foreground group of the terminal on
+	// Stdin for the run, and gives the terminal back to cronlock's group afterwards. It is
+	// ignored when Stdin is not a terminal or cronlock is not in its foreground group.
+	Foreground bool
+	// Guard, when not nil, is armed with the job's process group once the child has started
+	// and dismissed (Done) when every process of the job is gone.
+	Guard *Guard
+	// ContinueOnLoss lets the job run on when the lock is lost (--on-lock-lost continue);
+	// the run's Reason is ReasonLockLost still. By default the job is stopped.
+	ContinueOnLoss bool
+}
+
+// LockLoss is sent by the renewal keeper when the lock is lost or about to be: Supervise
+// stops the job with Grace between SIGTERM and SIGKILL.
+type LockLoss struct {
+	Grace time.Duration
+	Err   error
+}
+
+// LeaseWatch is what Supervise learns of the lock from its keeper (Keeper), which alone
+// decides when a lease is lost.
+type LeaseWatch interface {
+	// Lost delivers at most one LockLoss while the job runs.
+	Lost() <-chan LockLoss
+	// Check reports a loss when the lease has already run out at this instant; Supervise
+	// asks when it sees the main child's end, which counts as the job's own end only if
+	// the lease still held then.
+	Check() (LockLoss, bool)
+}
+
+// Reason says which event decided the outcome of a run: the first of them wins.
+type Reason int
+
+const (
+	// ReasonExited: the child ended by itself (exit or a signal cronlock did not send).
+	ReasonExited Reason = iota
+	// ReasonTimeout: Job.Timeout passed and cronlock stopped the job.
+	ReasonTimeout
+	// ReasonLockLost: the lock was lost; the job was stopped unless the caller asked to
+	// let it continue.
+	ReasonLockLost
+	// ReasonSignal: cronlock received a stop signal and forwarded it (Result.StopSignal).
+	ReasonSignal
+	// ReasonCanceled: the context given to Supervise was canceled and the job was stopped.
+	ReasonCanceled
+)
+
+func (r Reason) String() string {
+	switch r {
+	case ReasonExited:
+		return "exited"
+	case ReasonTimeout:
+		return "timeout"
+	case ReasonLockLost:
+		return "lock lost"
+	case ReasonSignal:
+		return "signal"
+	case ReasonCanceled:
+		return "canceled"
+	}
+	return "reason(" + strconv.Itoa(int(r)) + ")"
+}
+
+// Result is what Supervise observed.
+type Result struct {
+	Reason Reason
+	// ExitCode is the child's exit code; -1 when it was killed by a signal or not started.
+	ExitCode int
+	// Signal is the signal that ended the child; 0 if none.
+	Signal syscall.Signal
+	// StopSignal is, for ReasonSignal, the forwarded stop signal that decided the outcome.
+	StopSignal os.Signal
+	// LossErr is the error of the LockLoss that arrived, if one did (whatever the Reason).
+	LossErr error
+	// Output is the bounded tail of the combined stdout and stderr, in arrival order; nil
+	// when Job.Capture is 0.
+	Output []byte
+	// Streams says which stream each part of Output came from: oldest first, consecutive
+	// segments of different streams, lengths summing to len(Output). It is nil when Output
+	// is empty or unmarked: Job.Capture is 0, or Job.Stdout and Job.Stderr are the same file
+	// or pipe, so the child got one pipe for both and its streams cannot be told apart.
+	Streams []Segment
+	// OutputErr is the first error writing the job's output to cronlock's own stdout or
+	// stderr (EPIPE…). It did not end the run; the tail was kept regardless.
+	OutputErr error
+	// Started is false when the child could not be started; StartErr then says why.
+	Started bool
+	// StartErr is a *StartError when Started is false.
+	StartErr error
+	// PID is the child's process id (also its process group id).
+	PID int
+	// Duration is the time from start to the end of the main child.
+	Duration time.Duration
+}

@@ -1,0 +1,102 @@
+package lockrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// transientRedisError reports a server error that goes away by itself.
+func transientRedisError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// isDialError reports an error from before anything was sent: a refused or failed dial
+// (or go-redis's cached copy of one).
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// redisError is an error a user reads: it names the server and what to check, and it
+// never shows the password, whatever the wrapped error says.
+type redisError struct {
+	msg string
+	err error
+}
+
+func (e *redisError) Error() string { return e.msg }
+
+func (e *redisError) Unwrap() error { return e.err }
+
+// userError turns a go-redis error into a message that says what failed and what to do.
+func (l *RedisLocker) userError(op string, err error) error {
+	server := l.target.server()
+	detail := err.Error()
+	var msg string
+	switch {
+	case errors.Is(err, context.Canceled):
+		msg = fmt.Sprintf("%s: %s: interrupted", op, server)
+	case isAuthError(detail) && l.secret == "":
+		// Redis answers a client without a password with NOAUTH, or, for a command with
+		// more than 10 arguments, with "Protocol error: unauthenticated multibulk length".
+		msg = fmt.Sprintf("%s authentication failed: the server requires a password and none was given (%s); put it in --redis-password-file / CRONLOCK_REDIS_PASSWORD_FILE", server, detail)
+	case isAuthError(detail):
+		msg = fmt.Sprintf("%s authentication failed: %s (check the password in --redis-password-file / CRONLOCK_REDIS_PASSWORD_FILE or in --redis / CRONLOCK_REDIS_URL)", server, detail)
+	case strings.Contains(detail, "NOPERM"):
+		msg = fmt.Sprintf("%s refused: %s (the Redis ACL user needs EVAL, SCAN, GET, PTTL, SUBSCRIBE and the %s* keys; see the README)", server, detail, l.prefix)
+	case isTimeout(err):
+		msg = fmt.Sprintf("%s did not answer within %s: %s (check --redis / CRONLOCK_REDIS_URL, or raise --redis-timeout)", server, l.timeout, detail)
+	case isNetworkError(err):
+		msg = fmt.Sprintf("%s unreachable: %s (check --redis / CRONLOCK_REDIS_URL)", server, detail)
+	default:
+		msg = fmt.Sprintf("%s: %s: %s", op, server, detail)
+	}
+	return &redisError{msg: l.scrub(msg), err: err}
+}
+
+// scrub removes the password from s, in its plain and URL-escaped forms.
+func (l *RedisLocker) scrub(s string) string {
+	if l.secret == "" {
+		return s
+	}
+	q := url.QueryEscape(l.secret)
+	for _, form := range []string{l.secret, url.PathEscape(l.secret), q, strings.ReplaceAll(q, "+", "%20")} {
+		s = strings.ReplaceAll(s, form, "xxxxx")
+	}
+	return s
+}
+
+func isAuthError(msg string) bool {
+	for _, p := range []string{"WRONGPASS", "NOAUTH", "invalid password", "failed to authenticate", "AUTH failed", "without any password configured", "unauthenticated"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func isNetworkError(err error) bool {
+	var ne net.Error
+	var rerr redis.Error
+	return errors.As(err, &ne) || (!errors.As(err, &rerr) && err != nil)
+}

@@ -1,0 +1,195 @@
+package lockrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// lockValue is the JSON stored in the lock key by acquire.lua. Large numbers are strings
+// because Lua's numbers are doubles that it would print as 1.7e+15.
+type lockValue struct {
+	Token      string `json:"token"`
+	Fence      string `json:"fence"`
+	Node       string `json:"node"`
+	PID        int    `json:"pid"`
+	RunID      string `json:"run_id"`
+	SinceMS    string `json:"since_ms"`    // the holder's wall clock at acquisition
+	AcquiredUS string `json:"acquired_us"` // Redis TIME at acquisition
+	RenewedUS  string `json:"renewed_us"`  // Redis TIME at the last acquire or renewal
+	TTLMS      int64  `json:"ttl_ms"`
+	ReleasedUS string `json:"released_us,omitempty"` // set when a release kept it for --min-hold
+}
+
+// parseHolder reads the holder from a lock value. A value cronlock did not write still
+// counts as a holder (the key is taken), with what can be said about it.
+func parseHolder(value string, pttl int64) *Holder {
+	h := &Holder{}
+	if pttl > 0 {
+		// A PTTL past 292 years (PEXPIRE by hand) would overflow a Duration into the past.
+		h.TTLLeft = time.Duration(min(pttl, int64(math.MaxInt64/time.Millisecond))) * time.Millisecond
+	}
+	var v lockValue
+	if err := json.Unmarshal([]byte(value), &v); err != nil {
+		h.Node = "(unknown: the lock key does not hold cronlock data)"
+		return h
+	}
+	h.Node, h.PID, h.RunID = v.Node, v.PID, v.RunID
+	// A time outside 1970–9999 is not one cronlock wrote, and would make status --json
+	// fail (encoding/json refuses years past 9999): leave it unknown (zero).
+	if ms, err := strconv.ParseInt(v.SinceMS, 10, 64); err == nil && plausibleTime(time.UnixMilli(ms)) {
+		h.Since = time.UnixMilli(ms)
+	}
+	if us, err := strconv.ParseInt(v.RenewedUS, 10, 64); err == nil && plausibleTime(time.UnixMicro(us)) {
+		h.Renewed = time.UnixMicro(us)
+	}
+	h.FencingToken, _ = strconv.ParseUint(v.Fence, 10, 64)
+	return h
+}
+
+// plausibleTime reports whether t is a time a lock value can hold: 1970 to 9999.
+func plausibleTime(t time.Time) bool { return t.Year() >= 1970 && t.Year() <= 9999 }
+
+// Inspect returns the holder of key, or nil when it is free.
+func (l *RedisLocker) Inspect(ctx context.Context, key string) (*Holder, error) {
+	if err := ValidKey(key); err != nil {
+		return nil, err
+	}
+	hs, err := l.readHolders(ctx, []string{l.lockKey(key)})
+	if err != nil {
+		return nil, l.userError("read lock "+key, err)
+	}
+	return hs[0], nil
+}
+
+// readHolders reads the holders of lock keys in one round trip; nil for a free key.
+func (l *RedisLocker) readHolders(ctx context.Context, lockKeys []string) ([]*Holder, error) {
+	octx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	gets := make([]*redis.StringCmd, len(lockKeys))
+	pttls := make([]*redis.DurationCmd, len(lockKeys))
+	_, err := l.c.Pipelined(octx, func(p redis.Pipeliner) error {
+		for i, k := range lockKeys {
+			gets[i] = p.Get(octx, k)
+			pttls[i] = p.PTTL(octx, k)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]*Holder, len(lockKeys))
+	for i := range lockKeys {
+		v, err := gets[i].Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		d := pttls[i].Val() // -1 no TTL, -2 gone since the GET: parseHolder keeps positives only
+		out[i] = parseHolder(v, d.Milliseconds())
+	}
+	return out, nil
+}
+
+// List returns every lock held right now under the prefix, by key. It walks the keyspace
+// with SCAN (never KEYS, which would block the server).
+func (l *RedisLocker) List(ctx context.Context) (map[string]Holder, error) {
+	out := map[string]Holder{}
+	match := l.prefix + "{*}:lock"
+	var cursor uint64
+	for {
+		octx, cancel := context.WithTimeout(ctx, l.timeout)
+		keys, next, err := l.c.Scan(octx, cursor, match, 1000).Result()
+		cancel()
+		if err != nil {
+			return nil, l.userError("list locks", err)
+		}
+		var names, lockKeys []string
+		for _, k := range keys {
+			name, ok := l.keyName(k)
+			if _, dup := out[name]; ok && !dup { // SCAN may return a key twice
+				names = append(names, name)
+				lockKeys = append(lockKeys, k)
+			}
+		}
+		if len(lockKeys) > 0 {
+			hs, err := l.readHolders(ctx, lockKeys)
+			if err != nil {
+				return nil, l.userError("list locks", err)
+			}
+			for i, h := range hs {
+				if h != nil {
+					out[names[i]] = *h
+				}
+			}
+		}
+		if next == 0 {
+			return out, nil
+		}
+		cursor = next
+	}
+}
+
+// keyName returns KEY from "<prefix>{KEY}:lock".
+func (l *RedisLocker) keyName(lockKey string) (string, bool) {
+	s, ok := strings.CutPrefix(lockKey, l.prefix+"{")
+	if !ok {
+		return "", false
+	}
+	s, ok = strings.CutSuffix(s, "}:lock")
+	if !ok || ValidKey(s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// Unlock removes key whatever its token, reading the holder and deleting the lock in one
+// script, and returns the holder it removed (nil, nil when the key is free). Without force
+// it refuses a lock whose holder confirmed it (acquired or renewed) within its TTL, with an
+// error that names the holder and says to use --force.
+func (l *RedisLocker) Unlock(ctx context.Context, key string, force bool) (*Holder, error) {
+	if err := ValidKey(key); err != nil {
+		return nil, err
+	}
+	f := "0"
+	if force {
+		f = "1"
+	}
+	res, _, err := l.eval(ctx, unlockScript(), []string{l.lockKey(key)}, f, l.channel(key))
+	if err != nil {
+		return nil, l.userError("unlock "+key, err)
+	}
+	r, ok := res.([]any)
+	if !ok || len(r) == 0 {
+		return nil, fmt.Errorf("unlock %s: unexpected reply %v from %s", key, res, l.target.server())
+	}
+	code, _ := r[0].(int64)
+	if code == 0 {
+		return nil, nil
+	}
+	var h *Holder
+	if len(r) >= 3 {
+		v, _ := r[1].(string)
+		pttl, _ := r[2].(int64)
+		h = parseHolder(v, pttl)
+	} else {
+		h = &Holder{}
+	}
+	if code < 0 {
+		ago := "recently"
+		if !h.Renewed.IsZero() {
+			ago = fmt.Sprintf("%s ago", time.Since(h.Renewed).Round(time.Second))
+		}
+		return nil, fmt.Errorf("%s is held by %s, renewed %s: it looks alive; stop that run, or use --force to remove the lock anyway", key, h, ago)
+	}
+	return h, nil
+}

@@ -1,0 +1,59 @@
+package lockrun
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// redisLease is a held Redis lock.
+type redisLease struct {
+	l       *RedisLocker
+	key     string
+	token   string
+	ttl     time.Duration
+	minHold time.Duration
+	fence   uint64
+	sent    time.Duration // the clock just before the acquire that took it was sent
+}
+
+// FencingToken is max(stored counter + 1, Redis time in µs) at acquisition.
+func (s *redisLease) FencingToken() uint64 { return s.fence }
+
+// TTL is the lease length.
+func (s *redisLease) TTL() time.Duration { return s.ttl }
+
+// Sent is when the acquire script that took the lock was sent (its first try).
+func (s *redisLease) Sent() time.Duration { return s.sent }
+
+// Renew extends the lease by TTL from now, within ctx's deadline and one operation
+// time-out. It returns an error wrapping ErrLockLost when the lock is gone or not ours
+// (the key is never re-created), and another error when the outcome is unknown.
+func (s *redisLease) Renew(ctx context.Context) error {
+	res, _, err := s.l.eval(ctx, renewScript(), []string{s.l.lockKey(s.key)}, s.token, durMS(s.ttl))
+	if err != nil {
+		return s.l.userError("renew lock "+s.key, err)
+	}
+	if n, _ := res.(int64); n != 1 {
+		return fmt.Errorf("renew lock %s: it expired or was taken over: %w", s.key, ErrLockLost)
+	}
+	return nil
+}
+
+// Release deletes the lock if it is still ours and announces it to waiters; with MinHold it
+// keeps the lock until MinHold after acquisition instead. It returns an error wrapping
+// ErrLockLost when the lock was no longer ours (nothing is removed then).
+func (s *redisLease) Release(ctx context.Context) error {
+	res, _, err := s.l.eval(ctx, releaseScript(), []string{s.l.lockKey(s.key)}, s.token, durMS(s.minHold), s.l.channel(s.key))
+	if err != nil {
+		return s.l.userError("release lock "+s.key, err)
+	}
+	r, _ := res.([]any)
+	if len(r) == 0 {
+		return fmt.Errorf("release lock %s: unexpected reply %v from %s", s.key, res, s.l.target.server())
+	}
+	if code, _ := r[0].(int64); code == 0 {
+		return fmt.Errorf("release lock %s: it had already expired or been taken over: %w", s.key, ErrLockLost)
+	}
+	return nil
+}

@@ -1,0 +1,28 @@
+// Package tty answers the two questions cronlock asks of a terminal: is this file one
+// (colours, notices of skipped runs and the default --capture are decided by it), and is
+// cronlock in the terminal's foreground process group (only then may a job take the
+// terminal over). It changes no terminal setting itself.
+package tty
+
+import (
+	"os"
+
+	"github.com/mattn/go-isatty"
+	"golang.org/x/sys/unix"
+)
+
+// IsTerminal reports whether f is a terminal; false for nil.
+func IsTerminal(f *os.File) bool {
+	return f != nil && isatty.IsTerminal(f.Fd())
+}
+
+// InForeground reports whether f is a terminal whose foreground process group is this
+// process's group: a cronlock started in the background with & is not, and must not
+// take the terminal from the shell.
+func InForeground(f *os.File) bool {
+	if f == nil {
+		return false
+	}
+	pg, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
+	return err == nil && pg == unix.Getpgrp()
+}

@@ -35,7 +35,7 @@ type runOptions struct {
 	Capture          int64
 	Node             string
 	Quiet, Verbose   bool
-	MetricsDir       string // "" = no metrics file (see metrics.go)
+	MetricsDir       string // "" = no metrics file (see package metrics)
 	LogFormat        string // text or json (see logformat.go)
 	Retention        time.Duration
 	RetentionErr     error // a bad CRONLOCK_HISTORY_RETENTION: said after the job, which runs anyway

@@ -20,8 +20,6 @@ package lockrun
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +31,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"cronlock/keyname"
 )
 
 // LocalLocker is the local backend: one flock(2)-locked file per key in a folder, so
@@ -146,68 +146,23 @@ func (l *LocalLocker) LockPath(key string) string {
 	return filepath.Join(l.dir, localFileName(key))
 }
 
-// localFileName returns the file name of key: every byte outside A-Z a-z 0-9 _ - written
-// as %XX, so that "/" and "." cannot leave the folder or make "." and ".." names.
-// A name that would exceed the common 255-byte NAME_MAX (a long key full of "/" can
-// triple in length) keeps its first 200 encoded bytes, then "=" and 32 hex digits of the
-// key's SHA-256; "=" never appears in an encoded key, so the two forms cannot collide.
-func localFileName(key string) string {
-	const hexdigits = "0123456789ABCDEF"
-	var b strings.Builder
-	b.Grow(len(key) + 5)
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if localPlainByte(c) {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('%')
-		b.WriteByte(hexdigits[c>>4])
-		b.WriteByte(hexdigits[c&15])
-	}
-	enc := b.String()
-	if len(enc)+len(".lock") <= 255 {
-		return enc + ".lock"
-	}
-	cut := 200
-	// Do not split a %XX triple.
-	for cut > 0 && (enc[cut-1] == '%' || (cut >= 2 && enc[cut-2] == '%')) {
-		cut--
-	}
-	sum := sha256.Sum256([]byte(key))
-	return enc[:cut] + "=" + hex.EncodeToString(sum[:16]) + ".lock"
-}
+// lockFileNames names lock files: <encoded key>.lock, every byte of the key outside
+// A-Z a-z 0-9 _ - written as %XX, so that "/" and "." cannot leave the folder or make "."
+// and ".." names. A name that would exceed the common 255-byte NAME_MAX (a long key full
+// of "/" can triple in length) keeps its first 200 encoded bytes (fewer rather than split
+// a %XX), then "=" and 32 hex digits of the key's SHA-256. These names are on disk: they
+// must never change, or two versions of cronlock on one host would lock different files
+// for one key.
+var lockFileNames = keyname.Scheme{Suffix: ".lock", Plain: "_-", MaxLen: 255 - len(".lock"), HashedCut: 200}
 
-func localPlainByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
-}
+// localFileName returns the file name of key (see lockFileNames).
+func localFileName(key string) string { return lockFileNames.Encode(key) }
 
 // localKeyFromName decodes a lock file name made by localFileName. ok is false for names
 // cronlock did not make, and for hashed names (whose key only the record knows).
 func localKeyFromName(name string) (key string, ok bool) {
-	enc, found := strings.CutSuffix(name, ".lock")
-	if !found || strings.Contains(enc, "=") {
-		return "", false
-	}
-	var b strings.Builder
-	for i := 0; i < len(enc); i++ {
-		c := enc[i]
-		if c != '%' {
-			b.WriteByte(c)
-			continue
-		}
-		if i+2 >= len(enc) {
-			return "", false
-		}
-		v, err := strconv.ParseUint(enc[i+1:i+3], 16, 8)
-		if err != nil {
-			return "", false
-		}
-		b.WriteByte(byte(v))
-		i += 2
-	}
-	key = b.String()
-	if ValidKey(key) != nil || localFileName(key) != name {
+	key, ok = lockFileNames.Decode(name)
+	if !ok || ValidKey(key) != nil {
 		return "", false
 	}
 	return key, true

@@ -293,6 +293,40 @@ func TestLocalKeyEncoding(t *testing.T) {
 	}
 }
 
+// TestLocalFileNamePinned pins lock file names byte for byte: an older and a newer
+// cronlock on one host must lock the same file for a key. It covers keys kept whole up to
+// the 250 encoded bytes that leave room for ".lock" in 255, hashed names past that, and
+// every position of the 200-byte cut relative to a %XX triple.
+func TestLocalFileNamePinned(t *testing.T) {
+	r := strings.Repeat
+	for _, tt := range []struct{ key, name string }{
+		{"", ".lock"},
+		{"billing", "billing.lock"},
+		{"a.b_c-d", "a%2Eb_c-d.lock"},
+		{"team/report:daily", "team%2Freport%3Adaily.lock"},
+		{"../up@x", "%2E%2E%2Fup%40x.lock"},
+		{"a=b", "a%3Db.lock"},
+		{"\x00\xff", "%00%FF.lock"},
+		{r("a", 250), r("a", 250) + ".lock"},                                  // 250 encoded bytes: whole
+		{r("a", 251), r("a", 200) + "=772f911dd9d6692897188d0b03f718fb.lock"}, // 251: hashed
+		{r("/", 83) + "a", r("%2F", 83) + "a.lock"},                           // 250 with escapes: whole
+		{r("/", 83) + "ab", r("%2F", 66) + "=985156bd9f58ee835b23adeb5b613843.lock"},
+		{r(".", 83) + "a", r("%2E", 83) + "a.lock"},
+		{r("/", 200), r("%2F", 66) + "=a9edaa36c97b0b8200699dcc7a4f4e94.lock"},               // cut 200 splits "%2F" after "%2"
+		{"a" + r("/", 199), "a" + r("%2F", 66) + "=f6c4f0bc2ffbd92f77ddaa09993b012d.lock"},   // cut 200 splits after "%"
+		{"ab" + r("/", 198), "ab" + r("%2F", 66) + "=fa453b278f3a8633b24058e54204da46.lock"}, // cut 200 between triples
+		{r("x", 170) + "/", r("x", 170) + "%2F.lock"},
+	} {
+		if got := localFileName(tt.key); got != tt.name {
+			t.Errorf("localFileName(%q) = %q, want %q", tt.key, got, tt.name)
+		}
+		back, ok := localKeyFromName(tt.name)
+		if want := ValidKey(tt.key) == nil && !strings.Contains(tt.name, "="); ok != want || ok && back != tt.key {
+			t.Errorf("localKeyFromName(%q) = %q, %v; want %q, %v", tt.name, back, ok, tt.key, want)
+		}
+	}
+}
+
 func TestLocalPathStaysInDir(t *testing.T) {
 	l := newTestLocalLocker(t)
 	keys := []string{"../../etc/x", "a/b", "a.b", "@:", "..", strings.Repeat("./", MaxKeyLen/2)}

@@ -1,0 +1,99 @@
+package lockrun
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// localLease is a held local lock: the open, flock-ed descriptor.
+type localLease struct {
+	token    uint64        // immutable: FencingToken needs no lock
+	acquired time.Time     // with its monotonic reading, for MinHold
+	sent     time.Duration // the clock just before the flock that took it
+	minHold  time.Duration // immutable
+	path     string        // immutable
+
+	mu  sync.Mutex   // guards fd and rec: Renew and Release may run in different goroutines
+	fd  int          // -1 once released
+	rec *localRecord // what the file holds
+}
+
+// FencingToken returns the token stored in the lock file when it was acquired.
+func (ls *localLease) FencingToken() uint64 { return ls.token }
+
+// TTL is 0: a local lock lasts as long as its holder's descriptor, not a lease.
+func (ls *localLease) TTL() time.Duration { return 0 }
+
+// Sent is when the flock that took the lock was tried.
+func (ls *localLease) Sent() time.Duration { return ls.sent }
+
+// Renew refreshes the lock file's access and modification times (so that age-based /tmp
+// cleaners leave it alone) and its renewed time, and checks that the path still names the
+// locked file. It returns ErrLockLost when the file was deleted or replaced (a manual rm):
+// a new cronlock would then lock the new file while this job still runs. Other errors
+// (the times or record could not be written) leave the lock held.
+func (ls *localLease) Renew(ctx context.Context) error {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.fd < 0 {
+		return fmt.Errorf("renew %s: lease already released: %w", ls.path, ErrLockLost)
+	}
+	same, err := samePathFile(ls.fd, ls.path)
+	if err != nil {
+		return fmt.Errorf("renew %s: %w", ls.path, err)
+	}
+	if !same {
+		return fmt.Errorf("lock file %s was deleted or replaced while held: %w", ls.path, ErrLockLost)
+	}
+	// utimensat(fd, NULL, NULL, 0) is futimens(fd, NULL): both times set to now, on the
+	// descriptor, with no path to race with.
+	if _, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(ls.fd), 0, 0, 0, 0, 0); e != 0 {
+		return fmt.Errorf("touch lock file %s: %w", ls.path, e)
+	}
+	rec := *ls.rec
+	rec.Renewed = formatLocalTime(time.Now())
+	if err := writeLocalRecord(ls.fd, &rec); err != nil {
+		return fmt.Errorf("write lock file %s: %w", ls.path, err)
+	}
+	ls.rec = &rec
+	return nil
+}
+
+// Release lets the lock go. When MinHold has not passed since acquisition, Release first
+// blocks until it has: the simplest way to keep holding it, since the lock is the open
+// descriptor (handing the descriptor to a lingering process would leave a holder record
+// naming a pid that is gone). If ctx ends first, the lock is released at once and the
+// error says MinHold was cut short. Release after Release does nothing.
+func (ls *localLease) Release(ctx context.Context) error {
+	var cut error
+	if wait := ls.minHold - time.Since(ls.acquired); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			cut = fmt.Errorf("released %s before --min-hold passed: %w", ls.path, ctx.Err())
+		}
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.fd < 0 {
+		return nil
+	}
+	// LOCK_UN frees the lock even if the descriptor was somehow duplicated; close alone
+	// would not then. The file and its record (the token) stay for the next holder.
+	unix.Flock(ls.fd, unix.LOCK_UN)
+	err := unix.Close(ls.fd)
+	ls.fd = -1
+	if cut != nil {
+		return cut
+	}
+	if err != nil {
+		return fmt.Errorf("close lock file %s: %w", ls.path, err)
+	}
+	return nil
+}

@@ -17,6 +17,7 @@ import (
 	"cronlock/history"
 	"cronlock/internal/proctest"
 	"cronlock/internal/redistest"
+	"cronlock/jobrun"
 )
 
 // cli runs the built binary with a private history, lock folder and Redis prefix.
@@ -410,7 +411,7 @@ func TestReadmeACL(t *testing.T) {
 // in its first second, only its claimed per-run file); the next run on the node marks it
 // abandoned, without any `history` call in between.
 func TestAbandonedRunFoundByNextRun(t *testing.T) {
-	for _, after := range []time.Duration{0, startRowDelay + 300*time.Millisecond} {
+	for _, after := range []time.Duration{0, jobrun.StartRowDelay + 300*time.Millisecond} {
 		t.Run(after.String(), func(t *testing.T) { testAbandonedRunFoundByNextRun(t, after) })
 	}
 }
@@ -445,7 +446,7 @@ func testAbandonedRunFoundByNextRun(t *testing.T, after time.Duration) {
 }
 
 // TestHistoryShowsYoungRun: a run in its first second has no row of its own yet (see
-// startRowDelay); `history` shows it as running all the same, from its claimed file.
+// jobrun.StartRowDelay); `history` shows it as running all the same, from its claimed file.
 // The job stops cronlock at once, so that cronlock cannot write the row itself meanwhile.
 func TestHistoryShowsYoungRun(t *testing.T) {
 	c := newCLI(t, "")

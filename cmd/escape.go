@@ -1,39 +1,7 @@
 package cmd
 
-import (
-	"strconv"
-	"strings"
-	"unicode"
-	"unicode/utf8"
-)
+import "cronlock/tty"
 
-// escape makes s safe to print on a terminal: control bytes, invalid UTF-8 and other
-// non-printing runes become Go escapes (\x1b, \u202e), so that a job's name or output
-// cannot drive the reader's terminal. Printable text, spaces included, is left alone.
-func escape(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || !unicode.IsPrint(r) && r != ' ' {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for len(s) > 0 {
-		r, n := utf8.DecodeRuneInString(s)
-		switch {
-		case r == utf8.RuneError && n <= 1:
-			b.WriteString(`\x` + strconv.FormatUint(uint64(s[0])|0x100, 16)[1:])
-		case r == ' ' || unicode.IsPrint(r):
-			b.WriteString(s[:n])
-		default:
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-		s = s[n:]
-	}
-	return b.String()
-}
+// escape is tty.Escape: every string from a job or another machine goes through it
+// before it reaches a reader's terminal.
+func escape(s string) string { return tty.Escape(s) }

@@ -171,14 +171,3 @@ func parseRetention(v, source string) (time.Duration, error) {
 	}
 	return d, nil
 }
-
-// retain is automatic retention, after the run's rows are written: it runs on the
-// recorder's goroutine, once the job is over and its lock released, and prunes at most
-// once a day per history file (history.Retain). A failed pass is said on stderr (a bad
-// setting already was, by openHistory); the run's exit code stays the job's.
-func (r *runner) retain(st *history.Store) {
-	age := r.o.Retention
-	if _, _, err := st.Retain(age, time.Now()); err != nil {
-		r.asyncErrorf("deleting runs older than %s from the history failed (%v); it is tried again in a day, or run cronlock history prune", formatAge(age), err)
-	}
-}

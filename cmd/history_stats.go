@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"cronlock/history"
+	"cronlock/tty"
 )
 
 // historyStatsOptions are the settings of `cronlock history stats`.
@@ -82,7 +83,7 @@ select runs by start time, --since inclusive, --until exclusive.`,
 			o.Path = path
 			o.ThisNode = s.thisNode()
 			f, _ := stdout.(*os.File)
-			o.Spark = isTerminal(f) // the sparkline is for people only
+			o.Spark = tty.IsTerminal(f) // the sparkline is for people only
 			o.Color = wantColor(stdout)
 			return historyStatsRun(o)
 		},

@@ -12,6 +12,9 @@ import (
 	"os"
 	"strings"
 
+	"cronlock/jobrun"
+	"cronlock/logline"
+
 	"github.com/spf13/cobra"
 )
 
@@ -35,9 +38,13 @@ type usageError struct{ err error }
 
 func (e *usageError) Error() string { return e.err.Error() }
 
-// ExitUsage is the exit code of a command-line mistake: SPEC §3 gives 125 for run, and
-// every other command uses the same so scripts have one code to test.
-const ExitUsage = 125
+// ExitFailed is the exit code of every failure of cronlock itself (a command-line
+// mistake, a bad setting, an unreachable backend), in every command: run's own code
+// for "cronlock failed", so that scripts have one code to test.
+const ExitFailed = jobrun.ExitFailed
+
+// ExitUsage is ExitFailed.
+const ExitUsage = ExitFailed
 
 // Main runs cronlock with os.Args and returns the process exit code.
 func Main() int {
@@ -56,7 +63,7 @@ func Execute(args []string, stdout, stderr io.Writer) int {
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		if ee.Msg != "" {
-			say(stderr, format, levelError, ee.Msg)
+			logline.Print(stderr, format, logline.Error, ee.Msg)
 		}
 		return ee.Code
 	}
@@ -64,9 +71,9 @@ func Execute(args []string, stdout, stderr io.Writer) int {
 	var ue *usageError
 	if errors.As(err, &ue) {
 		name := strings.TrimSpace("cronlock " + commandName(root, args))
-		say(stderr, format, levelError, fmt.Sprintf("%s (see '%s --help')", err, name))
+		logline.Print(stderr, format, logline.Error, fmt.Sprintf("%s (see '%s --help')", err, name))
 	} else {
-		say(stderr, format, levelError, err.Error())
+		logline.Print(stderr, format, logline.Error, err.Error())
 	}
 	return ExitUsage
 }

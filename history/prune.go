@@ -21,6 +21,15 @@ const TailsPerKey = 100
 // deletes it, unless it is the last success or the last failure of its key.
 const DefaultRetention = 90 * 24 * time.Hour
 
+// FormatAge writes an age as people write retention settings: whole days as 90d,
+// anything else as a Go duration (36h0m0s).
+func FormatAge(d time.Duration) string {
+	if d > 0 && d%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	}
+	return d.String()
+}
+
 // RetentionInterval is how often, at most, Retain prunes one history file: a pass
 // looks at every key, so it is done once a day, not once per run.
 const RetentionInterval = 24 * time.Hour

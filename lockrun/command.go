@@ -16,12 +16,12 @@ import (
 type StartErrorKind int
 
 const (
-	// NotFound: no such command (exit code 127).
+	// NotFound: no such command.
 	NotFound StartErrorKind = iota + 1
-	// NotExecutable: the command exists but cannot be executed (exit code 126).
+	// NotExecutable: the command exists but cannot be executed.
 	NotExecutable
 	// StartFailed: cronlock could not start the child for another reason: no more
-	// processes, a bad Dir, a pipe that could not be made (exit code 125).
+	// processes, a bad Dir, a pipe that could not be made.
 	StartFailed
 )
 
@@ -49,18 +49,7 @@ func (e *StartError) Error() string {
 
 func (e *StartError) Unwrap() error { return e.Err }
 
-// ExitCode is the exit code cronlock uses for the error: 127, 126 or 125.
-func (e *StartError) ExitCode() int {
-	switch e.Kind {
-	case NotFound:
-		return 127
-	case NotExecutable:
-		return 126
-	}
-	return 125
-}
-
-// lookCommand resolves name like a shell would, telling "not found" (127) from "found but
+// lookCommand resolves name like a shell would, telling "not found" from "found but
 // not executable" (126) before anything is forked.
 func lookCommand(name string, env []string, dir string) (string, *StartError) {
 	if strings.Contains(name, "/") {

@@ -182,7 +182,7 @@ func TestSuperviseNotFound(t *testing.T) {
 	for _, argv0 := range []string{"cronlock-no-such-command", "/nonexistent/dir/cmd"} {
 		res, _ := supervise(t, Job{Argv: []string{argv0}}, nil, nil, nil)
 		var se *StartError
-		if res.Started || !errors.As(res.StartErr, &se) || se.ExitCode() != 127 {
+		if res.Started || !errors.As(res.StartErr, &se) || se.Kind != NotFound {
 			t.Fatalf("%s: got %+v", argv0, res)
 		}
 		t.Logf("%s: %v", argv0, se)
@@ -224,7 +224,7 @@ func TestSuperviseNotExecutable(t *testing.T) {
 	for _, c := range cases {
 		res, _ := supervise(t, c.job, nil, nil, nil)
 		var se *StartError
-		if res.Started || !errors.As(res.StartErr, &se) || se.ExitCode() != 126 {
+		if res.Started || !errors.As(res.StartErr, &se) || se.Kind != NotExecutable {
 			t.Errorf("%s: got %+v", c.name, res)
 			continue
 		}
@@ -384,16 +384,62 @@ func TestSuperviseEndSeenAfterLeaseRanOut(t *testing.T) {
 	}
 }
 
+// TestSuperviseFirstEventDecides: of a timeout, a forwarded stop signal and a lost lock,
+// whichever comes first decides the run, whatever comes during the grace that follows;
+// the child's own exit decides only when it comes first.
 func TestSuperviseFirstEventDecides(t *testing.T) {
-	// Timeout first, then a forwarded stop signal: still a timeout.
-	sig, c := testSignals(t)
-	go func() {
-		time.Sleep(250 * time.Millisecond)
-		c <- syscall.SIGINT
-	}()
-	res, _ := supervise(t, Job{Argv: sh(`trap "" TERM INT; sleep 1000`), Timeout: 100 * time.Millisecond, Grace: 500 * time.Millisecond}, sig, nil, nil)
-	if res.Reason != ReasonTimeout {
-		t.Fatalf("got %+v", res)
+	const first, second = 100 * time.Millisecond, 400 * time.Millisecond
+	type event int
+	const (
+		timeout event = iota
+		stopSignal
+		lockLoss
+	)
+	for _, tc := range []struct {
+		name   string
+		events [2]event // at first and at second
+		want   Reason
+	}{
+		{"timeout then signal", [2]event{timeout, stopSignal}, ReasonTimeout},
+		{"signal then timeout", [2]event{stopSignal, timeout}, ReasonSignal},
+		{"loss then timeout", [2]event{lockLoss, timeout}, ReasonLockLost},
+		{"timeout then loss", [2]event{timeout, lockLoss}, ReasonTimeout},
+		{"signal then loss", [2]event{stopSignal, lockLoss}, ReasonSignal},
+		{"loss then signal", [2]event{lockLoss, stopSignal}, ReasonLockLost},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sig, c := testSignals(t)
+			loss := make(chan LockLoss, 1)
+			// The job ignores SIGTERM and SIGINT: it lives through both events until the
+			// SIGKILL at the end of the first one's grace.
+			job := Job{Argv: sh(`trap "" TERM INT; sleep 1000`), Grace: time.Second}
+			for i, e := range tc.events {
+				at := []time.Duration{first, second}[i]
+				switch e {
+				case timeout:
+					job.Timeout = at
+				case stopSignal:
+					go func() { time.Sleep(at); c <- syscall.SIGINT }()
+				case lockLoss:
+					go func() { time.Sleep(at); loss <- LockLoss{Grace: time.Second, Err: ErrLockLost} }()
+				}
+			}
+			res, _ := supervise(t, job, sig, chanWatch{c: loss}, nil)
+			if res.Reason != tc.want || res.Signal != syscall.SIGKILL {
+				t.Fatalf("got %+v; want %v, the job killed at the end of the grace", res, tc.want)
+			}
+			if tc.events[0] == stopSignal && res.StopSignal != syscall.SIGINT {
+				t.Fatalf("StopSignal %v, want SIGINT", res.StopSignal)
+			}
+			if (tc.events[0] == lockLoss || tc.events[1] == lockLoss) && !errors.Is(res.LossErr, ErrLockLost) {
+				t.Fatalf("LossErr %v: a loss, even one that did not decide, is kept", res.LossErr)
+			}
+		})
+	}
+	// The child's own exit first: later events do not change it (there is nobody left).
+	res, _ := supervise(t, Job{Argv: sh("exit 3"), Timeout: time.Minute, Grace: time.Second}, nil, nil, nil)
+	if res.Reason != ReasonExited || res.ExitCode != 3 {
+		t.Fatalf("exit first: got %+v", res)
 	}
 }
 

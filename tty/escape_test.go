@@ -1,4 +1,4 @@
-package cmd
+package tty
 
 import "testing"
 
@@ -16,8 +16,8 @@ func TestEscape(t *testing.T) {
 		{"\u009b2J", `\u009b2J`}, // C1 CSI as a rune
 		{"\x9b2J", `\x9b2J`},     // the same byte alone is invalid UTF-8
 	} {
-		if got := escape(c.in); got != c.want {
-			t.Errorf("escape(%q) = %q, want %q", c.in, got, c.want)
+		if got := Escape(c.in); got != c.want {
+			t.Errorf("Escape(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }

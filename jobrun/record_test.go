@@ -1,4 +1,4 @@
-package cmd
+package jobrun
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"cronlock/history"
 )
 
-// A run's running row is written only once the run has lasted startRowDelay: a run that
+// A run's running row is written only once the run has lasted StartRowDelay: a run that
 // ends sooner has no row until its end, and then one final row.
 func TestRunningRowWaitsForItsDelay(t *testing.T) {
 	for _, tc := range []struct {
@@ -26,8 +26,7 @@ func TestRunningRowWaitsForItsDelay(t *testing.T) {
 			due := make(chan time.Time)
 			waiting := make(chan struct{})
 			r := &runner{
-				o: &runOptions{History: path, Node: "n", Stderr: os.Stderr,
-					backendOptions: backendOptions{LockDir: dir}},
+				o:     &Options{History: path, Node: "n", Stderr: os.Stderr, StampDir: dir},
 				runID: "01a20000-0000-7000-8000-0000000de1a1",
 				startRowAfter: func() <-chan time.Time {
 					close(waiting) // the recorder is ready and holds the row back
@@ -35,7 +34,7 @@ func TestRunningRowWaitsForItsDelay(t *testing.T) {
 				},
 			}
 			r.row = &history.Run{ID: r.runID, Key: "k", Node: "n", PID: os.Getpid(),
-				Command: []string{"job"}, StartedAt: time.Now(), Attempt: 1, Status: "running"}
+				Command: []string{"job"}, StartedAt: time.Now(), Attempt: 1, Status: history.StatusRunning}
 			r.openHistory()
 			r.recordStart()
 			select {
@@ -59,7 +58,7 @@ func TestRunningRowWaitsForItsDelay(t *testing.T) {
 					t.Fatal("the recorder stopped waiting for the running row's time")
 				}
 				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-					if got, err := st.Get(r.runID); err == nil && got.Status == "running" {
+					if got, err := st.Get(r.runID); err == nil && got.Status == history.StatusRunning {
 						break
 					}
 					if time.Now().After(deadline) {
@@ -68,11 +67,11 @@ func TestRunningRowWaitsForItsDelay(t *testing.T) {
 				}
 			}
 			code := 0
-			r.row.Status, r.row.ExitCode, r.row.FinishedAt = "succeeded", &code, time.Now()
+			r.row.Status, r.row.ExitCode, r.row.FinishedAt = history.StatusSucceeded, &code, time.Now()
 			r.queueFinish()
 			r.rec.wait()
 			got, err := st.Get(r.runID)
-			if err != nil || got.Status != "succeeded" {
+			if err != nil || got.Status != history.StatusSucceeded {
 				t.Fatalf("final row %+v, %v; want succeeded", got, err)
 			}
 			if left, _ := filepath.Glob(path + "-runs/*"); len(left) != 0 {

@@ -1,25 +1,11 @@
-package cmd
+package jobrun
 
 import (
-	"os"
-	"path/filepath"
 	"time"
 
 	"cronlock/history"
-	"cronlock/lockrun"
+	"cronlock/metrics"
 )
-
-// historyPath resolves the history file: --history, CRONLOCK_HISTORY (environment or
-// config file), then the per-user default. "" with nil error means recording is off.
-func historyPath(flag string) (string, error) {
-	if flag == "off" {
-		return "", nil
-	}
-	if flag == "" {
-		return history.DefaultPath()
-	}
-	return flag, nil
-}
 
 // recorder writes one run's history rows on a goroutine of its own, in order, so that
 // opening SQLite and writing rows overlap with taking the lock and running the job.
@@ -86,13 +72,16 @@ func (rec *recorder) wait() {
 
 // openHistory starts the recorder unless recording is off.
 func (r *runner) openHistory() {
-	if r.o.History == "off" {
+	path := r.o.History
+	switch path {
+	case "off":
 		return
-	}
-	path, err := historyPath(r.o.History)
-	if err != nil {
-		r.historyFailed(err)
-		return
+	case "":
+		var err error
+		if path, err = history.DefaultPath(); err != nil {
+			r.historyFailed(path, err)
+			return
+		}
 	}
 	var after func(*history.Store)
 	switch {
@@ -104,18 +93,18 @@ func (r *runner) openHistory() {
 	}
 	r.histPath = path
 	go history.Warm() // beside the lock's acquire: Claim comes right after it
-	r.rec = startRecorder(path, r.o.Node, r.historyFailed, after)
+	r.rec = startRecorder(path, r.o.Node, func(err error) { r.historyFailed(path, err) }, after)
 }
 
-// startRowDelay is how long a run goes before its running row is written. A run that
+// StartRowDelay is how long a run goes before its running row is written. A run that
 // ends sooner is written once, when it ends: one SQLite write instead of two, and fewer
-// pages for the next run to read back from the WAL (0.6 ms off `cronlock run -- true`
-// when it was measured). Its claimed file covers it meanwhile (see recordStart).
-const startRowDelay = time.Second
+// pages for the next run to read back from the WAL. Its claimed file covers it
+// meanwhile (see recordStart).
+const StartRowDelay = time.Second
 
 // recordStart records a run whose child is about to start. The run's per-run file is
 // claimed here, on the run's own path, with its start facts. The running row is written
-// by the recorder only once the run has lasted startRowDelay. Meanwhile `cronlock
+// by the recorder only once the run has lasted StartRowDelay. Meanwhile `cronlock
 // history` shows the run from its file (history.AddLive), and should cronlock die, the
 // next Reap records the run (abandoned) from that file. A failed claim is left to the
 // recorder's Start or Finish, which says what is wrong with the history.
@@ -128,7 +117,7 @@ func (r *runner) recordStart() {
 	r.ended = ended
 	after := r.startRowAfter
 	if after == nil {
-		after = func() <-chan time.Time { return time.After(startRowDelay) }
+		after = func() <-chan time.Time { return time.After(StartRowDelay) }
 	}
 	r.rec.do(func(s *history.Store) error {
 		select {
@@ -159,35 +148,28 @@ func (r *runner) recordInsert() {
 	r.rec.wait()
 }
 
-// warnEvery limits the warnings of a broken history or metrics folder: a full disk must
-// not flood cron mail with one message per run.
-const warnEvery = time.Hour
-
-// warnedLately reports whether the warning named name was given on this host within
-// warnEvery, and if not, stamps it as given now. The stamp is a file in the user's lock
-// folder, which is the same for cron and a login shell.
-func (r *runner) warnedLately(name string) bool {
-	dir := r.o.LockDir
-	if dir == "" {
-		dir = lockrun.DefaultLockDir()
+// retain is automatic retention, after the run's rows are written: it runs on the
+// recorder's goroutine, once the job is over and its lock released, and prunes at most
+// once a day per history file (history.Retain). A failed pass is said on stderr (a bad
+// setting already was, by openHistory); the run's exit code stays the job's.
+func (r *runner) retain(st *history.Store) {
+	age := r.o.Retention
+	if _, _, err := st.Retain(age, time.Now()); err != nil {
+		r.asyncErrorf("deleting runs older than %s from the history failed (%v); it is tried again in a day, or run cronlock history prune", history.FormatAge(age), err)
 	}
-	os.MkdirAll(dir, 0o700)
-	stamp := filepath.Join(dir, "."+name+"-warned")
-	if fi, serr := os.Stat(stamp); serr == nil && time.Since(fi.ModTime()) < warnEvery {
-		return true
-	}
-	if f, ferr := os.OpenFile(stamp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600); ferr == nil {
-		f.Close()
-		now := time.Now()
-		os.Chtimes(stamp, now, now)
-	}
-	return false
 }
 
-// historyFailed warns that the run is not recorded, at most once an hour per host.
-func (r *runner) historyFailed(err error) {
-	if r.warnedLately("history") {
+// recordMetrics writes the metrics file of a finished run when --metrics-dir is set.
+// A failure is one warning line, limited like the history's (a misconfigured folder under
+// a per-minute job must not flood cron mail): monitoring never changes a run's exit code.
+func (r *runner) recordMetrics(code int) {
+	o := r.o
+	if o.MetricsDir == "" || r.row == nil || r.row.Status == "" {
 		return
 	}
-	r.asyncErrorf("cannot record this run in the history (%v); the job runs anyway. Fix the file or set CRONLOCK_HISTORY (off disables recording); this warning repeats at most once an hour", err)
+	f := metrics.Facts{Key: o.Key, Node: o.Node, Status: r.row.Status, ExitCode: code,
+		Started: r.row.StartedAt, Finished: r.row.FinishedAt}
+	if err := metrics.Write(o.MetricsDir, f); err != nil && !o.Quiet && r.shouldWarn("metrics", o.MetricsDir, err) {
+		r.infof("warning: cannot write the metrics of this run (%v); its exit code is unchanged. Fix that folder, or unset --metrics-dir and CRONLOCK_METRICS_DIR%s", err, r.repeatNote())
+	}
 }

@@ -1,4 +1,4 @@
-package cmd
+package jobrun
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cronlock/history"
 	"cronlock/lockrun"
 )
 
@@ -21,22 +22,35 @@ type outcome struct {
 	Warning  bool // Message is a warning (quiet hides it), not an error
 }
 
-// Exit codes cronlock itself gives (SPEC §3).
+// The exit codes cronlock itself gives; any other code is the job's own, 128+N for a
+// job that died of signal N, or the conflict code of a skipped run.
 const (
+	// ExitTimeout: cronlock stopped the job because --timeout passed.
 	ExitTimeout = 124
-	ExitFailed  = 125
+	// ExitFailed: cronlock failed: bad usage or configuration, backend unreachable, lock
+	// lost while the job ran, the job could not be started for a reason of cronlock's.
+	ExitFailed = 125
+	// ExitCannotExecute: the command exists but cannot be executed.
+	ExitCannotExecute = 126
+	// ExitNotFound: the command was not found.
+	ExitNotFound = 127
 )
 
 // outcomeOf maps a supervised run to status and exit code. The first event decides:
 // lock lost, timeout, forwarded stop signal, the child's own exit.
-func outcomeOf(res lockrun.Result, o *runOptions) outcome {
+func outcomeOf(res lockrun.Result, o *Options) outcome {
 	var out outcome
 	if !res.Started {
-		out.Status = "error"
+		out.Status = history.StatusError
 		out.Code = ExitFailed
 		var se *lockrun.StartError
 		if errors.As(res.StartErr, &se) {
-			out.Code = se.ExitCode()
+			switch se.Kind {
+			case lockrun.NotFound:
+				out.Code = ExitNotFound
+			case lockrun.NotExecutable:
+				out.Code = ExitCannotExecute
+			}
 		}
 		out.Message = fmt.Sprint(res.StartErr)
 		return out
@@ -54,8 +68,8 @@ func outcomeOf(res lockrun.Result, o *runOptions) outcome {
 	}
 	switch res.Reason {
 	case lockrun.ReasonLockLost:
-		out.Status = "lock_lost"
-		if o.OnLockLost == "continue" {
+		out.Status = history.StatusLockLost
+		if o.ContinueOnLoss {
 			out.Code = own
 			out.Warning = true
 			out.Message = fmt.Sprintf("%s: the lock was lost while the job ran (%v); --on-lock-lost continue let it finish", o.Key, res.LossErr)
@@ -68,11 +82,11 @@ func outcomeOf(res lockrun.Result, o *runOptions) outcome {
 			out.Message = fmt.Sprintf("%s: the lock was lost while the job ran (%v)%s. Another host may run it now", o.Key, res.LossErr, stopped)
 		}
 	case lockrun.ReasonTimeout:
-		out.Status = "timeout"
+		out.Status = history.StatusTimeout
 		out.Code = ExitTimeout
 		out.Message = fmt.Sprintf("%s: the job ran longer than --timeout %v; stopped it", o.Key, o.Timeout)
 	case lockrun.ReasonSignal:
-		out.Status = "interrupted"
+		out.Status = history.StatusInterrupted
 		n := 0
 		if s, ok := res.StopSignal.(syscall.Signal); ok {
 			n = int(s)
@@ -83,9 +97,9 @@ func outcomeOf(res lockrun.Result, o *runOptions) outcome {
 	default:
 		out.Code = own
 		if own == 0 {
-			out.Status = "succeeded"
+			out.Status = history.StatusSucceeded
 		} else {
-			out.Status = "failed"
+			out.Status = history.StatusFailed
 		}
 	}
 	return out

@@ -1,0 +1,100 @@
+package jobrun
+
+import (
+	"errors"
+	"io/fs"
+	"strings"
+	"syscall"
+	"testing"
+
+	"cronlock/history"
+	"cronlock/lockrun"
+)
+
+// TestOutcome: the status and exit code of every way a supervised run can end. The
+// first event decides (lockrun reports it as Reason): lock lost, timeout, forwarded stop
+// signal, the child's own exit; the child's own end only fills in its code or signal.
+func TestOutcome(t *testing.T) {
+	loss := errors.New("no renewal confirmed before the lease ran out")
+	type end struct {
+		code int            // the child's exit code; -1 when a signal ended it
+		sig  syscall.Signal // the signal that ended it, 0 if none
+	}
+	exit := func(c int) end { return end{code: c} }
+	killed := func(s syscall.Signal) end { return end{code: -1, sig: s} }
+	for _, tc := range []struct {
+		name       string
+		reason     lockrun.Reason
+		end        end
+		stopSignal syscall.Signal // for ReasonSignal
+		cont       bool           // --on-lock-lost continue
+		status     string
+		code       int
+		message    string // a part of the one line cronlock says; "" = says nothing
+		warning    bool
+	}{
+		{"exit 0", lockrun.ReasonExited, exit(0), 0, false, history.StatusSucceeded, 0, "", false},
+		{"exit 3", lockrun.ReasonExited, exit(3), 0, false, history.StatusFailed, 3, "", false},
+		{"exit 255", lockrun.ReasonExited, exit(255), 0, false, history.StatusFailed, 255, "", false},
+		{"exit 124 of its own", lockrun.ReasonExited, exit(124), 0, false, history.StatusFailed, 124, "", false},
+		{"killed by a signal cronlock did not send", lockrun.ReasonExited, killed(syscall.SIGSEGV), 0, false, history.StatusFailed, 128 + 11, "", false},
+		{"SIGKILL from outside", lockrun.ReasonExited, killed(syscall.SIGKILL), 0, false, history.StatusFailed, 137, "", false},
+
+		{"timeout, job stopped by SIGTERM", lockrun.ReasonTimeout, killed(syscall.SIGTERM), 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout", false},
+		{"timeout, job needed SIGKILL", lockrun.ReasonTimeout, killed(syscall.SIGKILL), 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout", false},
+		{"timeout, job exits 0 in the grace", lockrun.ReasonTimeout, exit(0), 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout", false},
+		{"timeout, job exits 1 in the grace", lockrun.ReasonTimeout, exit(1), 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout", false},
+
+		{"SIGTERM forwarded, job dies of it", lockrun.ReasonSignal, killed(syscall.SIGTERM), syscall.SIGTERM, false, history.StatusInterrupted, 143, "stopped the job on SIGTERM", true},
+		{"SIGINT forwarded, job exits 0", lockrun.ReasonSignal, exit(0), syscall.SIGINT, false, history.StatusInterrupted, 130, "stopped the job on SIGINT", true},
+		{"SIGHUP forwarded, job needed SIGKILL", lockrun.ReasonSignal, killed(syscall.SIGKILL), syscall.SIGHUP, false, history.StatusInterrupted, 129, "stopped the job on SIGHUP", true},
+
+		{"lock lost, job stopped", lockrun.ReasonLockLost, killed(syscall.SIGTERM), 0, false, history.StatusLockLost, ExitFailed, "the lock was lost while the job ran", false},
+		{"lock lost, job exits 0 in the grace", lockrun.ReasonLockLost, exit(0), 0, false, history.StatusLockLost, ExitFailed, "the lock was lost", false},
+		{"lock lost, continue, job exits 0", lockrun.ReasonLockLost, exit(0), 0, true, history.StatusLockLost, 0, "--on-lock-lost continue let it finish", true},
+		{"lock lost, continue, job exits 2", lockrun.ReasonLockLost, exit(2), 0, true, history.StatusLockLost, 2, "--on-lock-lost continue let it finish", true},
+		{"lock lost, continue, job killed from outside", lockrun.ReasonLockLost, killed(syscall.SIGKILL), 0, true, history.StatusLockLost, 137, "let it finish", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := lockrun.Result{Started: true, Reason: tc.reason, ExitCode: tc.end.code, Signal: tc.end.sig}
+			if tc.reason == lockrun.ReasonSignal {
+				res.StopSignal = tc.stopSignal
+			}
+			if tc.reason == lockrun.ReasonLockLost {
+				res.LossErr = loss
+			}
+			got := outcomeOf(res, &Options{Key: "k", ContinueOnLoss: tc.cont})
+			if got.Status != tc.status || got.Code != tc.code {
+				t.Fatalf("status %s, exit %d; want %s, exit %d", got.Status, got.Code, tc.status, tc.code)
+			}
+			if tc.message == "" && got.Message != "" || !strings.Contains(got.Message, tc.message) || got.Warning != tc.warning {
+				t.Fatalf("message %q (warning %v); want one containing %q (warning %v)", got.Message, got.Warning, tc.message, tc.warning)
+			}
+			if tc.end.sig != 0 {
+				if got.ExitCode != nil || got.Signal == "" {
+					t.Fatalf("a job ended by a signal: exit_code %v, signal %q; want null and the signal's name", got.ExitCode, got.Signal)
+				}
+			} else if got.ExitCode == nil || *got.ExitCode != tc.end.code || got.Signal != "" {
+				t.Fatalf("exit_code %v, signal %q; want %d and none", got.ExitCode, got.Signal, tc.end.code)
+			}
+		})
+	}
+}
+
+// TestOutcomeNotStarted: a job that never started is an error, with the shell's codes.
+func TestOutcomeNotStarted(t *testing.T) {
+	for _, tc := range []struct {
+		kind lockrun.StartErrorKind
+		code int
+	}{
+		{lockrun.NotFound, ExitNotFound},
+		{lockrun.NotExecutable, ExitCannotExecute},
+		{lockrun.StartFailed, ExitFailed},
+	} {
+		se := &lockrun.StartError{Kind: tc.kind, Name: "job", Err: fs.ErrNotExist}
+		got := outcomeOf(lockrun.Result{ExitCode: -1, StartErr: se}, &Options{Key: "k"})
+		if got.Status != history.StatusError || got.Code != tc.code || got.Message != se.Error() || got.ExitCode != nil {
+			t.Errorf("kind %d: %+v; want status error, exit %d, message %q", tc.kind, got, tc.code, se.Error())
+		}
+	}
+}

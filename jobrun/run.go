@@ -1,0 +1,316 @@
+// Package jobrun carries out one `cronlock run`: it takes the lock, supervises the job
+// under it while the lease is kept, releases the lock, records the run in the history
+// and the metrics file, says what happened on stderr, and returns the exit code cron
+// sees.
+//
+// It knows no flags, environment or configuration file: cmd resolves those into
+// Options. The lock and the child are lockrun's, the SQLite file history's, the metrics
+// file metrics'; this package decides the order of the steps and what each outcome is
+// called.
+package jobrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/sys/unix"
+
+	"cronlock/history"
+	"cronlock/lockrun"
+	"cronlock/logline"
+	"cronlock/tty"
+)
+
+// Options are the settings of one run, resolved and checked by the caller.
+type Options struct {
+	Key     string   // the lock's name, valid for lockrun.ValidKey
+	Command []string // argv of the job, executed without a shell
+
+	TTL     time.Duration // lease length, renewed every TTL/3
+	Wait    time.Duration // how long to wait for a held lock; 0 = skip at once
+	Timeout time.Duration // longest run time of the job; 0 = none
+	Grace   time.Duration // between SIGTERM and SIGKILL whenever the job is stopped
+	MinHold time.Duration // keep the lock at least this long after acquiring it
+	// ContinueOnLoss lets the job finish when the lock is lost (--on-lock-lost
+	// continue); by default it is stopped.
+	ContinueOnLoss   bool
+	ConflictExitCode int           // the exit code of a skipped run
+	StaleAfter       time.Duration // a skip past a holder this old is always said; 0 = never
+
+	// Open connects the lock backend; its error is the run's (status error, exit 125).
+	Open func() (lockrun.Locker, error)
+	// OpTimeout bounds one backend operation (--redis-timeout): a renewal, the release.
+	OpTimeout time.Duration
+	// Warnings are said at the start of the run (e.g. a password visible in ps).
+	Warnings []string
+
+	// History is the history file: "" for the per-user default, "off" for none.
+	History string
+	// Retention is how old a finished run gets before a run deletes it (at most once a
+	// day); 0 keeps every run. RetentionErr, when set, is a bad retention setting, said
+	// by every run (which runs anyway) until it is fixed.
+	Retention    time.Duration
+	RetentionErr error
+	// MetricsDir is node_exporter's textfile folder; "" = no metrics file.
+	MetricsDir string
+	// StampDir is where the hourly limits of repeated warnings are stamped: the lock
+	// folder, the same for cron and a login shell.
+	StampDir string
+
+	// Capture is how many bytes of output tail are kept with the run; with 0 the job
+	// writes to Stdout and Stderr itself.
+	Capture int64
+	Node    string // this machine's name in locks and history
+
+	Quiet, Verbose bool
+	LogFormat      string // logline.Text or logline.JSON
+
+	Stdin, Stdout, Stderr *os.File
+}
+
+// Run does one locked, supervised, recorded run and returns the exit code: the job's
+// own, or one of the Exit codes, or ConflictExitCode for a skipped run.
+func Run(o *Options) int {
+	r := &runner{o: o, started: time.Now()}
+	code := r.run()
+	r.recordMetrics(code) // the outcome is final here: lock released, row written
+	return code
+}
+
+// runner carries one run's state between its steps.
+type runner struct {
+	o        *Options
+	started  time.Time // when cronlock started: the row's start, before any wait
+	runID    string
+	rec      *recorder     // nil when the history is off
+	histPath string        // the history file rec writes to
+	ended    chan struct{} // closed when the run's final row is queued (see recordStart)
+	// startRowAfter is when the running row is due (time.After(startRowDelay) when nil);
+	// called on the recorder's goroutine, once it is ready to write the row.
+	startRowAfter func() <-chan time.Time
+	row           *history.Run
+	locker        lockrun.Locker
+}
+
+func (r *runner) run() int {
+	o := r.o
+	// Signals first: a stop signal that arrives while the lock is being taken must be
+	// seen (status interrupted), not kill cronlock with the lock half taken.
+	sig := lockrun.NotifySignals()
+	// The guard is only prepared here; its process is forked when it is armed, just after
+	// the child starts, so a skipped run costs no guard.
+	guard, err := lockrun.StartGuard()
+	if err != nil {
+		r.verbosef("no guard process (%v): if cronlock is SIGKILLed, only the direct child is killed with it", err)
+	}
+	defer guard.Done()
+
+	id, err := uuid.NewV7()
+	if err != nil {
+		r.errorf("cannot make a run id: %v", err)
+		return ExitFailed
+	}
+	r.runID = id.String()
+	for _, w := range o.Warnings {
+		r.infof("%s", w)
+	}
+	r.row = &history.Run{ID: r.runID, Key: o.Key, Node: o.Node, PID: os.Getpid(),
+		Command: o.Command, StartedAt: r.started, Attempt: 1}
+	r.openHistory()
+
+	locker, err := o.Open()
+	if err != nil {
+		return r.fail(ExitFailed, "%v", err)
+	}
+	r.locker = locker
+	defer locker.Close()
+	r.row.Backend = locker.Describe()
+
+	lease, code, done := r.acquire(sig)
+	if done {
+		return code
+	}
+	r.verbosef("acquired %s on %s (fencing token %d)", o.Key, r.row.Backend, lease.FencingToken())
+	r.row.FencingToken = lease.FencingToken()
+	r.row.Status = history.StatusRunning
+	r.recordStart()
+
+	ctx, stopKeeper := context.WithCancel(context.Background())
+	keeper := &lockrun.Keeper{Lease: lease, Interval: o.TTL / 3, Grace: o.Grace,
+		OpTimeout: o.OpTimeout,
+		Warn: func(err error) {
+			if o.Verbose { // on the keeper's goroutine: no status (see say)
+				r.say(logline.Verbose, false, fmt.Sprintf("renewing %s failed, retrying: %v", o.Key, err))
+			}
+		}}
+	keeper.Run(ctx)
+
+	job := lockrun.Job{
+		Argv: o.Command, Env: childEnv(o, r.runID, lease.FencingToken()),
+		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
+		Capture: int(o.Capture), Grace: o.Grace, Timeout: o.Timeout,
+		Foreground: true, Guard: guard, ContinueOnLoss: o.ContinueOnLoss,
+	}
+	res := lockrun.Supervise(context.Background(), job, sig, keeper, nil)
+	stopKeeper()
+	r.row.FinishedAt = time.Now()
+
+	out := outcomeOf(res, o)
+	r.row.Status, r.row.ExitCode, r.row.Signal, r.row.Output = out.Status, out.ExitCode, out.Signal, res.Output
+	for _, sg := range res.Streams { // lockrun's stream numbers are the history's
+		r.row.Streams = append(r.row.Streams, history.Segment{Stream: history.Stream(sg.Stream), Len: sg.Len})
+	}
+	r.row.Error = out.Message
+	if out.Message != "" {
+		if out.Warning {
+			r.infof("%s", out.Message)
+		} else {
+			r.errorf("%s", out.Message)
+		}
+	}
+	// The row is written while the lock is released: the release is what a waiting host
+	// is held up by, and a failed release changes neither status nor exit code.
+	r.queueFinish()
+
+	// The job's processes are all gone: only now may the lock go. A local lock with
+	// --min-hold is kept until the hold ends, so the deadline leaves room for it.
+	rctx, cancel := context.WithTimeout(context.Background(), o.OpTimeout+time.Second+o.MinHold)
+	if err := lease.Release(rctx); err != nil && !errors.Is(err, lockrun.ErrLockLost) {
+		r.infof("releasing %s failed: %v (a Redis lock expires by itself after --ttl %v)", o.Key, err, o.TTL)
+	} else {
+		r.verbosef("released %s", o.Key)
+	}
+	cancel()
+	r.rec.wait()
+	return out.Code
+}
+
+// acquire takes the lock, giving way to a stop signal. done means the run ends here
+// with code (skipped, failed or interrupted), its row already recorded.
+func (r *runner) acquire(sig *lockrun.Signals) (lease lockrun.Lease, code int, done bool) {
+	o := r.o
+	var tries atomic.Int32
+	req := lockrun.Request{Key: o.Key, TTL: o.TTL, Wait: o.Wait, MinHold: o.MinHold,
+		Node: o.Node, PID: os.Getpid(), RunID: r.runID, OnTry: func() {
+			if tries.Add(1) == 2 && o.Verbose { // on Acquire's goroutine: no status (see say)
+				r.say(logline.Verbose, false, fmt.Sprintf("%s is held; trying again for up to %s", o.Key, o.Wait))
+			}
+		}}
+	type result struct {
+		lease lockrun.Lease
+		err   error
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := make(chan result, 1)
+	go func() {
+		l, err := r.locker.Acquire(ctx, req)
+		ch <- result{l, err}
+	}()
+	var res result
+	for waiting := true; waiting; {
+		select {
+		case res = <-ch:
+			waiting = false
+			r.row.Attempt = max(1, int(tries.Load()))
+		case s := <-sig.C:
+			if !lockrun.IsStopSignal(s) {
+				continue // USR1/USR2 before the child exists: nobody to forward them to
+			}
+			cancel()
+			res = <-ch
+			r.row.Attempt = max(1, int(tries.Load()))
+			if res.lease != nil {
+				rctx, c2 := context.WithTimeout(context.Background(), o.OpTimeout)
+				res.lease.Release(rctx)
+				c2()
+			}
+			n := int(s.(syscall.Signal))
+			r.row.Status = history.StatusInterrupted
+			r.row.Signal = unix.SignalName(s.(syscall.Signal))
+			r.row.Error = fmt.Sprintf("stopped by %s before the job started", r.row.Signal)
+			r.recordInsert()
+			r.infof("%s: %s", o.Key, r.row.Error)
+			return nil, 128 + n, true
+		}
+	}
+	var held *lockrun.HeldError
+	switch {
+	case res.err == nil:
+		return res.lease, 0, false
+	case errors.As(res.err, &held):
+		r.row.Status = history.StatusSkipped
+		if held.Holder != nil {
+			r.row.Holder = held.Holder.String()
+		}
+		r.recordInsert()
+		r.reportSkip(held)
+		return nil, o.ConflictExitCode, true
+	default:
+		return nil, r.fail(ExitFailed, "%v", res.err), true
+	}
+}
+
+// reportSkip says a run was skipped only where someone wants to hear it: cron would
+// mail every skip from every other host.
+func (r *runner) reportSkip(held *lockrun.HeldError) {
+	o := r.o
+	h := held.Holder
+	if h != nil && o.StaleAfter > 0 && !h.Since.IsZero() && time.Since(h.Since) > o.StaleAfter {
+		age := time.Since(h.Since).Round(time.Second)
+		if age > time.Hour {
+			age = age.Round(time.Minute)
+		}
+		r.errorf("%s held by %s (pid %d, run %s) for %v, longer than --stale-after %v: is that job hung? See cronlock status --key %s",
+			o.Key, tty.Escape(h.Node), h.PID, tty.Escape(h.RunID), age, o.StaleAfter, o.Key)
+		return
+	}
+	if o.Verbose || (!o.Quiet && tty.IsTerminal(o.Stderr)) {
+		// The holder's names come from another host: escaped, as on every display.
+		r.say(logline.Verbose, true, "skipped: "+tty.Escape(held.Error()))
+	}
+}
+
+// fail records an error row, says msg and returns code.
+func (r *runner) fail(code int, format string, args ...any) int {
+	msg := fmt.Sprintf(format, args...)
+	r.row.Status = history.StatusError
+	r.row.Error = msg
+	r.recordInsert()
+	r.errorf("%s", msg)
+	return code
+}
+
+// childEnv is cronlock's environment plus the run's own variables.
+func childEnv(o *Options, runID string, token uint64) []string {
+	add := map[string]string{
+		"CRONLOCK_KEY":           o.Key,
+		"CRONLOCK_RUN_ID":        runID,
+		"CRONLOCK_NODE":          o.Node,
+		"CRONLOCK_FENCING_TOKEN": strconv.FormatUint(token, 10),
+	}
+	env := make([]string, 0, len(os.Environ())+len(add))
+	for _, kv := range os.Environ() {
+		name := kv
+		for i := 0; i < len(kv); i++ {
+			if kv[i] == '=' {
+				name = kv[:i]
+				break
+			}
+		}
+		if _, ok := add[name]; !ok {
+			env = append(env, kv)
+		}
+	}
+	for k, v := range add {
+		env = append(env, k+"="+v)
+	}
+	return env
+}

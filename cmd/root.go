@@ -1,8 +1,9 @@
 // Package cmd is cronlock's command line: each command turns its flags into an options
 // struct and calls one plain function. Main owns the mapping from errors to exit codes.
 //
-// The package knows flags, configuration and output; locks and children live in lockrun,
-// the run history in history.
+// The package knows flags, the configuration file and how results are shown to people
+// and scripts; a run's steps live in jobrun, locks and children in lockrun, the run
+// history in history.
 package cmd
 
 import (

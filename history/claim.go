@@ -96,10 +96,20 @@ func takeClaim(id string) *os.File {
 	return f
 }
 
+// maxClaim bounds what readClaim reads: the start facts of the longest command line
+// Linux runs (its arguments and environment together fit in a quarter of an 8 MiB stack),
+// base64-encoded, with room to spare.
+const maxClaim = 8 << 20
+
 // readClaim reads the start facts in the per-run file f, or reports ok false for a file
-// without them (one from a cronlock before Claim, or cut short by a crash).
+// without them (one from a cronlock before Claim, or cut short by a crash). The whole
+// file is read: a long command line must not make a dead run vanish unrecorded.
 func readClaim(f *os.File) (r Run, ok bool) {
-	b := make([]byte, 64<<10)
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || st.Size <= 0 || st.Size > maxClaim {
+		return Run{}, false
+	}
+	b := make([]byte, st.Size)
 	n, _ := unix.Pread(int(f.Fd()), b, 0)
 	var c claimRecord
 	if n <= 0 || json.Unmarshal(b[:n], &c) != nil || c.ID == "" {

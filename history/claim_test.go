@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -95,5 +96,35 @@ func TestClaimThenFinish(t *testing.T) {
 	}
 	if n := countRuns(t, path, ""); n != 2 {
 		t.Errorf("%d rows, want 2", n)
+	}
+}
+
+// A run with a long command line (arguments of 128 KiB, the most Linux allows one) that
+// dies before its row is written is still recorded abandoned, with its whole command;
+// while it lives, readers see it.
+func TestClaimOfALongCommand(t *testing.T) {
+	s, path := openTemp(t)
+	long := strings.Repeat("x", 128<<10)
+	r := Run{ID: "01a20000-0000-7000-8000-000000005403", Key: "long-argv", Node: "n", PID: os.Getpid(),
+		Command: []string{"sh", "-c", long, long}, Attempt: 1}
+	if err := Claim(path, r); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	if n, err := reader.AddLive(); err != nil || n != 1 {
+		t.Fatalf("AddLive of a live run with a long command: %d, %v; want 1", n, err)
+	}
+	s.db.Exec(`DELETE FROM runs WHERE id = ?`, r.ID) // as if no reader had come by
+	takeClaim(r.ID).Close()                         // the run's cronlock dies: its lock goes
+	if n, err := s.Reap(""); err != nil || n != 1 {
+		t.Fatalf("Reap after the run died: %d, %v; want 1", n, err)
+	}
+	got := status(t, s, r.ID)
+	if got.Status != StatusAbandoned || len(got.Command) != 4 || got.Command[3] != long {
+		t.Fatalf("dead run: status %s, %d arguments; want abandoned with its whole command", got.Status, len(got.Command))
 	}
 }

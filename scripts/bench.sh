@@ -19,6 +19,12 @@
 # stamping jobs and drivers) there, and stops and removes everything at the end. Takes
 # about four minutes on two cores. Prints a Markdown report on stdout, progress on stderr:
 # `scripts/bench.sh > BENCHMARKS.md` refreshes the file.
+#
+# `scripts/bench.sh ab REV` compares two builds instead: cronlock built from git revision
+# REV and from the working tree, per-run overhead only (local, local with the history off,
+# Redis, `version`), in six interleaved rounds of 100 runs each, the order of the two
+# builds alternating, so that a drifting machine favours neither. Prints medians of all
+# rounds and the new/old ratio, in about four minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -224,6 +230,57 @@ redis-server --port "$port" --bind 127.0.0.1 --dir "$work" --save "" --appendonl
 redis_pid=$!
 for _ in $(seq 1 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
 redis_url="redis://127.0.0.1:$port/0"
+
+# ab_compare REV: see the comment at the top.
+ab_compare() {
+	local rev=$1 round i
+	echo "bench.sh: building cronlock from $rev and from the working tree" >&2
+	git worktree add --detach -q "$work/old-src" "$rev"
+	(cd "$work/old-src" && go build -trimpath -o "$work/cronlock-old" .)
+	git worktree remove --force "$work/old-src"
+	go build -trimpath -o "$work/cronlock-new" .
+	export CRONLOCK_CONFIG="$work/none.conf" CRONLOCK_LOCK_DIR="$work/locks"
+	local -a cmds=()
+	for b in old new; do # each build its own history file, warmed up first
+		CRONLOCK_HISTORY="$work/ab-$b.db" "$work/cronlock-$b" run -k ab-local -- true
+		CRONLOCK_HISTORY="$work/ab-$b.db" "$work/cronlock-$b" run --redis "$redis_url" -k ab-redis -- true
+	done
+	for round in 1 2 3 4 5 6; do
+		cmds=()
+		local order="old new"
+		[ $((round % 2)) = 0 ] && order="new old"
+		for b in $order; do
+			cmds+=(-n "$b|version" "$work/cronlock-$b version"
+				-n "$b|local, history off" "$work/cronlock-$b run --history off -k ab-local -- true"
+				-n "$b|local" "$work/cronlock-$b run --history $work/ab-$b.db -k ab-local -- true"
+				-n "$b|redis" "$work/cronlock-$b run --history $work/ab-$b.db --redis $redis_url -k ab-redis -- true")
+		done
+		echo "bench.sh: round $round of 6 ($order)" >&2
+		hyperfine -N --warmup 10 --runs 100 --export-json "$work/ab-$round.json" "${cmds[@]}" >&2
+	done
+	BENCH_WORK="$work" BENCH_REV="$rev" python3 - <<'PY'
+import json, os, statistics
+work, rev = os.environ["BENCH_WORK"], os.environ["BENCH_REV"]
+times = {}
+for r in range(1, 7):
+    for res in json.load(open(f"{work}/ab-{r}.json"))["results"]:
+        times.setdefault(res["command"], []).extend(res["times"])
+print(f"Per-run overhead, cronlock built from `{rev}` (old) and from the working tree (new): "
+      "medians of 600 runs each, in six rounds of 100 with the builds' order alternating "
+      "(`scripts/bench.sh ab " + rev + "`).\n")
+print("| command | old ms | new ms | new / old |")
+print("|---|---|---|---|")
+for name in dict.fromkeys(k.split("|", 1)[1] for k in times):
+    o = statistics.median(times[f"old|{name}"]) * 1000
+    n = statistics.median(times[f"new|{name}"]) * 1000
+    print(f"| `cronlock {name}` | {o:.2f} | {n:.2f} | {n/o:.3f} |")
+PY
+}
+if [ "${1:-}" = ab ]; then
+	[ -n "${2:-}" ] || { echo "usage: scripts/bench.sh ab REV" >&2; exit 2; }
+	ab_compare "$2"
+	exit 0
+fi
 
 # etcd: a one-member cluster on two free loopback ports, data (and its fsync'd WAL) in
 # $work, on the same file system as cronlock's history.

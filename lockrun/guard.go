@@ -17,8 +17,8 @@ var GuardShell = "/bin/sh"
 // "done", and on end-of-file (cronlock died) kills the targets twice, 20 ms apart (a
 // process of the group may have been forking while the first kill went out). The
 // numbers it reads come only from cronlock. A shell script rather than cronlock's own
-// binary executed again: a Go start-up costs about 3.5 ms of CPU, dash about 0.65 ms, on
-// the same two cores as the job and in every run.
+// binary executed again: a shell starts for a fraction of a Go program's CPU, paid on the
+// job's cores in every run.
 const guardScript = `trap '' HUP INT QUIT TERM TSTP TTIN TTOU PIPE USR1 USR2
 t=
 while IFS= read -r line; do

@@ -24,7 +24,7 @@ func newInotifyWaiter() *inotifyWaiter {
 }
 
 // close frees the inotify instance in the background: closing one waits for an RCU
-// grace period (10–20ms here), which would otherwise delay the hand-off.
+// grace period, which would otherwise delay the hand-off.
 func (w *inotifyWaiter) close() {
 	if w != nil {
 		go unix.Close(w.fd)

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -115,38 +114,6 @@ func (s *settings) apply(flags *pflag.FlagSet, twins map[string]string) error {
 
 // has reports whether a setting is present with a non-empty value.
 func (s *settings) has(name string) bool { return s.vals[name] != "" }
-
-// durationValue is a time.Duration flag whose errors say what a duration looks like.
-type durationValue struct {
-	d        *time.Duration
-	positive bool // 0 not allowed
-}
-
-func (v durationValue) String() string { return v.d.String() }
-func (v durationValue) Type() string   { return "duration" }
-func (v durationValue) Set(s string) error {
-	d, err := parseDuration(s)
-	if err != nil {
-		return err
-	}
-	if v.positive && d == 0 {
-		return errors.New("must be more than 0")
-	}
-	*v.d = d
-	return nil
-}
-
-// parseDuration accepts Go durations ("90s", "1h30m") and a bare "0".
-func parseDuration(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration; write it like 90s, 30m or 1h30m", s)
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("%q is negative", s)
-	}
-	return d, nil
-}
 
 // sizeValue is a byte count flag: 65536, 64KiB, 64K, 1MiB, 0.
 type sizeValue struct{ n *int64 }

@@ -126,7 +126,8 @@ func parseAgo(v string) (time.Duration, bool) {
 		}
 	}
 	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
+	// A sum beyond time.Duration (about 292 years) would wrap round to a negative age.
+	if err != nil || d < 0 || d > math.MaxInt64-days {
 		return 0, false
 	}
 	return days + d, true

@@ -97,6 +97,9 @@ func TestParseAgo(t *testing.T) {
 		{"36500d", 36500 * day, true}, // 100 years, the most days it takes
 		{"36501d", 0, false},
 		{"99999999999999999999d", 0, false},
+		{"36500d1686047h", 36500*day + 1686047*time.Hour, true},
+		{"36500d1686048h", 0, false}, // beyond time.Duration: it would wrap round to negative
+		{"36500d2562047h", 0, false},
 		{"", 0, false},
 		{"d", 0, false},
 		{"7", 0, false},
@@ -226,6 +229,7 @@ func TestParseAge(t *testing.T) {
 		{"-3d", 0, "not a duration"},
 		{"-1h", 0, "not a duration"},
 		{"99999999d", 0, "not a duration"},
+		{"36500d2562047h", 0, "not a duration"},
 		{"d", 0, "not a duration"},
 		{"90", 0, "not a duration"},
 		{"soon", 0, "not a duration"},

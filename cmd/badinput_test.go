@@ -33,6 +33,8 @@ type badInputCase struct {
 	// status, when set, is the status the run's history row must have.
 	status string
 	check  func(t *testing.T, c *cli, stdout string)
+	// slow, when set, says why `go test -short` skips the case (skipIfShort).
+	slow string
 }
 
 // TestBadInput runs every case through the built binary and checks the documented exit
@@ -109,6 +111,7 @@ func TestBadInput(t *testing.T) {
 			}},
 		// What the child does.
 		{name: "child prints 200 MB", args: []string{"run", "-k", "big", "--", "head", "-c", "200000000", "/dev/zero"}, code: 0, status: "succeeded",
+			slow: "200 MB through cronlock",
 			check: func(t *testing.T, c *cli, out string) {
 				if len(out) != 200000000 {
 					t.Errorf("relayed %d bytes, want 200000000", len(out))
@@ -139,6 +142,9 @@ func TestBadInput(t *testing.T) {
 	nonsense := nonsenseServer(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.slow != "" {
+				skipIfShort(t, tc.slow)
+			}
 			t.Parallel()
 			c := newCLI(t, "")
 			subst := strings.NewReplacer("$DIR", c.dir, "$REDIS", "redis://"+addr+"/0", "$NONSENSE", nonsense)

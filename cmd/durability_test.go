@@ -55,6 +55,7 @@ func durabWait(t *testing.T, cmd *exec.Cmd, out, errb *bytes.Buffer) procEnd {
 // must exit 0 with nothing on stderr (no "database is locked", no "cannot record"), and
 // the file must hold exactly 100 complete rows.
 func TestDurabilityConcurrentRuns(t *testing.T) {
+	skipIfShort(t, "100 cronlocks at once")
 	c := newCLI(t, "")
 	const n = 100
 	started := filepath.Join(c.dir, "started")
@@ -149,6 +150,7 @@ func TestDurabilityConcurrentRuns(t *testing.T) {
 // have a row, and a killed run shows as abandoned (or as what it had fully recorded before
 // the kill), never as running.
 func TestDurabilitySigkill(t *testing.T) {
+	skipIfShort(t, "about a hundred cronlocks, most of them SIGKILLed")
 	c := newCLI(t, "")
 	path := filepath.Join(c.dir, "history.db")
 	const (

@@ -8,7 +8,8 @@ package cmd
 // a history row whose status matches its exit code, and that no cronlock hung.
 //
 // Default: two sub-tests (Redis with AOF appendfsync always, Redis without persistence) of
-// about 20 s each, part of `go test ./...` (scripts/test.sh). A soak of any length:
+// about 20 s each, part of `go test ./...` (scripts/test.sh); `go test -short` skips it. A
+// soak of any length:
 //
 //	CRONLOCK_TORTURE=30m go test -run TestTorture -timeout 40m ./cmd/
 //
@@ -174,6 +175,7 @@ func (tt *torture) fail(format string, args ...any) {
 }
 
 func TestTorture(t *testing.T) {
+	skipIfShort(t, "the torture takes 40s of fault injection")
 	total := 40 * time.Second
 	if v := os.Getenv("CRONLOCK_TORTURE"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -286,7 +286,7 @@ func TestDurabilitySigkill(t *testing.T) {
 			if serr == nil && len(rs) != 1 {
 				t.Errorf("killed run %s: its job started, but rows %+v; want one abandoned or succeeded", key, rs)
 			}
-			if len(rs) > 1 || len(rs) == 1 && rs[0].Status != "abandoned" && rs[0].Status != "succeeded" {
+			if len(rs) > 1 || len(rs) == 1 && rs[0].Status != history.StatusAbandoned && rs[0].Status != history.StatusSucceeded {
 				t.Errorf("killed run %s: rows %+v; want none, or one abandoned or succeeded", key, rs)
 			}
 		default:
@@ -294,20 +294,20 @@ func TestDurabilitySigkill(t *testing.T) {
 			if o.code != 0 || o.stderr != "" {
 				t.Errorf("run %s ended by itself with exit %d, stderr %q; want 0 and nothing", key, o.code, o.stderr)
 			}
-			if len(rs) != 1 || rs[0].Status != "succeeded" || rs[0].ExitCode == nil || *rs[0].ExitCode != 0 {
+			if len(rs) != 1 || rs[0].Status != history.StatusSucceeded || rs[0].ExitCode == nil || *rs[0].ExitCode != 0 {
 				t.Errorf("run %s ended by itself: rows %+v; want one succeeded", key, rs)
 			}
 		}
 	}
 	for h := 0; h < held; h++ {
 		key := fmt.Sprintf("held-%d", h)
-		if rs := rows[key]; len(rs) != 1 || rs[0].Status != "abandoned" {
+		if rs := rows[key]; len(rs) != 1 || rs[0].Status != history.StatusAbandoned {
 			t.Errorf("%s, killed while running: rows %+v; want one abandoned", key, rs)
 		}
 	}
 	for key, rs := range rows {
 		for _, r := range rs {
-			if r.Status == "running" {
+			if r.Status == history.StatusRunning {
 				t.Errorf("%s is still running after `history` reaped", key)
 			}
 		}

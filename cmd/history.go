@@ -176,18 +176,20 @@ func writeHistoryJSON(w io.Writer, runs []history.Run) error {
 	return nil
 }
 
-// statusColors: failures red, skips yellow, live runs cyan.
-var statusColors = map[string]color.Attribute{
-	history.StatusSucceeded:   color.FgGreen,
-	history.StatusFailed:      color.FgRed,
-	history.StatusTimeout:     color.FgRed,
-	history.StatusLockLost:    color.FgRed,
-	history.StatusError:       color.FgRed,
-	history.StatusAbandoned:   color.FgRed,
-	history.StatusInterrupted: color.FgMagenta,
-	history.StatusSkipped:     color.FgYellow,
-	history.StatusRunning:     color.FgCyan,
-}
+// statusColors: failures (history.FailureStatuses) red, successes green, interrupted runs
+// magenta, skips yellow, live runs cyan.
+var statusColors = func() map[string]color.Attribute {
+	c := map[string]color.Attribute{
+		history.StatusSucceeded:   color.FgGreen,
+		history.StatusInterrupted: color.FgMagenta,
+		history.StatusSkipped:     color.FgYellow,
+		history.StatusRunning:     color.FgCyan,
+	}
+	for _, s := range history.FailureStatuses {
+		c[s] = color.FgRed
+	}
+	return c
+}()
 
 // writeHistoryTable prints runs for people. Every string that comes from a job or a
 // machine is escaped, so that a job cannot drive the reader's terminal. Columns are

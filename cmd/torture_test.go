@@ -48,6 +48,7 @@ import (
 	"testing"
 	"time"
 
+	"cronlock/history"
 	"cronlock/internal/faultproxy"
 	"cronlock/internal/proctest"
 	"cronlock/internal/redistest"
@@ -656,7 +657,7 @@ func (tt *torture) readHistory(h int) []historyRow {
 func wantStatus(inv *tInv, run *tRun, row historyRow) string {
 	switch {
 	case inv.killed && inv.exitCode == -1:
-		if row.Status == "running" {
+		if row.Status == history.StatusRunning {
 			return "SIGKILLed run still running in the history"
 		}
 		return ""
@@ -666,25 +667,25 @@ func wantStatus(inv *tInv, run *tRun, row historyRow) string {
 	var ok bool
 	switch c := inv.exitCode; {
 	case c == 0:
-		ok = row.Status == "succeeded" && inv.code == 0
+		ok = row.Status == history.StatusSucceeded && inv.code == 0
 	case c == tortureConflict:
-		ok = row.Status == "skipped"
+		ok = row.Status == history.StatusSkipped
 	case c == 3:
-		ok = row.Status == "failed" && inv.code == 3
+		ok = row.Status == history.StatusFailed && inv.code == 3
 	case c == 124:
-		ok = row.Status == "timeout" && inv.timeout > 0
+		ok = row.Status == history.StatusTimeout && inv.timeout > 0
 	case c == 125:
-		ok = row.Status == "lock_lost" || row.Status == "error"
+		ok = row.Status == history.StatusLockLost || row.Status == history.StatusError
 	}
 	if !ok {
 		return fmt.Sprintf("exit code %d with status %q", inv.exitCode, row.Status)
 	}
 	switch row.Status {
-	case "skipped", "error":
+	case history.StatusSkipped, history.StatusError:
 		if run.started {
 			return fmt.Sprintf("status %s but its job ran", row.Status)
 		}
-	case "succeeded", "failed":
+	case history.StatusSucceeded, history.StatusFailed:
 		if run.endT == 0 {
 			return fmt.Sprintf("status %s but its job did not end by itself", row.Status)
 		}
@@ -754,7 +755,7 @@ func (tt *torture) check() {
 			tt.fail("%s (key %s, job %v code %d stubborn %v timeout %v, killed %v, stops %v): %s; stderr %q",
 				inv.id, inv.key.name, inv.dur, inv.code, inv.stubborn, inv.timeout, inv.killed, inv.stops, msg, inv.stderr)
 		}
-		if row.Status == "lock_lost" {
+		if row.Status == history.StatusLockLost {
 			lockLost = append(lockLost, inv.id)
 		}
 	}
@@ -859,7 +860,7 @@ func (tt *torture) check() {
 		classes[o.class]++
 	}
 	t.Logf("%s: %d invocations on %d keys from %d hosts: %d acquisitions (job started), %d skips; statuses %v",
-		tt.mode, len(tt.all), len(tortureKeys), tortureHosts, acq, counts["skipped"], sortedCounts(counts))
+		tt.mode, len(tt.all), len(tortureKeys), tortureHosts, acq, counts[history.StatusSkipped], sortedCounts(counts))
 	t.Logf("%s: faults injected %v", tt.mode, sortedCounts(faults))
 	t.Logf("%s: overlaps %d (max window %v) by cause %v; lock_lost runs %d", tt.mode, len(overlaps), maxWin, sortedCounts(classes), len(lockLost))
 	for _, o := range overlaps {

@@ -17,8 +17,9 @@ import (
 	"cronlock/internal/redistest"
 )
 
-// badInputCase is one row of the bad-input table (SPEC §7): what is run, what exit code
-// and stderr line it must give, and what must have been recorded.
+// badInputCase is one row of the bad-input table: what is run, what exit code and stderr
+// line it must give (README, "Exit codes and statuses": one `cronlock:` line for every
+// failure cronlock causes), and what must have been recorded.
 type badInputCase struct {
 	name  string
 	args  []string                   // after "cronlock"; $DIR is the case's folder, $REDIS the shared server

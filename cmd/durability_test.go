@@ -21,9 +21,11 @@ import (
 	"cronlock/history"
 )
 
-// The durability tests of the history (SPEC §6) through the built binary, on the local
-// backend: many cronlock processes writing one file at once, cronlocks SIGKILLed in the
-// middle of their writes, and history files that cannot be used. None of them asserts a
+// The durability tests of the history through the built binary, on the local backend:
+// many cronlock processes writing one file at once, cronlocks SIGKILLed in the middle of
+// their writes, and history files that cannot be used (README, "History": every run is
+// recorded, a dead cronlock's run as abandoned, and a history that cannot be written
+// never stops a job). None of them asserts a
 // duration; every wait has a generous bound and fails with what it was waiting for.
 
 // procEnd is how one cronlock process ended.

@@ -28,7 +28,7 @@ type historyOptions struct {
 	Limit             int       // newest N rows; 0 = all
 	Since, Until      time.Time // started at or after Since, before Until; zero = no bound
 
-	JSON  bool           // one JSON object per line (SPEC §6)
+	JSON  bool           // one JSON object per line, fields as README "History" lists them
 	UTC   bool           // table times in UTC instead of local time
 	Color bool           // colour statuses (only for a terminal without NO_COLOR)
 	Loc   *time.Location // local zone of the table; nil = time.Local

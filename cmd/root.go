@@ -35,8 +35,8 @@ type usageError struct{ err error }
 
 func (e *usageError) Error() string { return e.err.Error() }
 
-// ExitUsage is the exit code of a command-line mistake: SPEC §3 gives 125 for run, and
-// every other command uses the same so scripts have one code to test.
+// ExitUsage is the exit code of a command-line mistake: 125 for run (README, "Exit codes
+// and statuses"), and every other command uses the same so scripts have one code to test.
 const ExitUsage = 125
 
 // Main runs cronlock with os.Args and returns the process exit code.

@@ -1,11 +1,11 @@
 package cmd
 
-// TestTorture is a fault-injection test with a referee (issue 3): simulated hosts loop
-// `cronlock run` on a few shared keys while a nemesis breaks Redis, the network and the
-// cronlock processes themselves, and a referee checks afterwards that no two jobs ran
-// at once on a key (except where the contract says only the fencing token protects),
-// that fencing tokens rose, that no job process outlived its cronlock, that every run has
-// a history row whose status matches its exit code, and that no cronlock hung.
+// TestTorture is a fault-injection test with a referee: simulated hosts loop `cronlock
+// run` on a few shared keys while a nemesis breaks Redis, the network and the cronlock
+// processes themselves, and a referee checks afterwards that no two jobs ran at once on a
+// key (except where the contract says only the fencing token protects), that fencing
+// tokens rose, that no job process outlived its cronlock, that every run has a history row
+// whose status matches its exit code, and that no cronlock hung.
 //
 // Default: two sub-tests (Redis with AOF appendfsync always, Redis without persistence) of
 // about 20 s each, part of `go test ./...` (scripts/test.sh); `go test -short` skips it. A
@@ -653,7 +653,8 @@ func (tt *torture) readHistory(h int) []historyRow {
 	return rows
 }
 
-// wantStatus checks a history row against the invocation's exit (SPEC §3, §6).
+// wantStatus checks a history row against the invocation's exit (README, "Exit codes and
+// statuses").
 func wantStatus(inv *tInv, run *tRun, row historyRow) string {
 	switch {
 	case inv.killed && inv.exitCode == -1:

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -133,6 +132,3 @@ func readPasswordFile(path string) (string, error) {
 	}
 	return line, nil
 }
-
-// closeQuietly closes c, for deferred cleanup where the error changes nothing.
-func closeQuietly(c io.Closer) { _ = c.Close() }

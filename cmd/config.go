@@ -111,9 +111,6 @@ func (s *settings) apply(flags *pflag.FlagSet, twins map[string]string) error {
 	return nil
 }
 
-// has reports whether a setting is present with a non-empty value.
-func (s *settings) has(name string) bool { return s.vals[name] != "" }
-
 // thisNode is this machine's name as `cronlock run` records it: CRONLOCK_NODE, else the
 // hostname. The history commands need it to find this machine's dead runs.
 func (s *settings) thisNode() string {

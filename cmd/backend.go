@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -75,10 +74,10 @@ func (o *backendOptions) resolve(fs *pflag.FlagSet, s *settings) error {
 func (o *backendOptions) load(c *cobra.Command) error {
 	s, err := loadSettings()
 	if err != nil {
-		return exitf(ExitUsage, "%v", err)
+		return exitf(ExitFailed, "%v", err)
 	}
 	if err := o.resolve(c.Flags(), s); err != nil {
-		return exitf(ExitUsage, "%v", err)
+		return exitf(ExitFailed, "%v", err)
 	}
 	return nil
 }
@@ -86,7 +85,7 @@ func (o *backendOptions) load(c *cobra.Command) error {
 // checkKey validates a --key value, as exit 125 with the reason.
 func checkKey(key string) error {
 	if err := lockrun.ValidKey(key); err != nil {
-		return exitf(ExitUsage, "--key %q: %v", key, err)
+		return exitf(ExitFailed, "--key %q: %v", key, err)
 	}
 	return nil
 }
@@ -133,6 +132,3 @@ func readPasswordFile(path string) (string, error) {
 	}
 	return line, nil
 }
-
-// closeQuietly closes c, for deferred cleanup where the error changes nothing.
-func closeQuietly(c io.Closer) { _ = c.Close() }

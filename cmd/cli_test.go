@@ -132,9 +132,9 @@ func TestConcurrentRunsOneKey(t *testing.T) {
 			var ran, skipped int
 			for _, r := range c.history("busy") {
 				switch r.Status {
-				case "succeeded":
+				case history.StatusSucceeded:
 					ran++
-				case "skipped":
+				case history.StatusSkipped:
 					skipped++
 				}
 			}
@@ -171,7 +171,7 @@ func TestSigtermReachesGrandchild(t *testing.T) {
 		t.Fatalf("grandchild %d outlived cronlock", pid)
 	}
 	rows := c.history("term")
-	if len(rows) != 1 || rows[0].Status != "interrupted" {
+	if len(rows) != 1 || rows[0].Status != history.StatusInterrupted {
 		t.Fatalf("history %+v, want one interrupted run", rows)
 	}
 }
@@ -195,7 +195,7 @@ func TestIgnoredSigtermKilledAfterGrace(t *testing.T) {
 		t.Fatalf("the job %d survived SIGKILL", pid)
 	}
 	rows := c.history("stubborn")
-	if len(rows) != 1 || rows[0].Status != "timeout" || rows[0].Signal == nil || *rows[0].Signal != "SIGKILL" {
+	if len(rows) != 1 || rows[0].Status != history.StatusTimeout || rows[0].Signal == nil || *rows[0].Signal != "SIGKILL" {
 		t.Fatalf("history %+v, want one timeout ended by SIGKILL", rows)
 	}
 }
@@ -254,7 +254,7 @@ func TestWrongRedisPassword(t *testing.T) {
 		t.Fatal("the password is in the history file")
 	}
 	rows := c.history("pw")
-	if len(rows) != 2 || rows[0].Status != "error" {
+	if len(rows) != 2 || rows[0].Status != history.StatusError {
 		t.Fatalf("history %+v, want two error rows", rows)
 	}
 	// The right password from a file works.
@@ -317,7 +317,7 @@ func TestStopSignalBeforeTheChildStarts(t *testing.T) {
 	}
 	var interrupted int
 	for _, r := range c.history("sig") {
-		if r.Status == "interrupted" {
+		if r.Status == history.StatusInterrupted {
 			interrupted++
 		}
 	}
@@ -374,7 +374,7 @@ func TestRedisGoneFailsClosed(t *testing.T) {
 				t.Fatalf("stderr %q does not say the lock was lost", errb.String())
 			}
 			rows := c.history("gone")
-			if len(rows) != 1 || rows[0].Status != "lock_lost" {
+			if len(rows) != 1 || rows[0].Status != history.StatusLockLost {
 				t.Fatalf("history %+v, want one lock_lost run", rows)
 			}
 		})
@@ -440,7 +440,7 @@ func testAbandonedRunFoundByNextRun(t *testing.T, after time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1 || rows[0].Status != "abandoned" {
+	if len(rows) != 1 || rows[0].Status != history.StatusAbandoned {
 		t.Fatalf("rows %+v, want one abandoned run", rows)
 	}
 }
@@ -472,7 +472,7 @@ func TestHistoryShowsYoungRun(t *testing.T) {
 		t.Fatalf("history show of the young run: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	rows := c.history("young")
-	if len(rows) != 1 || rows[0].Status != "running" || rows[0].PID != cmd.Process.Pid || rows[0].Node != "clinode" ||
+	if len(rows) != 1 || rows[0].Status != history.StatusRunning || rows[0].PID != cmd.Process.Pid || rows[0].Node != "clinode" ||
 		len(rows[0].Command) != 3 || rows[0].Command[0] != "sh" {
 		t.Fatalf("history of the young run: %+v; want it running, with its pid, node and command", rows)
 	}
@@ -482,7 +482,7 @@ func TestHistoryShowsYoungRun(t *testing.T) {
 		t.Fatalf("cronlock ended with %v, want exit 3", err)
 	}
 	rows = c.history("young")
-	if len(rows) != 1 || rows[0].Status != "failed" || rows[0].ExitCode == nil || *rows[0].ExitCode != 3 {
+	if len(rows) != 1 || rows[0].Status != history.StatusFailed || rows[0].ExitCode == nil || *rows[0].ExitCode != 3 {
 		t.Fatalf("history after the run: %+v; want one failed row with exit code 3", rows)
 	}
 }

@@ -8,9 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -111,97 +109,6 @@ func (s *settings) apply(flags *pflag.FlagSet, twins map[string]string) error {
 		}
 	}
 	return nil
-}
-
-// has reports whether a setting is present with a non-empty value.
-func (s *settings) has(name string) bool { return s.vals[name] != "" }
-
-// durationValue is a time.Duration flag whose errors say what a duration looks like.
-type durationValue struct {
-	d        *time.Duration
-	positive bool // 0 not allowed
-}
-
-func (v durationValue) String() string { return v.d.String() }
-func (v durationValue) Type() string   { return "duration" }
-func (v durationValue) Set(s string) error {
-	d, err := parseDuration(s)
-	if err != nil {
-		return err
-	}
-	if v.positive && d == 0 {
-		return errors.New("must be more than 0")
-	}
-	*v.d = d
-	return nil
-}
-
-// parseDuration accepts Go durations ("90s", "1h30m") and a bare "0".
-func parseDuration(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration; write it like 90s, 30m or 1h30m", s)
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("%q is negative", s)
-	}
-	return d, nil
-}
-
-// sizeValue is a byte count flag: 65536, 64KiB, 64K, 1MiB, 0.
-type sizeValue struct{ n *int64 }
-
-func (v sizeValue) String() string { return formatSize(*v.n) }
-func (v sizeValue) Type() string   { return "size" }
-func (v sizeValue) Set(s string) error {
-	n, err := parseSize(s)
-	if err != nil {
-		return err
-	}
-	*v.n = n
-	return nil
-}
-
-// maxCapture bounds --capture: the tail lives in memory and in one history row.
-const maxCapture = 64 << 20
-
-var sizeUnits = []struct {
-	suffix string
-	mult   int64
-}{
-	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
-	{"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30},
-	{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30},
-	{"k", 1 << 10}, {"B", 1},
-}
-
-func parseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	mult := int64(1)
-	for _, u := range sizeUnits {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%q is not a size; write it like 0, 65536, 64KiB or 1MiB", s)
-	}
-	if n > maxCapture/mult {
-		return 0, fmt.Errorf("%q is more than the %s limit", s, formatSize(maxCapture))
-	}
-	return n * mult, nil
-}
-
-func formatSize(n int64) string {
-	switch {
-	case n != 0 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", n>>20)
-	case n != 0 && n%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", n>>10)
-	}
-	return strconv.FormatInt(n, 10)
 }
 
 // thisNode is this machine's name as `cronlock run` records it: CRONLOCK_NODE, else the

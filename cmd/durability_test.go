@@ -21,9 +21,11 @@ import (
 	"cronlock/history"
 )
 
-// The durability tests of the history (SPEC §6) through the built binary, on the local
-// backend: many cronlock processes writing one file at once, cronlocks SIGKILLed in the
-// middle of their writes, and history files that cannot be used. None of them asserts a
+// The durability tests of the history through the built binary, on the local backend:
+// many cronlock processes writing one file at once, cronlocks SIGKILLed in the middle of
+// their writes, and history files that cannot be used (README, "History": every run is
+// recorded, a dead cronlock's run as abandoned, and a history that cannot be written
+// never stops a job). None of them asserts a
 // duration; every wait has a generous bound and fails with what it was waiting for.
 
 // procEnd is how one cronlock process ended.
@@ -55,6 +57,7 @@ func durabWait(t *testing.T, cmd *exec.Cmd, out, errb *bytes.Buffer) procEnd {
 // must exit 0 with nothing on stderr (no "database is locked", no "cannot record"), and
 // the file must hold exactly 100 complete rows.
 func TestDurabilityConcurrentRuns(t *testing.T) {
+	skipIfShort(t, "100 cronlocks at once")
 	c := newCLI(t, "")
 	const n = 100
 	started := filepath.Join(c.dir, "started")
@@ -149,6 +152,7 @@ func TestDurabilityConcurrentRuns(t *testing.T) {
 // have a row, and a killed run shows as abandoned (or as what it had fully recorded before
 // the kill), never as running.
 func TestDurabilitySigkill(t *testing.T) {
+	skipIfShort(t, "about a hundred cronlocks, most of them SIGKILLed")
 	c := newCLI(t, "")
 	path := filepath.Join(c.dir, "history.db")
 	const (
@@ -284,7 +288,7 @@ func TestDurabilitySigkill(t *testing.T) {
 			if serr == nil && len(rs) != 1 {
 				t.Errorf("killed run %s: its job started, but rows %+v; want one abandoned or succeeded", key, rs)
 			}
-			if len(rs) > 1 || len(rs) == 1 && rs[0].Status != "abandoned" && rs[0].Status != "succeeded" {
+			if len(rs) > 1 || len(rs) == 1 && rs[0].Status != history.StatusAbandoned && rs[0].Status != history.StatusSucceeded {
 				t.Errorf("killed run %s: rows %+v; want none, or one abandoned or succeeded", key, rs)
 			}
 		default:
@@ -292,20 +296,20 @@ func TestDurabilitySigkill(t *testing.T) {
 			if o.code != 0 || o.stderr != "" {
 				t.Errorf("run %s ended by itself with exit %d, stderr %q; want 0 and nothing", key, o.code, o.stderr)
 			}
-			if len(rs) != 1 || rs[0].Status != "succeeded" || rs[0].ExitCode == nil || *rs[0].ExitCode != 0 {
+			if len(rs) != 1 || rs[0].Status != history.StatusSucceeded || rs[0].ExitCode == nil || *rs[0].ExitCode != 0 {
 				t.Errorf("run %s ended by itself: rows %+v; want one succeeded", key, rs)
 			}
 		}
 	}
 	for h := 0; h < held; h++ {
 		key := fmt.Sprintf("held-%d", h)
-		if rs := rows[key]; len(rs) != 1 || rs[0].Status != "abandoned" {
+		if rs := rows[key]; len(rs) != 1 || rs[0].Status != history.StatusAbandoned {
 			t.Errorf("%s, killed while running: rows %+v; want one abandoned", key, rs)
 		}
 	}
 	for key, rs := range rows {
 		for _, r := range rs {
-			if r.Status == "running" {
+			if r.Status == history.StatusRunning {
 				t.Errorf("%s is still running after `history` reaped", key)
 			}
 		}

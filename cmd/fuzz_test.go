@@ -185,35 +185,6 @@ func known(name string) bool {
 	return false
 }
 
-// FuzzEscape: whatever the bytes, escape returns valid UTF-8 with no control byte, no
-// ESC, no C1 control and nothing else unicode calls non-printing; printable text comes
-// back unchanged, and escaping twice changes nothing more.
-func FuzzEscape(f *testing.F) {
-	for _, s := range []string{"daily-billing", "sh -c 'echo hi'", "héllo wörld", "\x1b[31mred", "a\nb\tc\r",
-		"bell\a", "\xff\xfe", "rtl\u202eevil", "\x00", "\u009b2J", "\x9b2J", "\uFFFD", "\xef\xbf\xbd\xef\xbf",
-		"\u2028\u2029", "\u200b\ufeff", "\U0010FFFF", "\xed\xa0\x80", "\xf4\x90\x80\x80", "a\u0301", "\u00a0", "\x7f",
-		"\\x1b", "", " "} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		e := escape(s)
-		if !utf8.ValidString(e) {
-			t.Fatalf("escape(%q) = %q: invalid UTF-8", s, e)
-		}
-		for i, r := range e {
-			if r < 0x20 || r == 0x7f || 0x80 <= r && r <= 0x9f || r != ' ' && !unicode.IsPrint(r) {
-				t.Fatalf("escape(%q) = %q: %U at byte %d", s, e, r, i)
-			}
-		}
-		if printable(s, false) && e != s {
-			t.Fatalf("escape(%q) = %q: printable text changed", s, e)
-		}
-		if e2 := escape(e); e2 != e {
-			t.Fatalf("escape(escape(%q)) = %q, not %q", s, e2, e)
-		}
-	})
-}
-
 // sgr matches the colour codes the table writes on a terminal.
 var sgr = regexp.MustCompile(`\x1b\[[0-9;]*m`)
 

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"cronlock/history"
+	"cronlock/tty"
 )
 
 // historyOptions are the settings of `cronlock history`.
@@ -28,7 +29,7 @@ type historyOptions struct {
 	Limit             int       // newest N rows; 0 = all
 	Since, Until      time.Time // started at or after Since, before Until; zero = no bound
 
-	JSON  bool           // one JSON object per line (SPEC §6)
+	JSON  bool           // one JSON object per line, fields as README "History" lists them
 	UTC   bool           // table times in UTC instead of local time
 	Color bool           // colour statuses (only for a terminal without NO_COLOR)
 	Loc   *time.Location // local zone of the table; nil = time.Local
@@ -105,14 +106,14 @@ const historyOff = `the history is off (--history or CRONLOCK_HISTORY is "off")`
 func historySettings(c *cobra.Command, flagPath *string) (*settings, string, error) {
 	s, err := loadSettings()
 	if err != nil {
-		return nil, "", exitf(ExitUsage, "%v", err)
+		return nil, "", exitf(ExitFailed, "%v", err)
 	}
 	if err := s.apply(c.Flags(), historyTwins); err != nil {
 		return nil, "", &usageError{err}
 	}
 	path, err := historyPath(*flagPath)
 	if err != nil {
-		return nil, "", exitf(ExitUsage, "%v", err)
+		return nil, "", exitf(ExitFailed, "%v", err)
 	}
 	return s, path, nil
 }
@@ -130,7 +131,7 @@ func wantColor(w io.Writer) bool {
 // historyRun lists the runs of o.Path as o asks.
 func historyRun(o *historyOptions) error {
 	if noHistory(o.Path) {
-		return noRuns(o, "no runs recorded yet in "+escape(o.Path))
+		return noRuns(o, "no runs recorded yet in "+tty.Escape(o.Path))
 	}
 	s, err := openReaped(o.Path, o.ThisNode, o.Stderr)
 	if err != nil {
@@ -140,11 +141,11 @@ func historyRun(o *historyOptions) error {
 	runs, err := s.List(history.Filter{Key: o.Key, Status: o.Status, Node: o.Node, Limit: o.Limit,
 		Since: o.Since, Until: o.Until})
 	if err != nil {
-		return exitf(ExitUsage, "%v", err)
+		return exitf(ExitFailed, "%v", err)
 	}
 	if len(runs) == 0 {
 		if o.Key == "" && o.Status == "" && o.Node == "" && o.Since.IsZero() && o.Until.IsZero() {
-			return noRuns(o, "no runs recorded yet in "+escape(o.Path))
+			return noRuns(o, "no runs recorded yet in "+tty.Escape(o.Path))
 		}
 		return noRuns(o, "no runs match")
 	}
@@ -176,18 +177,20 @@ func writeHistoryJSON(w io.Writer, runs []history.Run) error {
 	return nil
 }
 
-// statusColors: failures red, skips yellow, live runs cyan.
-var statusColors = map[string]color.Attribute{
-	history.StatusSucceeded:   color.FgGreen,
-	history.StatusFailed:      color.FgRed,
-	history.StatusTimeout:     color.FgRed,
-	history.StatusLockLost:    color.FgRed,
-	history.StatusError:       color.FgRed,
-	history.StatusAbandoned:   color.FgRed,
-	history.StatusInterrupted: color.FgMagenta,
-	history.StatusSkipped:     color.FgYellow,
-	history.StatusRunning:     color.FgCyan,
-}
+// statusColors: failures (history.FailureStatuses) red, successes green, interrupted runs
+// magenta, skips yellow, live runs cyan.
+var statusColors = func() map[string]color.Attribute {
+	c := map[string]color.Attribute{
+		history.StatusSucceeded:   color.FgGreen,
+		history.StatusInterrupted: color.FgMagenta,
+		history.StatusSkipped:     color.FgYellow,
+		history.StatusRunning:     color.FgCyan,
+	}
+	for _, s := range history.FailureStatuses {
+		c[s] = color.FgRed
+	}
+	return c
+}()
 
 // writeHistoryTable prints runs for people. Every string that comes from a job or a
 // machine is escaped, so that a job cannot drive the reader's terminal. Columns are
@@ -211,8 +214,8 @@ func writeHistoryTable(o *historyOptions, runs []history.Run) error {
 		}
 		rows = append(rows, []string{
 			r.StartedAt.In(loc).Format("2006-01-02 15:04:05 MST"),
-			escape(r.Key), escape(r.Node), escape(r.Status), escape(exit),
-			formatDuration(r), formatCommand(r.Command), escape(note),
+			tty.Escape(r.Key), tty.Escape(r.Node), tty.Escape(r.Status), tty.Escape(exit),
+			formatDuration(r), formatCommand(r.Command), tty.Escape(note),
 		})
 	}
 	widths := make([]int, len(header))
@@ -269,7 +272,7 @@ func formatDuration(r history.Run) string {
 func formatCommand(argv []string) string {
 	parts := make([]string, len(argv))
 	for i, a := range argv {
-		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`;&|<>()*?[]#~") || escape(a) != a {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`;&|<>()*?[]#~") || tty.Escape(a) != a {
 			parts[i] = strconv.Quote(a)
 		} else {
 			parts[i] = a
@@ -285,7 +288,7 @@ func formatCommand(argv []string) string {
 func openReaped(path, thisNode string, stderr io.Writer) (*history.Store, error) {
 	s, err := history.Open(path)
 	if err != nil {
-		return nil, exitf(ExitUsage, "%v", err)
+		return nil, exitf(ExitFailed, "%v", err)
 	}
 	if thisNode != "" {
 		if _, err := s.Reap(thisNode); err != nil {

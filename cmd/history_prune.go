@@ -7,12 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"cronlock/history"
+	"cronlock/tty"
 )
 
 // historyPruneOptions are the settings of `cronlock history prune`.
@@ -59,7 +59,7 @@ CRONLOCK_HISTORY_RETENTION (default 90d; off keeps every run).`,
 				return err
 			}
 			if path == "" {
-				return exitf(ExitUsage, historyOff)
+				return exitf(ExitFailed, historyOff)
 			}
 			o.Path = path
 			o.ThisNode = s.thisNode()
@@ -77,7 +77,7 @@ CRONLOCK_HISTORY_RETENTION (default 90d; off keeps every run).`,
 // historyPruneRun deletes what o asks and says how much in one line.
 func historyPruneRun(o *historyPruneOptions) error {
 	if _, err := os.Stat(o.Path); errors.Is(err, fs.ErrNotExist) {
-		_, err := fmt.Fprintf(o.Stdout, "nothing to prune: no runs recorded yet in %s\n", escape(o.Path))
+		_, err := fmt.Fprintf(o.Stdout, "nothing to prune: no runs recorded yet in %s\n", tty.Escape(o.Path))
 		return err
 	}
 	// Runs whose cronlock died are still "running" until reaped, and running runs are
@@ -89,14 +89,14 @@ func historyPruneRun(o *historyPruneOptions) error {
 	defer st.Close()
 	res, err := st.Prune(history.PruneOptions{OlderThan: o.OlderThan, Keep: o.Keep, Now: o.Now, DryRun: o.DryRun})
 	if err != nil {
-		return exitf(ExitUsage, "%v (%d runs were removed before it; run the command again to go on)", err, res.Runs)
+		return exitf(ExitFailed, "%v (%d runs were removed before it; run the command again to go on)", err, res.Runs)
 	}
 	verb := "removed"
 	if o.DryRun {
 		verb = "would remove"
 	}
 	_, err = fmt.Fprintf(o.Stdout, "%s %s (and %s) from %s\n", verb, pluralCount(res.Runs, "run"),
-		pluralCount(res.Outputs, "output tail"), escape(o.Path))
+		pluralCount(res.Outputs, "output tail"), tty.Escape(o.Path))
 	return err
 }
 
@@ -106,68 +106,4 @@ func pluralCount(n int, noun string) string {
 		return "1 " + noun
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
-}
-
-// ageValue is a duration flag that also takes days: 90d.
-type ageValue struct{ d *time.Duration }
-
-func (v ageValue) String() string {
-	if *v.d == 0 {
-		return ""
-	}
-	return formatAge(*v.d)
-}
-
-// formatAge writes whole days as 90d, anything else as a Go duration.
-func formatAge(d time.Duration) string {
-	if d > 0 && d%(24*time.Hour) == 0 {
-		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
-	}
-	return d.String()
-}
-func (v ageValue) Type() string { return "duration" }
-func (v ageValue) Set(s string) error {
-	d, err := parseAge(s)
-	if err != nil {
-		return err
-	}
-	if d == 0 {
-		return errors.New("must be more than 0")
-	}
-	*v.d = d
-	return nil
-}
-
-// parseAge reads a duration for --older-than and CRONLOCK_HISTORY_RETENTION: Go syntax
-// with an optional day part (90d, 1d12h, 36h), as --since takes it (parseAgo).
-func parseAge(s string) (time.Duration, error) {
-	d, ok := parseAgo(strings.TrimSpace(s))
-	if !ok {
-		return 0, fmt.Errorf("%q is not a duration; write it like 90d, 36h or 1d12h", s)
-	}
-	return d, nil
-}
-
-// retentionName is the setting of automatic retention.
-const retentionName = "CRONLOCK_HISTORY_RETENTION"
-
-// parseRetention reads a value of CRONLOCK_HISTORY_RETENTION (how old a finished run
-// gets before `cronlock run` deletes it) found in source: empty =
-// history.DefaultRetention; 0 or off = keep every run.
-func parseRetention(v, source string) (time.Duration, error) {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "":
-		return history.DefaultRetention, nil
-	case "0", "off":
-		return 0, nil
-	}
-	d, err := parseAge(v)
-	if err != nil {
-		where := ""
-		if !strings.HasPrefix(source, "environment") {
-			where = " in " + source
-		}
-		return 0, fmt.Errorf("invalid %s%s: %v, or off to keep every run; no old runs are deleted until it is fixed", retentionName, where, err)
-	}
-	return d, nil
 }

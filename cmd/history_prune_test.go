@@ -12,64 +12,6 @@ import (
 	"cronlock/history"
 )
 
-func TestParseAge(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want time.Duration
-		err  string
-	}{
-		{"90d", 90 * 24 * time.Hour, ""},
-		{" 1d ", 24 * time.Hour, ""},
-		{"0d", 0, ""},
-		{"36h", 36 * time.Hour, ""},
-		{"1h30m", 90 * time.Minute, ""},
-		{"0", 0, ""},
-		{"1d12h", 36 * time.Hour, ""},
-		{"1.5d", 0, "not a duration"},
-		{"-3d", 0, "not a duration"},
-		{"-1h", 0, "not a duration"},
-		{"99999999d", 0, "not a duration"},
-		{"d", 0, "not a duration"},
-		{"90", 0, "not a duration"},
-		{"soon", 0, "not a duration"},
-	} {
-		got, err := parseAge(c.in)
-		if c.err == "" && (err != nil || got != c.want) {
-			t.Errorf("parseAge(%q) = %v, %v; want %v", c.in, got, err, c.want)
-		}
-		if c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
-			t.Errorf("parseAge(%q) error %v, want one saying %q", c.in, err, c.err)
-		}
-	}
-}
-
-func TestParseRetention(t *testing.T) {
-	for _, c := range []struct {
-		in, source string
-		want       time.Duration
-		err        string
-	}{
-		{"", "", history.DefaultRetention, ""},
-		{"off", "environment variable CRONLOCK_HISTORY_RETENTION", 0, ""},
-		{"OFF", "", 0, ""},
-		{"0", "", 0, ""},
-		{"30d", "", 30 * 24 * time.Hour, ""},
-		{"12h", "", 12 * time.Hour, ""},
-		{"never", "environment variable CRONLOCK_HISTORY_RETENTION",
-			0, `invalid CRONLOCK_HISTORY_RETENTION: "never" is not a duration; write it like 90d, 36h or 1d12h, or off to keep every run`},
-		{"2w", "/etc/cronlock/cronlock.conf line 3",
-			0, `invalid CRONLOCK_HISTORY_RETENTION in /etc/cronlock/cronlock.conf line 3: "2w" is not a duration`},
-	} {
-		got, err := parseRetention(c.in, c.source)
-		if c.err == "" && (err != nil || got != c.want) {
-			t.Errorf("parseRetention(%q) = %v, %v; want %v", c.in, got, err, c.want)
-		}
-		if c.err != "" && (err == nil || !strings.HasPrefix(err.Error(), c.err)) {
-			t.Errorf("parseRetention(%q) error %v, want one starting %q", c.in, err, c.err)
-		}
-	}
-}
-
 // pruneHistory writes runs of key "k" and "gone" at the given ages (before the real
 // now: the binary under test reads the real clock) and returns the history's path.
 func pruneHistory(t *testing.T, path string, rows map[string]struct {

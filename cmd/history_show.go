@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"cronlock/history"
+	"cronlock/tty"
 )
 
 // historyShowOptions are the settings of `cronlock history show`.
@@ -44,7 +45,7 @@ func newHistoryShowCmd(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			if path == "" {
-				return exitf(ExitUsage, historyOff)
+				return exitf(ExitFailed, historyOff)
 			}
 			o.Path = path
 			o.ID = args[0]
@@ -63,11 +64,11 @@ const ExitNotFound = 1
 // comes from a job or a machine is escaped; the output keeps its lines.
 func historyShowRun(o *historyShowOptions) error {
 	if noHistory(o.Path) {
-		return exitf(ExitNotFound, "no run %s: no runs recorded yet in %s", escape(o.ID), escape(o.Path))
+		return exitf(ExitNotFound, "no run %s: no runs recorded yet in %s", tty.Escape(o.ID), tty.Escape(o.Path))
 	}
 	st, err := history.Open(o.Path)
 	if err != nil {
-		return exitf(ExitUsage, "%v", err)
+		return exitf(ExitFailed, "%v", err)
 	}
 	defer st.Close()
 	// A run in its first second has no row yet (see startRowDelay). Should this fail, the
@@ -75,10 +76,10 @@ func historyShowRun(o *historyShowOptions) error {
 	_, _ = st.AddLive()
 	r, err := st.Get(o.ID)
 	if errors.Is(err, history.ErrNotFound) {
-		return exitf(ExitNotFound, "no run %s in %s (cronlock history lists the ids)", escape(o.ID), escape(o.Path))
+		return exitf(ExitNotFound, "no run %s in %s (cronlock history lists the ids)", tty.Escape(o.ID), tty.Escape(o.Path))
 	}
 	if err != nil {
-		return exitf(ExitUsage, "%v", err)
+		return exitf(ExitFailed, "%v", err)
 	}
 	loc := displayZone(o.Loc, o.UTC)
 	when := func(t time.Time) string {
@@ -99,15 +100,15 @@ func historyShowRun(o *historyShowOptions) error {
 		if s == "" {
 			return "-"
 		}
-		return escape(s)
+		return tty.Escape(s)
 	}
 	tw := tabwriter.NewWriter(o.Stdout, 0, 4, 2, ' ', 0)
 	for _, f := range [][2]string{
-		{"run", escape(r.ID)},
-		{"key", escape(r.Key)},
-		{"status", escape(r.Status)},
+		{"run", tty.Escape(r.ID)},
+		{"key", tty.Escape(r.Key)},
+		{"status", tty.Escape(r.Status)},
 		{"command", formatCommand(r.Command)},
-		{"node", escape(r.Node)},
+		{"node", tty.Escape(r.Node)},
 		{"pid", pidLine(r)},
 		{"backend", orDash(r.Backend)},
 		{"attempt", strconv.Itoa(max(r.Attempt, 1))},
@@ -209,7 +210,7 @@ func markedOutput(out []byte, segs []history.Segment, colour bool) string {
 		if l.cont {
 			mark = marks[1]
 		}
-		line := mark + escape(string(l.text))
+		line := mark + tty.Escape(string(l.text))
 		if colour && l.stream == history.Stderr {
 			line = red.Sprint(line)
 		}
@@ -224,7 +225,7 @@ func markedOutput(out []byte, segs []history.Segment, colour bool) string {
 func escapeLines(s string) string {
 	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 	for i, l := range lines {
-		lines[i] = escape(l)
+		lines[i] = tty.Escape(l)
 	}
 	return strings.Join(lines, "\n") + "\n"
 }

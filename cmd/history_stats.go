@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -100,94 +99,11 @@ select runs by start time, --since inclusive, --until exclusive.`,
 	return c
 }
 
-// whenForms is what --since and --until accept, for the error message.
-const whenForms = "a duration ago (36h, 90m, 7d, 1d12h) or a time (2025-06-01, 2025-06-01 15:04, 2025-06-01T15:04:05, or RFC 3339 like 2025-06-01T15:04:05+02:00)"
-
-// parseSinceUntil reads --since and --until ("" = no bound) as times in local time, or
-// in UTC when utc is set, relative to now; it refuses a window that ends before it starts.
-func parseSinceUntil(since, until string, utc bool, now time.Time) (time.Time, time.Time, error) {
-	loc := time.Local
-	if utc {
-		loc = time.UTC
-	}
-	var s, u time.Time
-	var err error
-	if since != "" {
-		if s, err = parseWhen(since, now, loc); err != nil {
-			return s, u, &usageError{fmt.Errorf("--since %q: %v", since, err)}
-		}
-	}
-	if until != "" {
-		if u, err = parseWhen(until, now, loc); err != nil {
-			return s, u, &usageError{fmt.Errorf("--until %q: %v", until, err)}
-		}
-	}
-	if !s.IsZero() && !u.IsZero() && !s.Before(u) {
-		return s, u, &usageError{fmt.Errorf("--since %s is not before --until %s: no run can match", since, until)}
-	}
-	return s, u, nil
-}
-
-// daysPrefix is the day part of a duration like 7d or 1d12h, which Go's syntax lacks.
-var daysPrefix = regexp.MustCompile(`^([0-9]+)d`)
-
-// minStored and maxStored are the earliest and latest start times the history can hold.
-var minStored, maxStored = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
-
-// whenLayouts are the times --since and --until take, tried in this order.
-var whenLayouts = []string{time.RFC3339Nano, "2006-01-02", "2006-01-02 15:04", "2006-01-02T15:04",
-	"2006-01-02 15:04:05", "2006-01-02T15:04:05"}
-
-// parseWhen reads one --since or --until value: a duration meaning that long before now,
-// or a time in loc (an RFC 3339 time carries its own zone).
-func parseWhen(v string, now time.Time, loc *time.Location) (time.Time, error) {
-	v = strings.TrimSpace(v)
-	if d, ok := parseAgo(v); ok {
-		return now.Add(-d), nil
-	}
-	for _, layout := range whenLayouts {
-		if t, err := time.ParseInLocation(layout, v, loc); err == nil {
-			// The history keeps Unix nanoseconds (years 1678 to 2262): a time beyond
-			// them bounds nothing, so it becomes the farthest one that can be stored.
-			switch {
-			case t.Before(minStored):
-				t = minStored
-			case t.After(maxStored):
-				t = maxStored
-			}
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("want %s", whenForms)
-}
-
-// parseAgo reads a non-negative duration in Go syntax with an optional leading day part
-// (7d, 1d12h).
-func parseAgo(v string) (time.Duration, bool) {
-	var days time.Duration
-	if m := daysPrefix.FindStringSubmatch(v); m != nil {
-		n, err := strconv.Atoi(m[1])
-		if err != nil || n > 100*365 {
-			return 0, false
-		}
-		days = time.Duration(n) * 24 * time.Hour
-		v = v[len(m[0]):]
-		if v == "" {
-			return days, true
-		}
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, false
-	}
-	return days + d, true
-}
-
 // historyStatsRun prints the stats of the runs of o.Path that o.Filter selects.
 func historyStatsRun(o *historyStatsOptions) error {
 	hist := &historyOptions{JSON: o.JSON, Stdout: o.Stdout, Stderr: o.Stderr} // for noRuns
 	if noHistory(o.Path) {
-		return noRuns(hist, "no runs recorded yet in "+escape(o.Path))
+		return noRuns(hist, "no runs recorded yet in "+tty.Escape(o.Path))
 	}
 	// Dead runs of this machine then count as abandoned (failures), not running.
 	s, err := openReaped(o.Path, o.ThisNode, o.Stderr)
@@ -197,7 +113,7 @@ func historyStatsRun(o *historyStatsOptions) error {
 	defer s.Close()
 	stats, err := s.Stats(o.Filter)
 	if err != nil {
-		return exitf(ExitUsage, "%v", err)
+		return exitf(ExitFailed, "%v", err)
 	}
 	if len(stats) == 0 {
 		return noRuns(hist, "no runs match")
@@ -300,7 +216,7 @@ func writeStatsTable(o *historyStatsOptions, stats []history.KeyStats) error {
 		if k.StreakCapped {
 			streak += "+"
 		}
-		row := []string{escape(k.Key), strconv.Itoa(k.Runs), strconv.Itoa(k.Succeeded),
+		row := []string{tty.Escape(k.Key), strconv.Itoa(k.Runs), strconv.Itoa(k.Succeeded),
 			strconv.Itoa(k.Failed), strconv.Itoa(k.Skipped), rate, p50, p95, mx,
 			when(k.LastSuccess), when(k.LastFailure), streak}
 		if o.Spark {

@@ -3,8 +3,6 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -167,56 +165,6 @@ func TestHistoryStatsJSON(t *testing.T) {
 	out, errs, err := runStats(t, historyStatsOptions{Path: path, JSON: true, Filter: history.StatsFilter{Key: "nope"}})
 	if err != nil || out != "" || !strings.Contains(errs, "no runs match") {
 		t.Errorf("--json of nothing: stdout %q stderr %q, %v", out, errs, err)
-	}
-}
-
-func TestParseSinceUntil(t *testing.T) {
-	now := time.Date(2025, 6, 10, 12, 0, 0, 0, time.UTC)
-	cest := time.FixedZone("CEST", 2*3600)
-	saved := time.Local
-	time.Local = cest
-	t.Cleanup(func() { time.Local = saved })
-	for _, c := range []struct {
-		in   string
-		utc  bool
-		want time.Time
-	}{
-		{"36h", false, now.Add(-36 * time.Hour)},
-		{"90m", false, now.Add(-90 * time.Minute)},
-		{"7d", false, now.Add(-7 * 24 * time.Hour)},
-		{"1d12h", false, now.Add(-36 * time.Hour)},
-		{"0s", false, now},
-		{"2025-06-01", false, time.Date(2025, 6, 1, 0, 0, 0, 0, cest)},
-		{"2025-06-01", true, time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)},
-		{"2025-06-01 15:04", false, time.Date(2025, 6, 1, 15, 4, 0, 0, cest)},
-		{"2025-06-01T15:04", true, time.Date(2025, 6, 1, 15, 4, 0, 0, time.UTC)},
-		{"2025-06-01T15:04:05", false, time.Date(2025, 6, 1, 15, 4, 5, 0, cest)},
-		{"2025-06-01T15:04:05Z", false, time.Date(2025, 6, 1, 15, 4, 5, 0, time.UTC)},
-		{"2025-06-01T15:04:05.5+05:00", true, time.Date(2025, 6, 1, 10, 4, 5, 5e8, time.UTC)},
-		{"2999-01-01", false, time.Unix(0, math.MaxInt64)}, // beyond what the history stores
-		{"1000-01-01", false, time.Unix(0, math.MinInt64)},
-	} {
-		got, _, err := parseSinceUntil(c.in, "", c.utc, now)
-		if err != nil || !got.Equal(c.want) {
-			t.Errorf("--since %q (utc %v) = %v, %v; want %v", c.in, c.utc, got, err, c.want)
-		}
-		if _, got, err := parseSinceUntil("", c.in, c.utc, now); err != nil || !got.Equal(c.want) {
-			t.Errorf("--until %q = %v, %v; want %v", c.in, got, err, c.want)
-		}
-	}
-	for _, c := range [][2]string{
-		{"yesterday", ""}, {"-1h", ""}, {"7", ""}, {"7x", ""}, {"d", ""}, {"2025-13-01", ""},
-		{"2025-06-01 25:00", ""}, {"", "soon"}, {"1h", "2h"}, {"2025-06-02", "2025-06-01"},
-	} {
-		_, _, err := parseSinceUntil(c[0], c[1], false, now)
-		var ue *usageError
-		if err == nil || !errors.As(err, &ue) {
-			t.Errorf("--since %q --until %q: %v, want a usage error", c[0], c[1], err)
-		}
-	}
-	_, _, err := parseSinceUntil("yesterday", "", false, now)
-	if msg := err.Error(); !strings.HasPrefix(msg, `--since "yesterday": want a duration ago (36h`) || !strings.Contains(msg, "2025-06-01 15:04") {
-		t.Errorf("message: %s", msg)
 	}
 }
 

@@ -55,7 +55,7 @@ func resolveLogFormat(c *cobra.Command) error {
 		return nil
 	}
 	if err := s.apply(c.Flags(), logFormatTwin); err != nil {
-		return exitf(ExitUsage, "%v", err)
+		return exitf(ExitFailed, "%v", err)
 	}
 	return nil
 }

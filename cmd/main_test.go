@@ -40,3 +40,15 @@ func buildAndRun(m *testing.M) int {
 	}
 	return m.Run()
 }
+
+// skipIfShort skips a slow test under `go test -short`, the quick check while editing.
+// Only the tests that take long because they load the machine go (the torture's fault
+// injection, a hundred cronlocks writing one history file, cronlocks killed in the middle
+// of their writes, 200 MB of output), not those that are slow because of what they wait
+// for. scripts/test.sh, and so CI, never passes -short: there every test runs.
+func skipIfShort(t *testing.T, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: %s; scripts/test.sh runs it", why)
+	}
+}

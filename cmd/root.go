@@ -44,9 +44,6 @@ func (e *usageError) Error() string { return e.err.Error() }
 // for "cronlock failed", so that scripts have one code to test.
 const ExitFailed = jobrun.ExitFailed
 
-// ExitUsage is ExitFailed.
-const ExitUsage = ExitFailed
-
 // Main runs cronlock with os.Args and returns the process exit code.
 func Main() int {
 	return Execute(os.Args[1:], os.Stdout, os.Stderr)
@@ -76,7 +73,7 @@ func Execute(args []string, stdout, stderr io.Writer) int {
 	} else {
 		logline.Print(stderr, format, logline.Error, err.Error())
 	}
-	return ExitUsage
+	return ExitFailed
 }
 
 // commandName finds which subcommand args name, for the usage hint.

@@ -65,10 +65,10 @@ skipped (exit --conflict-exit-code, 0 by default) and recorded in the history.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			s, err := loadSettings()
 			if err != nil {
-				return exitf(ExitUsage, "%v", err)
+				return exitf(ExitFailed, "%v", err)
 			}
 			if err := o.resolve(c, s); err != nil {
-				return exitf(ExitUsage, "%v", err)
+				return exitf(ExitFailed, "%v", err)
 			}
 			j.Retention, j.RetentionErr = parseRetention(s.vals[retentionName], s.source[retentionName])
 			j.Command = args

@@ -13,6 +13,7 @@ import (
 
 	"cronlock/history"
 	"cronlock/lockrun"
+	"cronlock/tty"
 )
 
 // statusOptions are the settings of `cronlock status`.
@@ -119,7 +120,7 @@ func statusRun(o *statusOptions) error {
 	tw := tabwriter.NewWriter(o.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tNODE\tPID\tRUN\tSINCE\tHELD\tFENCING TOKEN")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%v\t%d\n", escape(r.Key), escape(r.Node), r.PID, escape(r.RunID),
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%v\t%d\n", tty.Escape(r.Key), tty.Escape(r.Node), r.PID, tty.Escape(r.RunID),
 			r.Since.Local().Format("2006-01-02 15:04:05 MST"), time.Duration(r.HeldMS)*time.Millisecond, r.FencingToken)
 	}
 	return tw.Flush()

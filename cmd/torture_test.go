@@ -1,14 +1,15 @@
 package cmd
 
-// TestTorture is a fault-injection test with a referee (issue 3): simulated hosts loop
-// `cronlock run` on a few shared keys while a nemesis breaks Redis, the network and the
-// cronlock processes themselves, and a referee checks afterwards that no two jobs ran
-// at once on a key (except where the contract says only the fencing token protects),
-// that fencing tokens rose, that no job process outlived its cronlock, that every run has
-// a history row whose status matches its exit code, and that no cronlock hung.
+// TestTorture is a fault-injection test with a referee: simulated hosts loop `cronlock
+// run` on a few shared keys while a nemesis breaks Redis, the network and the cronlock
+// processes themselves, and a referee checks afterwards that no two jobs ran at once on a
+// key (except where the contract says only the fencing token protects), that fencing
+// tokens rose, that no job process outlived its cronlock, that every run has a history row
+// whose status matches its exit code, and that no cronlock hung.
 //
 // Default: two sub-tests (Redis with AOF appendfsync always, Redis without persistence) of
-// about 20 s each, part of `go test ./...` (scripts/test.sh). A soak of any length:
+// about 20 s each, part of `go test ./...` (scripts/test.sh); `go test -short` skips it. A
+// soak of any length:
 //
 //	CRONLOCK_TORTURE=30m go test -run TestTorture -timeout 40m ./cmd/
 //
@@ -47,6 +48,7 @@ import (
 	"testing"
 	"time"
 
+	"cronlock/history"
 	"cronlock/internal/faultproxy"
 	"cronlock/internal/proctest"
 	"cronlock/internal/redistest"
@@ -174,6 +176,7 @@ func (tt *torture) fail(format string, args ...any) {
 }
 
 func TestTorture(t *testing.T) {
+	skipIfShort(t, "the torture takes 40s of fault injection")
 	total := 40 * time.Second
 	if v := os.Getenv("CRONLOCK_TORTURE"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -650,11 +653,12 @@ func (tt *torture) readHistory(h int) []historyRow {
 	return rows
 }
 
-// wantStatus checks a history row against the invocation's exit (SPEC §3, §6).
+// wantStatus checks a history row against the invocation's exit (README, "Exit codes and
+// statuses").
 func wantStatus(inv *tInv, run *tRun, row historyRow) string {
 	switch {
 	case inv.killed && inv.exitCode == -1:
-		if row.Status == "running" {
+		if row.Status == history.StatusRunning {
 			return "SIGKILLed run still running in the history"
 		}
 		return ""
@@ -664,25 +668,25 @@ func wantStatus(inv *tInv, run *tRun, row historyRow) string {
 	var ok bool
 	switch c := inv.exitCode; {
 	case c == 0:
-		ok = row.Status == "succeeded" && inv.code == 0
+		ok = row.Status == history.StatusSucceeded && inv.code == 0
 	case c == tortureConflict:
-		ok = row.Status == "skipped"
+		ok = row.Status == history.StatusSkipped
 	case c == 3:
-		ok = row.Status == "failed" && inv.code == 3
+		ok = row.Status == history.StatusFailed && inv.code == 3
 	case c == 124:
-		ok = row.Status == "timeout" && inv.timeout > 0
+		ok = row.Status == history.StatusTimeout && inv.timeout > 0
 	case c == 125:
-		ok = row.Status == "lock_lost" || row.Status == "error"
+		ok = row.Status == history.StatusLockLost || row.Status == history.StatusError
 	}
 	if !ok {
 		return fmt.Sprintf("exit code %d with status %q", inv.exitCode, row.Status)
 	}
 	switch row.Status {
-	case "skipped", "error":
+	case history.StatusSkipped, history.StatusError:
 		if run.started {
 			return fmt.Sprintf("status %s but its job ran", row.Status)
 		}
-	case "succeeded", "failed":
+	case history.StatusSucceeded, history.StatusFailed:
 		if run.endT == 0 {
 			return fmt.Sprintf("status %s but its job did not end by itself", row.Status)
 		}
@@ -752,7 +756,7 @@ func (tt *torture) check() {
 			tt.fail("%s (key %s, job %v code %d stubborn %v timeout %v, killed %v, stops %v): %s; stderr %q",
 				inv.id, inv.key.name, inv.dur, inv.code, inv.stubborn, inv.timeout, inv.killed, inv.stops, msg, inv.stderr)
 		}
-		if row.Status == "lock_lost" {
+		if row.Status == history.StatusLockLost {
 			lockLost = append(lockLost, inv.id)
 		}
 	}
@@ -857,7 +861,7 @@ func (tt *torture) check() {
 		classes[o.class]++
 	}
 	t.Logf("%s: %d invocations on %d keys from %d hosts: %d acquisitions (job started), %d skips; statuses %v",
-		tt.mode, len(tt.all), len(tortureKeys), tortureHosts, acq, counts["skipped"], sortedCounts(counts))
+		tt.mode, len(tt.all), len(tortureKeys), tortureHosts, acq, counts[history.StatusSkipped], sortedCounts(counts))
 	t.Logf("%s: faults injected %v", tt.mode, sortedCounts(faults))
 	t.Logf("%s: overlaps %d (max window %v) by cause %v; lock_lost runs %d", tt.mode, len(overlaps), maxWin, sortedCounts(classes), len(lockLost))
 	for _, o := range overlaps {

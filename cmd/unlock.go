@@ -6,6 +6,8 @@ import (
 	"io"
 	"time"
 
+	"cronlock/tty"
+
 	"github.com/spf13/cobra"
 )
 
@@ -31,7 +33,7 @@ token, and a lock renewed within its TTL (its holder looks alive) is refused unl
 				return err
 			}
 			if !c.Flags().Changed("key") {
-				return exitf(ExitUsage, "--key is required: the lock to release")
+				return exitf(ExitFailed, "--key is required: the lock to release")
 			}
 			if err := checkKey(o.Key); err != nil {
 				return err
@@ -62,6 +64,6 @@ func unlockRun(o *unlockOptions) error {
 		return err
 	}
 	_, err = fmt.Fprintf(o.Stdout, "removed %s from %s: it was held by %s since %s (fencing token %d)\n",
-		o.Key, locker.Describe(), escape(h.String()), h.Since.Local().Format(time.RFC3339), h.FencingToken)
+		o.Key, locker.Describe(), tty.Escape(h.String()), h.Since.Local().Format(time.RFC3339), h.FencingToken)
 	return err
 }

@@ -470,3 +470,17 @@ func TestMigrationKeysOldTails(t *testing.T) {
 		t.Fatalf("Get after migration: %q, %v", r.Output, err)
 	}
 }
+
+func TestFormatAge(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		90 * 24 * time.Hour: "90d",
+		24 * time.Hour:      "1d",
+		36 * time.Hour:      "36h0m0s",
+		90 * time.Minute:    "1h30m0s",
+		0:                   "0s",
+	} {
+		if got := FormatAge(d); got != want {
+			t.Errorf("FormatAge(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

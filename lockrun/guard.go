@@ -58,9 +58,8 @@ type Guard struct {
 	forked  chan struct{} // closed once the guard's fork and exec are over
 	pid     int           // valid after forked; 0 when the guard could not be started
 
-	mu     sync.Mutex
-	w      *os.File // write end of the guard's stdin; nil after Done
-	reaped bool     // Supervise's reaper collected the guard's exit status
+	mu sync.Mutex
+	w  *os.File // write end of the guard's stdin; nil after Done
 }
 
 // StartGuard prepares the guard. The process itself is forked by the first Arm, on a
@@ -171,14 +170,4 @@ func (g *Guard) Done() {
 	g.w.Close()
 	g.w = nil
 	g.fork.Do(g.none)
-}
-
-// markReaped records that Supervise's reaper collected the guard's exit status.
-func (g *Guard) markReaped() {
-	if g == nil {
-		return
-	}
-	g.mu.Lock()
-	g.reaped = true
-	g.mu.Unlock()
 }

@@ -360,7 +360,7 @@ func (s *supervisor) reap() {
 				}
 			}
 		case s.job.Guard.PID():
-			s.job.Guard.markReaped()
+			// The guard: reaped, and nothing more to do.
 		default:
 			delete(s.others, pid)
 		}

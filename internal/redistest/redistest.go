@@ -7,6 +7,7 @@ package redistest
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -32,16 +33,26 @@ func missing(t testing.TB, why string) {
 // Addr returns host:port of the shared test server started by scripts/test.sh.
 func Addr(t testing.TB) string {
 	t.Helper()
+	addr, err := Lookup()
+	if err != nil {
+		missing(t, err.Error())
+	}
+	return addr
+}
+
+// Lookup returns host:port of the shared test server, or why there is none: for callers
+// that decide later, or elsewhere, whether to fail or skip (testscript's commands).
+func Lookup() (string, error) {
 	addr := os.Getenv("CRONLOCK_TEST_REDIS_ADDR")
 	if addr == "" {
-		missing(t, "CRONLOCK_TEST_REDIS_ADDR is not set")
+		return "", errors.New("CRONLOCK_TEST_REDIS_ADDR is not set")
 	}
 	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {
-		missing(t, fmt.Sprintf("%s does not answer: %v", addr, err))
+		return "", fmt.Errorf("%s does not answer: %v", addr, err)
 	}
 	c.Close()
-	return addr
+	return addr, nil
 }
 
 // Server is a private redis-server owned by one test.

@@ -119,7 +119,7 @@ func TestClaimOfALongCommand(t *testing.T) {
 		t.Fatalf("AddLive of a live run with a long command: %d, %v; want 1", n, err)
 	}
 	s.db.Exec(`DELETE FROM runs WHERE id = ?`, r.ID) // as if no reader had come by
-	takeClaim(r.ID).Close()                         // the run's cronlock dies: its lock goes
+	takeClaim(r.ID).Close()                          // the run's cronlock dies: its lock goes
 	if n, err := s.Reap(""); err != nil || n != 1 {
 		t.Fatalf("Reap after the run died: %d, %v; want 1", n, err)
 	}

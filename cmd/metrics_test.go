@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -14,10 +13,9 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"cronlock/internal/proctest"
+	"cronlock/internal/promtest"
 )
 
 // The metrics file as node_exporter and alerts see it: metric names, and the statuses
@@ -57,16 +55,11 @@ func promFamilies(t *testing.T, path string) map[string]*dto.MetricFamily {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fams, err := parseProm(b)
+	fams, err := promtest.Parse(b)
 	if err != nil {
 		t.Fatalf("%s does not parse: %v\n%s", path, err, b)
 	}
 	return fams
-}
-
-func parseProm(b []byte) (map[string]*dto.MetricFamily, error) {
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	return p.TextToMetricFamilies(bytes.NewReader(b))
 }
 
 // promValue is the value of the series of family name with the given status label
@@ -82,7 +75,7 @@ func promValue(t *testing.T, fams map[string]*dto.MetricFamily, name, status str
 			}
 		}
 		if got == status {
-			found = append(found, sampleValue(m))
+			found = append(found, promtest.Value(m))
 		}
 	}
 	if len(found) != 1 {
@@ -152,7 +145,7 @@ func TestMetricsAfterEachStatus(t *testing.T) {
 			t.Errorf("%s: type %v, help %q; want %v with a HELP text", name, mf.GetType(), mf.GetHelp(), typ)
 		}
 		for _, m := range mf.GetMetric() {
-			if _, ok := seriesOf(m, key, "clinode"); !ok {
+			if _, ok := promtest.SeriesOf(m, key, "clinode"); !ok {
 				t.Errorf("%s series %v: want labels key=%q node=clinode", name, m.GetLabel(), key)
 			}
 		}
@@ -285,7 +278,7 @@ func TestMetricsNeverSeenHalfWritten(t *testing.T) {
 				readerDone <- err
 				return
 			}
-			fams, err := parseProm(b)
+			fams, err := promtest.Parse(b)
 			if err != nil {
 				readerDone <- errors.New("half-written file? " + err.Error() + "\n" + string(b))
 				return
@@ -296,7 +289,7 @@ func TestMetricsNeverSeenHalfWritten(t *testing.T) {
 			}
 			total := 0.0
 			for _, m := range fams[metricRuns].GetMetric() {
-				total += sampleValue(m)
+				total += promtest.Value(m)
 			}
 			if total < last {
 				readerDone <- errors.New("runs_total went down")
@@ -390,7 +383,7 @@ func TestMetricsKeyInFileName(t *testing.T) {
 			t.Fatalf("key %q: exit %d, stderr %q", key, code, stderr)
 		}
 		fams := promFamilies(t, filepath.Join(dir, file))
-		if _, ok := seriesOf(fams[metricLastRun].GetMetric()[0], key, "clinode"); !ok {
+		if _, ok := promtest.SeriesOf(fams[metricLastRun].GetMetric()[0], key, "clinode"); !ok {
 			t.Errorf("key %q: the file's series are labelled %v", key, fams[metricLastRun].GetMetric()[0].GetLabel())
 		}
 	}
@@ -469,34 +462,4 @@ func TestMetricsCorruptPreviousFile(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	checkRuns(t, promFamilies(t, path), map[string]float64{"succeeded": 1})
-}
-
-// seriesOf reports whether m, as expfmt parsed it, is a series of key on node, and its
-// status label.
-func seriesOf(m *dto.Metric, key, node string) (status string, ok bool) {
-	var k, n string
-	for _, l := range m.GetLabel() {
-		switch l.GetName() {
-		case "key":
-			k = l.GetValue()
-		case "node":
-			n = l.GetValue()
-		case "status":
-			status = l.GetValue()
-		}
-	}
-	return status, k == key && n == node
-}
-
-// sampleValue is m's value whatever TYPE line its family had (or lacked).
-func sampleValue(m *dto.Metric) float64 {
-	switch {
-	case m.Counter != nil:
-		return m.Counter.GetValue()
-	case m.Gauge != nil:
-		return m.Gauge.GetValue()
-	case m.Untyped != nil:
-		return m.Untyped.GetValue()
-	}
-	return 0
 }

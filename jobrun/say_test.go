@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
 	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"cronlock/internal/proctest"
 )
 
 // TestShouldWarn: a warning that every run would repeat is said once an hour per subject
@@ -48,7 +47,7 @@ func TestShouldWarn(t *testing.T) {
 	}
 
 	// On a terminal a person is reading: every run says it, with no note about repeats.
-	pts := openPTS(t)
+	_, pts := proctest.OpenPTY(t)
 	run.o.Stderr = pts
 	for i := 0; i < 3; i++ {
 		if !run.shouldWarn("history", "/h.db", full) {
@@ -58,27 +57,4 @@ func TestShouldWarn(t *testing.T) {
 	if note := run.repeatNote(); note != "" {
 		t.Fatalf("on a terminal the warning ends with %q", note)
 	}
-}
-
-// openPTS returns the terminal side of a new pseudo-terminal.
-func openPTS(t *testing.T) *os.File {
-	t.Helper()
-	master, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminal here: %v", err)
-	}
-	t.Cleanup(func() { unix.Close(master) })
-	if err := unix.IoctlSetPointerInt(master, unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(master, unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pts, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pts.Close() })
-	return pts
 }

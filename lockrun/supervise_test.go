@@ -858,23 +858,7 @@ func TestGuardDoneAndDeath(t *testing.T) {
 // TestSuperviseForeground: on a terminal, a child that reads it must not stop on SIGTTIN,
 // and cronlock's group gets the terminal back afterwards.
 func TestSuperviseForeground(t *testing.T) {
-	master, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
-	}
-	m := os.NewFile(uintptr(master), "ptmx")
-	defer m.Close()
-	if err := unix.IoctlSetPointerInt(master, unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(master, unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pts, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, pts := proctest.OpenPTY(t)
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), helperEnv+"=foreground")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, pts, pts

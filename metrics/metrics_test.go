@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,67 +9,29 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"cronlock/internal/promtest"
 )
-
-// parseProm parses a metrics file with expfmt, as node_exporter does.
-func parseProm(b []byte) (map[string]*dto.MetricFamily, error) {
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	return p.TextToMetricFamilies(bytes.NewReader(b))
-}
-
-// seriesOf reports whether m, as expfmt parsed it, is a series of key on node, and its
-// status label.
-func seriesOf(m *dto.Metric, key, node string) (status string, ok bool) {
-	var k, n string
-	for _, l := range m.GetLabel() {
-		switch l.GetName() {
-		case "key":
-			k = l.GetValue()
-		case "node":
-			n = l.GetValue()
-		case "status":
-			status = l.GetValue()
-		}
-	}
-	return status, k == key && n == node
-}
-
-// sampleValue is m's value whatever TYPE line its family had (or lacked).
-func sampleValue(m *dto.Metric) float64 {
-	switch {
-	case m.Counter != nil:
-		return m.Counter.GetValue()
-	case m.Gauge != nil:
-		return m.Gauge.GetValue()
-	case m.Untyped != nil:
-		return m.Untyped.GetValue()
-	}
-	return 0
-}
 
 // expfmtCarryOver parses data with expfmt, as node_exporter does, fails t unless every
 // series is labelled key and node, and returns the counters and last success it holds.
 func expfmtCarryOver(t testing.TB, data []byte, key, node string) previous {
 	t.Helper()
-	fams, err := parseProm(data)
+	fams, err := promtest.Parse(data)
 	if err != nil {
 		t.Fatalf("expfmt does not parse the file: %v\n%s", err, data)
 	}
 	got := previous{runs: map[string]float64{}}
 	for name, mf := range fams {
 		for _, m := range mf.GetMetric() {
-			status, ok := seriesOf(m, key, node)
+			status, ok := promtest.SeriesOf(m, key, node)
 			if !ok {
 				t.Fatalf("%s series labelled %v, want key %q, node %q\n%s", name, m.GetLabel(), key, node, data)
 			}
 			switch name {
 			case metricRuns:
-				got.runs[status] = sampleValue(m)
+				got.runs[status] = promtest.Value(m)
 			case metricLastSuccess:
-				got.lastSuccess = sampleValue(m)
+				got.lastSuccess = promtest.Value(m)
 			}
 		}
 	}
@@ -116,11 +77,11 @@ func TestMetricsAwkwardLabels(t *testing.T) {
 		if wantTS := unixSeconds(first.Finished); got.lastSuccess != wantTS {
 			t.Errorf("key %q node %q: last success %v, want %v", tc.key, tc.node, got.lastSuccess, wantTS)
 		}
-		fams, _ := parseProm(data)
+		fams, _ := promtest.Parse(data)
 		for name, want := range map[string]float64{
 			metricLastRun: unixSeconds(second.Finished), metricLastDuration: 0.25, metricLastExitCode: 3,
 		} {
-			if v := sampleValue(fams[name].GetMetric()[0]); v != want {
+			if v := promtest.Value(fams[name].GetMetric()[0]); v != want {
 				t.Errorf("key %q node %q: %s = %v, want %v", tc.key, tc.node, name, v, want)
 			}
 		}
@@ -188,7 +149,7 @@ func TestMetricsParse(t *testing.T) {
 		if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], s) {
 			t.Errorf("%+v written as %q reads back as %+v, %v", s, line, got, err)
 		}
-		if _, err := parseProm(line); err != nil {
+		if _, err := promtest.Parse(line); err != nil {
 			t.Errorf("expfmt refuses %q: %v", line, err)
 		}
 	}

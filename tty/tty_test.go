@@ -4,11 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"cronlock/internal/proctest"
 )
 
-// A terminal is needed to see true answers; /dev/ptmx gives one without a controlling
-// terminal, which is enough for IsTerminal. InForeground is covered through a real
-// terminal by lockrun's foreground tests.
+// InForeground's true answer needs a controlling terminal: lockrun's foreground tests
+// cover it through one.
 func TestNotATerminal(t *testing.T) {
 	f, err := os.Create(filepath.Join(t.TempDir(), "file"))
 	if err != nil {
@@ -32,16 +33,14 @@ func TestNotATerminal(t *testing.T) {
 }
 
 func TestPseudoTerminal(t *testing.T) {
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
-	}
-	defer m.Close()
-	if !IsTerminal(m) {
-		t.Fatal("the master side of a pseudo-terminal is not seen as a terminal")
-	}
-	// Not this process's controlling terminal: it has no foreground group of ours.
-	if InForeground(m) {
-		t.Fatal("InForeground is true for a terminal that is not cronlock's")
+	m, pts := proctest.OpenPTY(t)
+	for name, f := range map[string]*os.File{"master": m, "terminal side": pts} {
+		if !IsTerminal(f) {
+			t.Errorf("the %s of a pseudo-terminal is not seen as a terminal", name)
+		}
+		// Not this process's controlling terminal: it has no foreground group of ours.
+		if InForeground(f) {
+			t.Errorf("the %s of a terminal that is not cronlock's: InForeground is true", name)
+		}
 	}
 }

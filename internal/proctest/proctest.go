@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // WaitFile waits up to 20 s for path to exist.
@@ -58,4 +60,30 @@ func WaitDead(t testing.TB, pid int, within time.Duration, what string) {
 		}
 	}
 	t.Fatalf("%s (pid %d) still alive after %v", what, pid, within)
+}
+
+// OpenPTY opens a new pseudo-terminal: master (non-blocking, so that read deadlines work)
+// and pts, its terminal side, neither of them this process's controlling terminal. Both
+// are closed when the test ends. The test is skipped where there are no pseudo-terminals.
+func OpenPTY(t testing.TB) (master, pts *os.File) {
+	t.Helper()
+	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	master = os.NewFile(uintptr(fd), "ptmx")
+	t.Cleanup(func() { master.Close() })
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pts.Close() })
+	return master, pts
 }

@@ -18,6 +18,7 @@ import (
 	"cronlock/internal/proctest"
 	"cronlock/internal/redistest"
 	"cronlock/jobrun"
+	"cronlock/procfs"
 )
 
 // cli runs the built binary with a private history, lock folder and Redis prefix.
@@ -459,8 +460,7 @@ func TestHistoryShowsYoungRun(t *testing.T) {
 	defer cmd.Process.Kill()
 	proctest.ReadPID(t, pidf)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		if st, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat"); err == nil &&
-			strings.Contains(string(st), ") T ") {
+		if st, err := procfs.ReadStat(cmd.Process.Pid); err == nil && st.State == 'T' {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cronlock/internal/proctest"
+	"cronlock/procfs"
 )
 
 // helperEnv names the role a re-executed test binary plays (see TestMain).
@@ -788,17 +789,7 @@ func groupMembers(pgid int, comm string) []int {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		j := bytes.IndexByte(b, '(')
-		if i < 0 || j < 0 || string(b[j+1:i]) != comm {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) > 2 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
+		if st, err := procfs.ReadStat(pid); err == nil && st.Comm == comm && st.State != 'Z' && st.PGRP == pgid {
 			pids = append(pids, pid)
 		}
 	}

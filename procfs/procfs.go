@@ -17,8 +17,10 @@ import (
 
 // Stat holds the fields of /proc/PID/stat that cronlock uses.
 type Stat struct {
-	State     byte   // field 3: 'R' running, 'S' sleeping, 'Z' zombie (exited, not yet reaped)…
+	Comm      string // field 2: the command name, without its parentheses
+	State     byte   // field 3: 'R' running, 'S' sleeping, 'T' stopped, 'Z' zombie (exited, not yet reaped)…
 	PPID      int    // field 4: the parent's pid
+	PGRP      int    // field 5: the process group
 	StartTime uint64 // field 22: when the process started, in clock ticks after boot
 }
 
@@ -35,7 +37,7 @@ func ReadStat(pid int) (Stat, error) {
 // ParseStat parses the content of a /proc/PID/stat file. The command name (field 2, in
 // parentheses) may hold any byte, spaces, ")" and newlines included, but no later field
 // can hold a ")": the fields are read after the last one. It fails on a line that ends
-// before field 22 or whose parent pid or start time is not a number.
+// before field 22 or whose parent pid, process group or start time is not a number.
 func ParseStat(b []byte) (Stat, error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
@@ -50,11 +52,19 @@ func ParseStat(b []byte) (Stat, error) {
 	if err != nil {
 		return Stat{}, fmt.Errorf("procfs: stat: parent pid: %w", err)
 	}
+	pgrp, err := strconv.Atoi(f[2])
+	if err != nil {
+		return Stat{}, fmt.Errorf("procfs: stat: process group: %w", err)
+	}
+	var comm string
+	if j := bytes.IndexByte(b, '('); j >= 0 && j < i {
+		comm = string(b[j+1 : i])
+	}
 	start, err := strconv.ParseUint(f[19], 10, 64)
 	if err != nil {
 		return Stat{}, fmt.Errorf("procfs: stat: start time: %w", err)
 	}
-	return Stat{State: f[0][0], PPID: ppid, StartTime: start}, nil
+	return Stat{Comm: comm, State: f[0][0], PPID: ppid, PGRP: pgrp, StartTime: start}, nil
 }
 
 // BootID returns the 16 bytes of this boot's id (/proc/sys/kernel/random/boot_id), or nil

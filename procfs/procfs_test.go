@@ -21,6 +21,11 @@ func statLine(comm string, state byte, ppid int, start uint64) string {
 		"140728009801707 0\n", comm, state, ppid, start)
 }
 
+// st is a Stat, in the order of its fields in the file.
+func st(comm string, state byte, ppid, pgrp int, start uint64) Stat {
+	return Stat{Comm: comm, State: state, PPID: ppid, PGRP: pgrp, StartTime: start}
+}
+
 func TestParseStat(t *testing.T) {
 	// Fields 3 to 22 only: the shortest line ParseStat takes.
 	short := "1 (init) S 0 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 7"
@@ -30,16 +35,16 @@ func TestParseStat(t *testing.T) {
 		want Stat
 		ok   bool
 	}{
-		{"plain", statLine("cat", 'R', 960, 78046), Stat{'R', 960, 78046}, true},
-		{"no trailing newline", strings.TrimSuffix(statLine("cat", 'S', 1, 5), "\n"), Stat{'S', 1, 5}, true},
-		{"fields 3 to 22 only", short, Stat{'S', 0, 7}, true},
-		{"space in the name", statLine("my job", 'S', 42, 100), Stat{'S', 42, 100}, true},
-		{"parenthesis in the name", statLine("a) R 7 8 (b", 'S', 42, 100), Stat{'S', 42, 100}, true},
-		{"name of closing parentheses", statLine(")))", 'Z', 3, 9), Stat{'Z', 3, 9}, true},
-		{"newline in the name", statLine("a\nb) S 9\n", 'D', 42, 100), Stat{'D', 42, 100}, true},
-		{"empty name", statLine("", 'T', 42, 100), Stat{'T', 42, 100}, true},
-		{"largest start time", statLine("x", 'S', 1, 1<<64-1), Stat{'S', 1, 1<<64 - 1}, true},
-		{"tabs between fields", strings.ReplaceAll(short, " ", "\t"), Stat{'S', 0, 7}, true},
+		{"plain", statLine("cat", 'R', 960, 78046), st("cat", 'R', 960, 960, 78046), true},
+		{"no trailing newline", strings.TrimSuffix(statLine("cat", 'S', 1, 5), "\n"), st("cat", 'S', 1, 960, 5), true},
+		{"fields 3 to 22 only", short, st("init", 'S', 0, 1, 7), true},
+		{"space in the name", statLine("my job", 'S', 42, 100), st("my job", 'S', 42, 960, 100), true},
+		{"parenthesis in the name", statLine("a) R 7 8 (b", 'S', 42, 100), st("a) R 7 8 (b", 'S', 42, 960, 100), true},
+		{"name of closing parentheses", statLine(")))", 'Z', 3, 9), st(")))", 'Z', 3, 960, 9), true},
+		{"newline in the name", statLine("a\nb) S 9\n", 'D', 42, 100), st("a\nb) S 9\n", 'D', 42, 960, 100), true},
+		{"empty name", statLine("", 'T', 42, 100), st("", 'T', 42, 960, 100), true},
+		{"largest start time", statLine("x", 'S', 1, 1<<64-1), st("x", 'S', 1, 960, 1<<64-1), true},
+		{"tabs between fields", strings.ReplaceAll(short, " ", "\t"), st("init", 'S', 0, 1, 7), true},
 
 		{"empty", "", Stat{}, false},
 		{"no closing parenthesis", "1 (init S 0 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 7", Stat{}, false},
@@ -47,6 +52,7 @@ func TestParseStat(t *testing.T) {
 		{"ends before field 22", strings.TrimSuffix(short, " 7"), Stat{}, false},
 		{"cut in the middle", statLine("cat", 'R', 960, 78046)[:40], Stat{}, false},
 		{"parent pid not a number", strings.Replace(short, "S 0 ", "S x ", 1), Stat{}, false},
+		{"process group not a number", strings.Replace(short, "S 0 1 ", "S 0 y ", 1), Stat{}, false},
 		{"start time not a number", short[:len(short)-1] + "-7", Stat{}, false},
 		{"start time too large", strings.Replace(short, " 7", " 18446744073709551616", 1), Stat{}, false},
 		{"last parenthesis after the fields", short + " (x)", Stat{}, false},

@@ -4,12 +4,15 @@
 package proctest
 
 import (
-	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"cronlock/procfs"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,13 +45,12 @@ func ReadPID(t testing.TB, path string) int {
 
 // Dead reports whether pid is gone or a zombie (exited, not yet reaped).
 func Dead(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
+	st, err := procfs.ReadStat(pid)
+	var perr *fs.PathError
+	if errors.As(err, &perr) {
+		return true // no /proc entry: gone, and reaped
 	}
-	// The state follows the ")" that ends the command name, which may hold spaces.
-	i := bytes.LastIndexByte(b, ')')
-	return i > 0 && i+2 < len(b) && b[i+2] == 'Z'
+	return err == nil && st.State == 'Z'
 }
 
 // WaitDead waits up to within for pid to be Dead and fails the test otherwise.

@@ -156,7 +156,7 @@ func (r *runner) run() int {
 		Argv: o.Command, Env: childEnv(o, r.runID, lease.FencingToken()),
 		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
 		Capture: int(o.Capture), Grace: o.Grace, Timeout: o.Timeout,
-		Foreground: true, Guard: guard, ContinueOnLoss: o.ContinueOnLoss,
+		Guard: guard, ContinueOnLoss: o.ContinueOnLoss,
 	}
 	res := lockrun.Supervise(context.Background(), job, sig, keeper, nil)
 	stopKeeper()

@@ -18,7 +18,9 @@ type Job struct {
 	// Dir is the child's working directory; "" means cronlock's.
 	Dir string
 	// Stdin, Stdout and Stderr are cronlock's own files, handed to the child. A nil file
-	// means the null device.
+	// means the null device. When Stdin is a terminal whose foreground group is cronlock's,
+	// the child's process group takes the terminal over for the run (a job that reads it
+	// must not stop on SIGTTIN), and cronlock's group gets it back afterwards.
 	Stdin, Stdout, Stderr *os.File
 	// Capture is how many bytes of the combined output tail to keep in Result.Output. With 0
 	// the child writes to Stdout and Stderr itself; otherwise cronlock relays its output
@@ -29,10 +31,6 @@ type Job struct {
 	Grace time.Duration
 	// Timeout is the longest run time; 0 means none.
 	Timeout time.Duration
-	// Foreground makes the child's process group the foreground group of the terminal on
-	// Stdin for the run, and gives the terminal back to cronlock's group afterwards. It is
-	// ignored when Stdin is not a terminal or cronlock is not in its foreground group.
-	Foreground bool
 	// Guard, when not nil, is armed with the job's process group once the child has started
 	// and dismissed (Done) when every process of the job is gone.
 	Guard *Guard

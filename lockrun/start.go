@@ -102,7 +102,7 @@ func (s *supervisor) startChild() bool {
 	}
 
 	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if job.Foreground && tty.InForeground(job.Stdin) {
+	if tty.InForeground(job.Stdin) {
 		fd := int(job.Stdin.Fd())
 		sys.Foreground, sys.Ctty = true, fd
 		s.fg = fd

@@ -105,7 +105,7 @@ func helperForeground() int {
 	res := Supervise(context.Background(), Job{
 		Argv:  []string{"sh", "-c", `read x; echo "got $x"`},
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		Grace: time.Second, Foreground: true,
+		Grace: time.Second,
 	}, sig, nil, nil)
 	pg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
 	fmt.Printf("exit=%d restored=%v err=%v\n", res.ExitCode, pg == unix.Getpgrp(), err)

@@ -148,6 +148,25 @@ func supervise(t *testing.T, job Job, sig *Signals, lease LeaseWatch, started fu
 	panic("unreachable")
 }
 
+// untilTrapped runs try with the argv of a job that ignores the signals sigs ("TERM INT")
+// and sleeps. Events timed from the start can reach the shell before its trap is set on a
+// loaded machine, and a job killed by such an early signal says nothing about Supervise:
+// the job marks a file once the trap is set, and a run without the mark is tried again.
+func untilTrapped(t *testing.T, sigs string, try func(argv []string) (Result, time.Duration)) (Result, time.Duration) {
+	t.Helper()
+	for i := 1; ; i++ {
+		mark := filepath.Join(t.TempDir(), "trapped")
+		res, d := try(sh(`trap "" `+sigs+`; touch "$1"; sleep 1000`, mark))
+		if _, err := os.Stat(mark); err == nil {
+			return res, d
+		}
+		if i == 5 {
+			t.Fatalf("in %d tries the job was stopped before its shell set its trap: %+v", i, res)
+		}
+		t.Logf("try %d: the job was stopped before its shell set its trap; again", i)
+	}
+}
+
 func sh(script string, args ...string) []string {
 	return append([]string{"sh", "-c", script, "sh"}, args...)
 }
@@ -311,7 +330,9 @@ func TestSuperviseTimeout(t *testing.T) {
 	}
 
 	// A child that ignores SIGTERM gets SIGKILL after the grace.
-	res, d = supervise(t, Job{Argv: sh(`trap "" TERM; sleep 1000`), Timeout: 100 * time.Millisecond, Grace: 200 * time.Millisecond}, nil, nil, nil)
+	res, d = untilTrapped(t, "TERM", func(argv []string) (Result, time.Duration) {
+		return supervise(t, Job{Argv: argv, Timeout: 100 * time.Millisecond, Grace: 200 * time.Millisecond}, nil, nil, nil)
+	})
 	if res.Reason != ReasonTimeout || res.Signal != syscall.SIGKILL || d < 300*time.Millisecond {
 		t.Fatalf("TERM ignored: got %+v after %v", res, d)
 	}
@@ -332,12 +353,14 @@ func (w chanWatch) Check() (LockLoss, bool) {
 }
 
 func TestSuperviseLockLoss(t *testing.T) {
-	loss := make(chan LockLoss, 1)
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		loss <- LockLoss{Grace: 200 * time.Millisecond, Err: ErrLockLost}
-	}()
-	res, d := supervise(t, Job{Argv: sh(`trap "" TERM; sleep 1000`), Grace: time.Hour}, nil, chanWatch{c: loss}, nil)
+	res, d := untilTrapped(t, "TERM", func(argv []string) (Result, time.Duration) {
+		loss := make(chan LockLoss, 1)
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			loss <- LockLoss{Grace: 200 * time.Millisecond, Err: ErrLockLost}
+		}()
+		return supervise(t, Job{Argv: argv, Grace: time.Hour}, nil, chanWatch{c: loss}, nil)
+	})
 	if res.Reason != ReasonLockLost || res.Signal != syscall.SIGKILL || !errors.Is(res.LossErr, ErrLockLost) {
 		t.Fatalf("got %+v", res)
 	}
@@ -346,7 +369,7 @@ func TestSuperviseLockLoss(t *testing.T) {
 	}
 
 	// --on-lock-lost continue: the child finishes with its own code.
-	loss = make(chan LockLoss, 1)
+	loss := make(chan LockLoss, 1)
 	loss <- LockLoss{Grace: 10 * time.Millisecond, Err: ErrLockLost}
 	res, d = supervise(t, Job{Argv: sh("sleep 0.4; exit 3"), Grace: 10 * time.Millisecond, ContinueOnLoss: true}, nil, chanWatch{c: loss}, nil)
 	if res.Reason != ReasonLockLost || res.ExitCode != 3 || res.Signal != 0 || d < 400*time.Millisecond {
@@ -409,23 +432,25 @@ func TestSuperviseFirstEventDecides(t *testing.T) {
 		{"loss then signal", [2]event{lockLoss, stopSignal}, ReasonLockLost},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sig, c := testSignals(t)
-			loss := make(chan LockLoss, 1)
 			// The job ignores SIGTERM and SIGINT: it lives through both events until the
 			// SIGKILL at the end of the first one's grace.
-			job := Job{Argv: sh(`trap "" TERM INT; sleep 1000`), Grace: time.Second}
-			for i, e := range tc.events {
-				at := []time.Duration{first, second}[i]
-				switch e {
-				case timeout:
-					job.Timeout = at
-				case stopSignal:
-					go func() { time.Sleep(at); c <- syscall.SIGINT }()
-				case lockLoss:
-					go func() { time.Sleep(at); loss <- LockLoss{Grace: time.Second, Err: ErrLockLost} }()
+			res, _ := untilTrapped(t, "TERM INT", func(argv []string) (Result, time.Duration) {
+				sig, c := testSignals(t)
+				loss := make(chan LockLoss, 1)
+				job := Job{Argv: argv, Grace: time.Second}
+				for i, e := range tc.events {
+					at := []time.Duration{first, second}[i]
+					switch e {
+					case timeout:
+						job.Timeout = at
+					case stopSignal:
+						go func() { time.Sleep(at); c <- syscall.SIGINT }()
+					case lockLoss:
+						go func() { time.Sleep(at); loss <- LockLoss{Grace: time.Second, Err: ErrLockLost} }()
+					}
 				}
-			}
-			res, _ := supervise(t, job, sig, chanWatch{c: loss}, nil)
+				return supervise(t, job, sig, chanWatch{c: loss}, nil)
+			})
 			if res.Reason != tc.want || res.Signal != syscall.SIGKILL {
 				t.Fatalf("got %+v; want %v, the job killed at the end of the grace", res, tc.want)
 			}

@@ -69,9 +69,14 @@ type supervisor struct {
 	start    time.Time
 	decided  bool      // res.Reason is set by the first event
 	mainDone bool      // the main child is reaped
-	killAt   time.Time // SIGKILL deadline; zero when no stop is under way
+	killAt   time.Time // SIGKILL deadline of the group; zero when no stop is under way
 	killed   bool      // SIGKILL went out to the group
-	others   map[int]bool
+	// others are the job's processes outside its process group (a setsid) or reparented
+	// to cronlock, each with its own SIGKILL deadline, counted from when the hunt found it.
+	others map[int]time.Time
+	// lastCall is the latest instant any process of the job may live: the end of a lost
+	// lease, or one grace after the group's SIGKILL; zero while neither happened.
+	lastCall time.Time
 	relays   []*relay
 	tail     *tail
 	fg       int  // terminal fd handed to the child's group; -1 when none
@@ -81,7 +86,7 @@ type supervisor struct {
 func (s *supervisor) run(ctx context.Context, started func(pid int)) {
 	s.self = os.Getpid()
 	s.fg = -1
-	s.others = map[int]bool{}
+	s.others = map[int]time.Time{}
 	ok := s.startChild()
 	if s.locked {
 		defer runtime.UnlockOSThread()
@@ -102,7 +107,7 @@ func (s *supervisor) run(ctx context.Context, started func(pid int)) {
 	killT := time.NewTimer(time.Hour)
 	killT.Stop()
 	defer killT.Stop()
-	var pollC <-chan time.Time // ticks only once the main child is gone
+	var pollC <-chan time.Time // ticks only while the hunt is on (see hunting)
 	var loss <-chan LockLoss
 	if s.lease != nil {
 		loss = s.lease.Lost()
@@ -122,16 +127,22 @@ func (s *supervisor) run(ctx context.Context, started func(pid int)) {
 	}
 
 	s.reap()
+	stopped := false // the leftovers were told to stop once the main child was gone
 	for !s.finished() {
-		if s.mainDone && pollC == nil {
+		if s.mainDone && !stopped {
 			// The main child is gone: what is left of the job is stopped now.
-			s.stop(s.job.Grace, true)
+			stopped = true
+			s.stop(s.job.Grace)
 			armKill()
+			s.hunt()
+		}
+		if pollC == nil && s.hunting() {
+			// The hunt looks again and again: a process may leave the group (setsid) or
+			// be reparented to cronlock at any time, and its SIGKILL deadline comes.
 			poll := time.NewTicker(pollInterval)
 			defer poll.Stop()
 			pollC = poll.C
 			s.hunt()
-			continue
 		}
 		select {
 		case <-s.sig.chld:
@@ -148,6 +159,7 @@ func (s *supervisor) run(ctx context.Context, started func(pid int)) {
 				}
 				s.deadline(s.job.Grace)
 				armKill()
+				s.hunt()
 			}
 		case l, ok := <-loss:
 			loss = nil
@@ -156,21 +168,24 @@ func (s *supervisor) run(ctx context.Context, started func(pid int)) {
 			}
 			s.lockLost(l)
 			armKill()
+			s.hunt()
 		case <-timeoutC:
 			if !s.mainDone {
 				if !s.decided {
 					s.decide(ReasonTimeout)
 				}
-				s.stop(s.job.Grace, false)
+				s.stop(s.job.Grace)
 				armKill()
+				s.hunt()
 			}
 		case <-done:
 			done = nil
 			if !s.decided && !s.mainDone {
 				s.decide(ReasonCanceled)
 			}
-			s.stop(s.job.Grace, false)
+			s.stop(s.job.Grace)
 			armKill()
+			s.hunt()
 		case <-killT.C:
 			s.kill()
 		}
@@ -183,12 +198,18 @@ func (s *supervisor) run(ctx context.Context, started func(pid int)) {
 func (s *supervisor) reap() {
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WUNTRACED, nil)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil || pid <= 0 {
 			return
+		}
+		if ws.Stopped() {
+			if pid == s.res.PID && !s.mainDone {
+				s.suspend()
+			}
+			continue
 		}
 		switch pid {
 		case s.res.PID:
@@ -237,7 +258,15 @@ func (s *supervisor) lockLost(l LockLoss) {
 		s.decide(ReasonLockLost)
 	}
 	if !s.job.ContinueOnLoss {
-		s.stop(l.Grace, false)
+		s.stop(l.Grace)
+		s.endBy(time.Now().Add(max(l.Grace, 0)))
+	}
+}
+
+// endBy brings lastCall forward to at: no process of the job may live past it.
+func (s *supervisor) endBy(at time.Time) {
+	if s.lastCall.IsZero() || at.Before(s.lastCall) {
+		s.lastCall = at
 	}
 }
 
@@ -246,10 +275,15 @@ func (s *supervisor) decide(r Reason) {
 	s.res.Reason = r
 }
 
-// forward passes a received signal on to the job's process group.
+// forward passes a received signal on to the job's process group. A stop signal is
+// followed by SIGCONT: a stopped job (kill -STOP, or Ctrl-Z) could not act on it until
+// its grace ran out.
 func (s *supervisor) forward(sg os.Signal) {
 	if n, ok := sg.(syscall.Signal); ok {
 		_ = unix.Kill(-s.pgid, n)
+		if IsStopSignal(sg) {
+			_ = unix.Kill(-s.pgid, unix.SIGCONT)
+		}
 	}
 }
 
@@ -262,60 +296,65 @@ func (s *supervisor) deadline(grace time.Duration) {
 }
 
 // stop sends SIGTERM (and SIGCONT, so a stopped process can act on it) to the job's group
-// and, with all, to every other process of the job cronlock knows, and sets the SIGKILL
-// deadline.
-func (s *supervisor) stop(grace time.Duration, all bool) {
+// and sets the group's SIGKILL deadline. The processes outside the group get theirs from
+// the hunt, which the caller starts.
+func (s *supervisor) stop(grace time.Duration) {
 	if !s.killed {
-		s.signalJob(unix.SIGTERM, all)
-		s.signalJob(unix.SIGCONT, all)
+		_ = unix.Kill(-s.pgid, unix.SIGTERM)
+		_ = unix.Kill(-s.pgid, unix.SIGCONT)
 	}
 	s.deadline(grace)
 }
 
-// kill sends SIGKILL to everything of the job, now and (via hunt) to whatever turns up later.
+// kill sends SIGKILL to the group and to every process of the job outside it that the
+// hunt knows; one grace later at most, nothing of the job may live (lastCall), however
+// late a process escaped.
 func (s *supervisor) kill() {
 	s.killed = true
-	s.hunt()
-	s.signalJob(unix.SIGKILL, true)
-}
-
-func (s *supervisor) signalJob(sg unix.Signal, all bool) {
-	_ = unix.Kill(-s.pgid, sg)
-	if !all {
-		return
-	}
+	s.endBy(time.Now().Add(max(s.job.Grace, 0)))
+	_ = unix.Kill(-s.pgid, unix.SIGKILL)
 	for pid := range s.others {
-		killTree(pid, sg, s.self)
+		s.others[pid] = time.Time{}
 	}
+	s.hunt()
 }
 
-// killTree signals pid, and its process group when it leads one (a job process that called
-// setsid, with its own pipeline under it). Never cronlock's own group.
-func killTree(pid int, sg unix.Signal, self int) {
-	_ = unix.Kill(pid, sg)
-	if pg, err := unix.Getpgid(pid); err == nil && pg == pid && pg != unix.Getpgrp() && pg != self {
-		_ = unix.Kill(-pg, sg)
-	}
+// hunting reports whether the hunt is on: the main child is gone, or a stop is under way.
+func (s *supervisor) hunting() bool {
+	return s.mainDone || !s.killAt.IsZero()
 }
 
-// hunt finds cronlock's children other than the main child and the guard: job processes
-// reparented to cronlock. New ones get the treatment the rest of the job already got.
+// hunt finds the job's processes outside its process group: those under the main child
+// that left the group (setsid), and those reparented to cronlock. Each one found gets
+// SIGTERM and SIGCONT at once, and SIGKILL when its grace (or lastCall) has passed; it is
+// signalled alone, never its group, so that nothing gets the same signal twice (the hunt
+// finds the members of such a group too).
 func (s *supervisor) hunt() {
-	if !s.mainDone && s.killAt.IsZero() {
+	if !s.hunting() {
 		return
 	}
-	pids := procfs.Children(s.self)
-	guard := s.guardAmong(pids)
-	for _, pid := range pids {
-		if pid == s.res.PID || pid == guard || s.others[pid] {
+	now := time.Now()
+	seen := make(map[int]bool, len(s.others))
+	for _, pid := range s.jobProcesses() {
+		seen[pid] = true
+		if _, known := s.others[pid]; known {
 			continue
 		}
-		s.others[pid] = true
-		if s.killed {
-			killTree(pid, unix.SIGKILL, s.self)
-		} else {
-			killTree(pid, unix.SIGTERM, s.self)
-			killTree(pid, unix.SIGCONT, s.self)
+		at := now.Add(max(s.job.Grace, 0))
+		if !s.lastCall.IsZero() && s.lastCall.Before(at) {
+			at = s.lastCall
+		}
+		s.others[pid] = at
+		_ = unix.Kill(pid, unix.SIGTERM)
+		_ = unix.Kill(pid, unix.SIGCONT)
+	}
+	for pid, at := range s.others {
+		switch {
+		case !seen[pid]:
+			// Gone (or no longer below cronlock): its pid may be reused, never signal it.
+			delete(s.others, pid)
+		case !at.After(now):
+			_ = unix.Kill(pid, unix.SIGKILL)
 		}
 	}
 	if s.killed {
@@ -324,8 +363,35 @@ func (s *supervisor) hunt() {
 	}
 }
 
+// jobProcesses lists the processes below cronlock that belong to the job and are outside
+// its process group (the group's own get the group's signals): the main child's
+// descendants, and cronlock's other children (reparented orphans) with theirs; never the
+// guard.
+func (s *supervisor) jobProcesses() []int {
+	roots := procfs.Children(s.self)
+	if !s.mainDone {
+		roots = append(roots, s.res.PID)
+	}
+	guard := s.guardAmong(roots)
+	var out []int
+	for _, pid := range roots {
+		if pid == guard || pid == s.res.PID {
+			continue
+		}
+		if pg, err := unix.Getpgid(pid); err == nil && pg != s.pgid {
+			out = append(out, pid)
+		}
+	}
+	for _, pid := range procfs.Descendants(roots, func(pid int) bool { return pid == guard }) {
+		if pg, err := unix.Getpgid(pid); err == nil && pg != s.pgid {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
 // finished reports whether the run is over: the main child is reaped, its process group is
-// empty, and no other child of cronlock (but the guard) is left to reap.
+// empty, and the hunt finds nothing of the job left.
 func (s *supervisor) finished() bool {
 	if !s.mainDone {
 		return false
@@ -333,15 +399,8 @@ func (s *supervisor) finished() bool {
 	if unix.Kill(-s.pgid, 0) == nil { // also true while zombies of the group wait for a reaper
 		return false
 	}
-	pids := procfs.Children(s.self)
-	guard := s.guardAmong(pids)
-	for _, pid := range pids {
-		if pid != guard {
-			s.others[pid] = true
-			return false
-		}
-	}
-	return len(s.others) == 0 || s.othersGone()
+	s.hunt()
+	return len(s.others) == 0
 }
 
 // guardAmong returns the guard's pid when children lists any child, else 0. Only then may
@@ -352,16 +411,6 @@ func (s *supervisor) guardAmong(children []int) int {
 		return 0
 	}
 	return s.job.Guard.PID()
-}
-
-// othersGone drops processes from others that no longer exist and reports whether none is left.
-func (s *supervisor) othersGone() bool {
-	for pid := range s.others {
-		if unix.Kill(pid, 0) == unix.ESRCH {
-			delete(s.others, pid)
-		}
-	}
-	return len(s.others) == 0
 }
 
 // finish ends the output relays, gives the terminal back and dismisses the guard.

@@ -1,15 +1,19 @@
 package lockrun
 
 import (
+	"os"
 	"os/signal"
 	"runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"cronlock/tty"
 )
 
-// restoreForeground gives the terminal back to cronlock's process group. cronlock is in
-// a background group at that moment, so tcsetpgrp would raise SIGTTOU; blocking it on this
+// restoreForeground gives the terminal back to cronlock's process group, if the job's
+// group still has it (after a `bg` the shell has it, and keeps it). cronlock is in a
+// background group at that moment, so tcsetpgrp would raise SIGTTOU; blocking it on this
 // thread makes the kernel allow the call without stopping cronlock.
 func (s *supervisor) restoreForeground() {
 	if s.fg < 0 {
@@ -17,6 +21,10 @@ func (s *supervisor) restoreForeground() {
 	}
 	fd := s.fg
 	s.fg = -1
+	if pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err != nil || pg != s.pgid {
+		signal.Reset(syscall.SIGTTOU)
+		return
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var set, old unix.Sigset_t
@@ -27,6 +35,42 @@ func (s *supervisor) restoreForeground() {
 	_ = unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, unix.Getpgrp())
 	_ = unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
 	signal.Reset(syscall.SIGTTOU)
+}
+
+// suspend follows the main child when it stops while cronlock's stdin is a terminal
+// (Ctrl-Z; a read from the terminal in the background): cronlock stops its own process
+// group the same way, so that the shell, whose job cronlock is, gets its prompt back. When
+// the shell resumes cronlock (fg or bg), cronlock resumes the job, handing it the terminal
+// if cronlock is now in the foreground. Meanwhile nothing renews the lease: a suspension
+// longer than the lease is a lost lock, seen once cronlock runs again.
+//
+// Without a terminal (under cron) a stop is somebody's deliberate kill -STOP: cronlock
+// keeps waiting, and a stop signal it forwards or a timeout continues the job.
+func (s *supervisor) suspend() {
+	if s.job.Stdin == nil || !tty.IsTerminal(s.job.Stdin) {
+		return
+	}
+	fd := int(s.job.Stdin.Fd())
+	if s.fg >= 0 {
+		s.restoreForeground() // ignores SIGTTOU again below when it hands the terminal over
+	}
+	// SIGSTOP, not the job's own stop signal: the kernel discards SIGTSTP, SIGTTIN and
+	// SIGTTOU sent to an orphaned process group (cronlock started under setsid), and
+	// cronlock ignores SIGTTOU. kill returns before every thread has stopped, so cronlock
+	// waits for the SIGCONT of fg or bg: acting earlier would hand the terminal back to
+	// the job behind the shell's back.
+	cont := make(chan os.Signal, 1)
+	signal.Notify(cont, syscall.SIGCONT)
+	_ = unix.Kill(0, unix.SIGSTOP)
+	<-cont
+	signal.Stop(cont)
+	if tty.InForeground(s.job.Stdin) {
+		signal.Ignore(syscall.SIGTTOU) // as startChild does: cronlock writes from the background
+		if unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, s.pgid) == nil {
+			s.fg = fd
+		}
+	}
+	_ = unix.Kill(-s.pgid, unix.SIGCONT)
 }
 
 func sigaddset(set *unix.Sigset_t, sg unix.Signal) {

@@ -1,6 +1,8 @@
 package procfs
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -78,4 +80,76 @@ func readSmall(path string, buf []byte) ([]byte, error) {
 		return os.ReadFile(path)
 	}
 	return buf[:n], nil
+}
+
+// Descendants lists the processes under the roots: their children, and those children's
+// children, down to the leaves, the roots themselves left out. Unlike Children it lists the
+// children of every thread (a job written in Go or Java forks from any thread). A process
+// that forks while the walk runs may be missed; callers that must find every process walk
+// again. skip, when not nil, prunes a process and everything under it.
+func Descendants(roots []int, skip func(pid int) bool) []int {
+	var out []int
+	queue := append([]int(nil), roots...)
+	var byParent map[int][]int // built once, without the children files
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		kids, ok := threadChildren(pid)
+		if !ok {
+			if byParent == nil {
+				byParent = parents()
+			}
+			kids = byParent[pid]
+		}
+		for _, k := range kids {
+			if skip != nil && skip(k) {
+				continue
+			}
+			out = append(out, k)
+			queue = append(queue, k)
+		}
+	}
+	return out
+}
+
+// threadChildren lists the children of every thread of pid from the children files; ok is
+// false when the kernel has no such files (pid's task folder exists but not the files).
+func threadChildren(pid int) (kids []int, ok bool) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, true // pid is gone: no children
+	}
+	buf := make([]byte, 4096)
+	for _, t := range tasks {
+		b, err := readSmall(dir+t.Name()+"/children", buf)
+		if errors.Is(err, fs.ErrNotExist) {
+			if _, serr := os.Stat(dir + t.Name()); serr == nil {
+				return nil, false
+			}
+			continue // the thread ended meanwhile
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				kids = append(kids, n)
+			}
+		}
+	}
+	return kids, true
+}
+
+// parents maps every process to its children by reading the stat of every process.
+func parents() map[int][]int {
+	m := map[int][]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := ReadStat(n); err == nil {
+			m[st.PPID] = append(m[st.PPID], n)
+		}
+	}
+	return m
 }

@@ -185,3 +185,63 @@ func TestReadSmall(t *testing.T) {
 		t.Error("readSmall of a missing file: no error")
 	}
 }
+
+// TestDescendants walks a shell's tree: a background sleep, and a subshell with a sleep of
+// its own; a skipped process takes its subtree with it.
+func TestDescendants(t *testing.T) {
+	cmd := exec.Command("sh", "-c", `sleep 30 & echo $!; (sleep 31 & echo $!; wait) & echo $!; wait`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = exec.Command("pkill", "-KILL", "-s", "0", "-P", strconv.Itoa(cmd.Process.Pid)).Run()
+		_ = cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	r := bufio.NewReader(out)
+	var pids []int
+	for range 3 {
+		line, err := r.ReadString('\n')
+		n, aerr := strconv.Atoi(strings.TrimSpace(line))
+		if err != nil || aerr != nil {
+			t.Fatalf("no pid from the shell: %q, %v, %v", line, err, aerr)
+		}
+		pids = append(pids, n)
+	}
+	defer exec.Command("kill", strconv.Itoa(pids[0]), strconv.Itoa(pids[1]), strconv.Itoa(pids[2])).Run()
+	sh := cmd.Process.Pid
+	// The subshell is the one of the three whose parent is the shell and that has a child.
+	var sub int
+	for _, p := range pids {
+		if st, err := ReadStat(p); err == nil && st.PPID == sh && len(Children(p)) > 0 {
+			sub = p
+		}
+	}
+	if sub == 0 {
+		t.Fatalf("no subshell among %v", pids)
+	}
+	sorted := func(s []int) []int { s = slices.Clone(s); slices.Sort(s); return s }
+	if got, want := sorted(Descendants([]int{sh}, nil)), sorted(pids); !slices.Equal(got, want) {
+		t.Errorf("Descendants(shell) = %v; want %v", got, want)
+	}
+	var below []int
+	for _, p := range pids {
+		if st, err := ReadStat(p); err == nil && st.PPID == sh && p != sub {
+			below = append(below, p)
+		}
+	}
+	got := Descendants([]int{sh}, func(pid int) bool { return pid == sub })
+	if !slices.Equal(sorted(got), sorted(below)) {
+		t.Errorf("Descendants(shell) without the subshell = %v; want %v", got, below)
+	}
+	if got := sorted(parents()[sh]); !slices.Equal(got, sorted(append(below, sub))) {
+		t.Errorf("parents()[shell] = %v; want %v", got, append(below, sub))
+	}
+	if got := Descendants([]int{-1}, nil); got != nil {
+		t.Errorf("Descendants(-1) = %v; want none", got)
+	}
+}

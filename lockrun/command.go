@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"cronlock/tty"
 )
 
 // StartErrorKind tells why a child could not be started.
@@ -35,16 +37,17 @@ type StartError struct {
 }
 
 func (e *StartError) Error() string {
+	name := tty.Command([]string{e.Name})
 	switch e.Kind {
 	case NotFound:
 		if e.Path != "" {
-			return fmt.Sprintf("%s: no such file or directory", e.Name)
+			return fmt.Sprintf("%s: no such file or directory", name)
 		}
-		return fmt.Sprintf("%s: command not found", e.Name)
+		return fmt.Sprintf("%s: command not found", name)
 	case NotExecutable:
-		return fmt.Sprintf("%s: cannot execute: %v", e.Name, e.Err)
+		return fmt.Sprintf("%s: cannot execute: %v", name, e.Err)
 	}
-	return fmt.Sprintf("%s: cannot start: %v", e.Name, e.Err)
+	return fmt.Sprintf("%s: cannot start: %v", name, e.Err)
 }
 
 func (e *StartError) Unwrap() error { return e.Err }

@@ -215,7 +215,7 @@ func writeHistoryTable(o *historyOptions, runs []history.Run) error {
 		rows = append(rows, []string{
 			r.StartedAt.In(loc).Format("2006-01-02 15:04:05 MST"),
 			tty.Escape(r.Key), tty.Escape(r.Node), tty.Escape(r.Status), tty.Escape(exit),
-			formatDuration(r), formatCommand(r.Command), tty.Escape(note),
+			formatDuration(r), tty.Command(r.Command), tty.Escape(note),
 		})
 	}
 	widths := make([]int, len(header))
@@ -264,21 +264,6 @@ func formatDuration(r history.Run) string {
 		return d.Round(100 * time.Millisecond).String()
 	}
 	return d.Round(time.Second).String()
-}
-
-// formatCommand shows argv the way a shell user reads it: plain words as they are,
-// anything empty, spaced, quoted or non-printable in Go quotes (which also escape
-// control bytes and invalid UTF-8).
-func formatCommand(argv []string) string {
-	parts := make([]string, len(argv))
-	for i, a := range argv {
-		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`;&|<>()*?[]#~") || tty.Escape(a) != a {
-			parts[i] = strconv.Quote(a)
-		} else {
-			parts[i] = a
-		}
-	}
-	return strings.Join(parts, " ")
 }
 
 // openReaped opens the history file for a history command, marks this machine's

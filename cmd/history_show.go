@@ -107,7 +107,7 @@ func historyShowRun(o *historyShowOptions) error {
 		{"run", tty.Escape(r.ID)},
 		{"key", tty.Escape(r.Key)},
 		{"status", tty.Escape(r.Status)},
-		{"command", formatCommand(r.Command)},
+		{"command", tty.Command(r.Command)},
 		{"node", tty.Escape(r.Node)},
 		{"pid", pidLine(r)},
 		{"backend", orDash(r.Backend)},

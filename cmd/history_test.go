@@ -138,10 +138,10 @@ func TestHistoryTable(t *testing.T) {
 	}
 	for _, want := range []string{
 		"STARTED", "KEY", "NODE", "STATUS", "EXIT", "DURATION", "COMMAND",
-		`evil\x1b[31m\a`,                  // node escaped
-		`exit status 3\x1b[2J`,            // error escaped
-		`sh -c "printf '\x1b]0;pwned\a'"`, // command quoted and escaped
-		"2025-06-01 09:00:00 CEST",        // local time with zone
+		`evil\x1b[31m\a`,                              // node escaped
+		`exit status 3\x1b[2J`,                        // error escaped
+		`sh -c 'printf '\'$'\x1b'']0;pwned'$'\x07'\'`, // command shell-quoted, controls escaped
+		"2025-06-01 09:00:00 CEST",                    // local time with zone
 		"1.5s", "42ms", "SIGTERM", "held by web-1 (pid 10, run x)",
 		"/opt/jobs/billing.sh --all",
 	} {

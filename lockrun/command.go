@@ -8,8 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"cronlock/tty"
 )
 
 // StartErrorKind tells why a child could not be started.
@@ -35,16 +38,20 @@ type StartError struct {
 }
 
 func (e *StartError) Error() string {
+	name := tty.Command([]string{e.Name})
 	switch e.Kind {
 	case NotFound:
-		if e.Path != "" {
-			return fmt.Sprintf("%s: no such file or directory", e.Name)
+		switch {
+		case e.Path == "":
+			return fmt.Sprintf("%s: command not found", name)
+		case e.Err == nil || errors.Is(e.Err, fs.ErrNotExist):
+			return fmt.Sprintf("%s: no such file or directory", name)
 		}
-		return fmt.Sprintf("%s: command not found", e.Name)
+		return fmt.Sprintf("%s: not found: %v", name, e.Err)
 	case NotExecutable:
-		return fmt.Sprintf("%s: cannot execute: %v", e.Name, e.Err)
+		return fmt.Sprintf("%s: cannot execute: %v", name, e.Err)
 	}
-	return fmt.Sprintf("%s: cannot start: %v", e.Name, e.Err)
+	return fmt.Sprintf("%s: cannot start: %v", name, e.Err)
 }
 
 func (e *StartError) Unwrap() error { return e.Err }
@@ -58,7 +65,7 @@ func lookCommand(name string, env []string, dir string) (string, *StartError) {
 			p = filepath.Join(dir, p)
 		}
 		if err := checkExecutable(p); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
+			if missing(err) {
 				return "", &StartError{Kind: NotFound, Name: name, Path: name, Err: err}
 			}
 			return "", &StartError{Kind: NotExecutable, Name: name, Path: name, Err: err}
@@ -82,7 +89,7 @@ func lookCommand(name string, env []string, dir string) (string, *StartError) {
 		if err == nil {
 			return p, nil
 		}
-		if !errors.Is(err, fs.ErrNotExist) && firstBad == nil {
+		if !missing(err) && firstBad == nil {
 			firstBad = &StartError{Kind: NotExecutable, Name: name, Path: p, Err: err}
 		}
 	}
@@ -92,12 +99,26 @@ func lookCommand(name string, env []string, dir string) (string, *StartError) {
 	return "", &StartError{Kind: NotFound, Name: name, Err: fs.ErrNotExist}
 }
 
-// checkExecutable returns nil when p is a file this process may execute.
+// missing reports whether checkExecutable's err means that the path names no file: it
+// does not exist, a folder on the way is a file, a symbolic link loops, or the name is
+// longer than a path can be. Such a command is not found (127), as dash says for all
+// four; a PATH search goes on past them, as both bash and dash do.
+func missing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENAMETOOLONG)
+}
+
+// checkExecutable returns nil when p is a file this process may execute. An error that
+// missing accepts is fs.ErrNotExist or the bare errno (ELOOP, ENAMETOOLONG), so that a
+// message can say it without the stat call around it.
 func checkExecutable(p string) error {
 	fi, err := os.Stat(p)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		var en syscall.Errno
+		switch {
+		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 			return fs.ErrNotExist
+		case errors.As(err, &en) && (en == syscall.ELOOP || en == syscall.ENAMETOOLONG):
+			return en
 		}
 		return err
 	}
@@ -113,21 +134,92 @@ func checkExecutable(p string) error {
 	return nil
 }
 
-// startErrorFor classifies an exec failure of a file that lookCommand found.
-func startErrorFor(name, path string, err error) *StartError {
+// startErrorFor classifies a failure to start argv, with environment env, from the file
+// path that lookCommand found, the way bash does: whatever execve refuses for the file
+// or the command line is 126, "exists but cannot be executed" (SPEC §3) — a retry would
+// fail the same way. The machine's failures (ENOMEM, EAGAIN, EMFILE, ENFILE, EIO: a
+// retry may work) are 125, as cronlock's own are (start.go: a pipe it could not make);
+// bash says 126 for an ENOMEM or EIO from execve too.
+//
+// syscall.ForkExec reports the errno of any step in the child before execve too
+// (setpgid, the terminal hand-over, chdir to Job.Dir), so an EPERM or ENOENT there
+// would be taken for the command's: cronlock sets no Dir, and start.go retries a failed
+// terminal hand-over without it.
+func startErrorFor(argv, env []string, path string, err error) *StartError {
+	name := argv[0]
 	var en syscall.Errno
 	if errors.As(err, &en) {
 		switch en {
-		case syscall.ENOENT:
+		case syscall.ENOENT, syscall.ENOTDIR:
 			// The file was there a moment ago: a missing interpreter (#!) or loader, as
-			// a shell says with "bad interpreter".
+			// a shell says with "bad interpreter". bash and dash exit 127 here; the
+			// command was found, so SPEC §3 makes it 126.
 			return &StartError{Kind: NotExecutable, Name: name, Path: path,
 				Err: errors.New("bad interpreter or loader: no such file or directory")}
-		case syscall.EACCES, syscall.EPERM, syscall.EISDIR, syscall.ENOEXEC, syscall.ETXTBSY, syscall.ELIBBAD:
+		case syscall.E2BIG:
+			return &StartError{Kind: NotExecutable, Name: name, Path: path, Err: tooLong(argv, env)}
+		case syscall.EACCES, syscall.EPERM, syscall.EISDIR, syscall.ENOEXEC, syscall.ETXTBSY,
+			syscall.ELIBBAD, syscall.EINVAL, syscall.ELOOP, syscall.ENAMETOOLONG:
+			// EINVAL: an ELF file with two interpreters; ELOOP: #! interpreters nested
+			// too deep (dash says 127, bash 126: the file is there).
 			return &StartError{Kind: NotExecutable, Name: name, Path: path, Err: err}
 		}
 	}
 	return &StartError{Kind: StartFailed, Name: name, Path: path, Err: err}
+}
+
+// argTooLongError is E2BIG from execve, with the sizes that explain it.
+type argTooLongError struct{ detail string }
+
+func (e *argTooLongError) Error() string {
+	return "argument list too long: " + e.detail + "; pass large data in a file or on stdin"
+}
+
+func (e *argTooLongError) Unwrap() error { return syscall.E2BIG }
+
+// tooLong explains an E2BIG the way Linux counts (fs/exec.c): every argument and
+// environment string with its NUL and a pointer to it, against a quarter of the stack
+// limit (between 128 KiB and 6 MiB; the child inherits cronlock's), and each string
+// alone against 32 pages.
+func tooLong(argv, env []string) error {
+	const ptr = int(unsafe.Sizeof(uintptr(0)))
+	total, longest := 0, 0
+	for _, list := range [][]string{argv, env} {
+		for _, s := range list {
+			total += len(s) + 1 + ptr
+			longest = max(longest, len(s)+1)
+		}
+	}
+	if one := 32 * os.Getpagesize(); longest > one {
+		return &argTooLongError{fmt.Sprintf("one argument or environment variable is %s, over the %s Linux takes in one",
+			byteSize(longest), byteSize(one))}
+	}
+	detail := byteSize(total) + " of arguments and environment"
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_STACK, &lim) == nil {
+		limit := uint64(6 << 20)
+		if lim.Cur != unix.RLIM_INFINITY {
+			limit = min(limit, lim.Cur/4)
+		}
+		limit = max(limit, 128<<10)
+		detail += fmt.Sprintf(", over the %s Linux takes here (a quarter of ulimit -s)", byteSize(int(limit)))
+	}
+	return &argTooLongError{detail}
+}
+
+// byteSize: "512 bytes", "128 KiB", "3.1 MiB".
+func byteSize(n int) string {
+	unit, div := "MiB", 1<<20
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		unit, div = "KiB", 1<<10
+	}
+	if n%div == 0 {
+		return fmt.Sprintf("%d %s", n/div, unit)
+	}
+	return fmt.Sprintf("%.1f %s", float64(n)/float64(div), unit)
 }
 
 func envLookup(env []string, key string) (string, bool) {

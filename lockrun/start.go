@@ -20,8 +20,14 @@ func (s *supervisor) startChild() bool {
 		s.res.StartErr = serr
 		return false
 	}
+	env := job.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	// fail is for what goes wrong before the fork (/dev/null, pipes): cronlock's own
+	// failures, whatever the errno, so that an ENOENT here is not taken for the command's.
 	fail := func(err error) bool {
-		s.res.StartErr = startErrorFor(job.Argv[0], path, err)
+		s.res.StartErr = &StartError{Kind: StartFailed, Name: job.Argv[0], Path: path, Err: err}
 		return false
 	}
 
@@ -107,10 +113,6 @@ func (s *supervisor) startChild() bool {
 		sys.Foreground, sys.Ctty = true, fd
 		s.fg = fd
 	}
-	env := job.Env
-	if env == nil {
-		env = os.Environ()
-	}
 	attr := &syscall.ProcAttr{
 		Dir:   job.Dir,
 		Env:   env,
@@ -134,7 +136,8 @@ func (s *supervisor) startChild() bool {
 	if err != nil {
 		closeReaders()
 		s.fg = -1
-		return fail(err)
+		s.res.StartErr = startErrorFor(job.Argv, env, path, err)
+		return false
 	}
 	s.start = time.Now()
 	s.res.Started, s.res.PID, s.pgid = true, pid, pid

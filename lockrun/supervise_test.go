@@ -240,6 +240,8 @@ func TestSuperviseNotExecutable(t *testing.T) {
 		{"directory", Job{Argv: []string{dir}}},
 		{"non-executable in PATH", Job{Argv: []string{"plain.sh"}, Env: []string{"PATH=" + dir}}},
 		{"missing interpreter", Job{Argv: []string{badInterp}}},
+		// 70 arguments of 100 kB: more than Linux takes whatever the stack limit (6 MiB).
+		{"argument list too long", Job{Argv: append([]string{"true"}, slices.Repeat([]string{strings.Repeat("a", 100_000)}, 70)...)}},
 	}
 	for _, c := range cases {
 		res, _ := supervise(t, c.job, nil, nil, nil)

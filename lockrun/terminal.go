@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cronlock/procfs"
 	"cronlock/tty"
 )
 
@@ -51,6 +52,13 @@ func (s *supervisor) suspend() {
 		return
 	}
 	fd := int(s.job.Stdin.Fd())
+	if !inJobControl() {
+		// Nobody would resume a stopped cronlock (ssh -t, setsid): the kernel discards a
+		// terminal's stop signals in such a group, so without cronlock Ctrl-Z would have
+		// done nothing. Do the same.
+		_ = unix.Kill(-s.pgid, unix.SIGCONT)
+		return
+	}
 	if s.fg >= 0 {
 		s.restoreForeground() // ignores SIGTTOU again below when it hands the terminal over
 	}
@@ -71,6 +79,38 @@ func (s *supervisor) suspend() {
 		}
 	}
 	_ = unix.Kill(-s.pgid, unix.SIGCONT)
+}
+
+// inJobControl reports whether cronlock's process group is under a job-control shell: it
+// is not orphaned (POSIX), the first ancestor outside the group being in the same session.
+// (Only the ancestors are asked, not every member's parent: the members of a pipeline
+// share the shell as parent.)
+func inJobControl() bool {
+	pg := unix.Getpgrp()
+	mySid, err := unix.Getsid(0)
+	if err != nil {
+		return false
+	}
+	pid := os.Getppid()
+	for range 64 {
+		if pid <= 1 {
+			return false
+		}
+		p, err := unix.Getpgid(pid)
+		if err != nil {
+			return false
+		}
+		if p != pg {
+			s, err := unix.Getsid(pid)
+			return err == nil && s == mySid
+		}
+		st, err := procfs.ReadStat(pid)
+		if err != nil {
+			return false
+		}
+		pid = st.PPID
+	}
+	return false
 }
 
 func sigaddset(set *unix.Sigset_t, sg unix.Signal) {

@@ -344,7 +344,7 @@ print("\nA reader that goes away: `yes | head -1`, direct and with cronlock in f
 print("| pipeline | median ms | max ms |")
 print("|---|---|---|")
 for r in (a, b):
-    print(f"| `{r['command']}` | {r['median']*1000:.2f} | {max(r['times'])*1000:.2f} |")
+    print(f"| `{r['command'].replace('|', chr(92) + '|')}` | {r['median']*1000:.2f} | {max(r['times'])*1000:.2f} |")
 print(f"\n- through cronlock: **{b['median']*1000:.1f} ms** (goal ≤ 100 ms: {verdict(b['median'] <= 0.1)}); "
       f"a whole `cronlock run -- true` costs about the same (per-run table)")
 PY

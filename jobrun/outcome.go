@@ -102,5 +102,40 @@ func outcomeOf(res lockrun.Result, o *Options) outcome {
 			out.Status = history.StatusFailed
 		}
 	}
+	if res.OutputErr != nil {
+		outputLost(&out, res, o)
+	}
 	return out
+}
+
+// outputLost makes a run whose output could not all be written (no space left, an I/O
+// error; lockrun.OutputError) a failure that is never silent.
+//
+// A job that ended by itself, or finished under --on-lock-lost continue, gets exit 125 and
+// the line, whatever its own code (which the row keeps): `pg_dump >/backup/db.sql` on a
+// full disk exits 0, and must not pass for a success. Its status is failed, not error:
+// the job ran under the lock and its product is incomplete, which monitoring must treat as
+// a failed job (cronlock check: CRITICAL), while error is for runs whose job never did its
+// work (the lock, the history, a command that cannot start). An earlier event (timeout,
+// lock lost, a stop signal) keeps its status and code, as the first event decides; the
+// lost output is added to its line, which is then an error that --quiet does not hide.
+func outputLost(out *outcome, res lockrun.Result, o *Options) {
+	what := fmt.Sprintf("%v", res.OutputErr)
+	var oe *lockrun.OutputError
+	if errors.As(res.OutputErr, &oe) {
+		what = fmt.Sprintf("%s; the run failed, as its output is incomplete: make room (or mend the device) where it goes, then run the job again", oe)
+	}
+	ownEnd := res.Reason == lockrun.ReasonExited || (res.Reason == lockrun.ReasonLockLost && o.ContinueOnLoss)
+	switch {
+	case res.Reason == lockrun.ReasonExited:
+		out.Status = history.StatusFailed
+		out.Code = ExitFailed
+		out.Message = fmt.Sprintf("%s: %s", o.Key, what)
+	case ownEnd:
+		out.Code = ExitFailed
+		out.Message += "; and " + what
+	default:
+		out.Message += "; and " + what
+	}
+	out.Warning = false
 }

@@ -98,3 +98,42 @@ func TestOutcomeNotStarted(t *testing.T) {
 		}
 	}
 }
+
+// TestOutcomeOutputLost: output that could not be written fails a run the job ended by
+// itself (exit 125, status failed, whatever its own code); an earlier event keeps its
+// status and code, and the loss is added to its line, as an error.
+func TestOutcomeOutputLost(t *testing.T) {
+	lost := &lockrun.OutputError{Stream: "stdout", Lost: 4_800_000, Err: syscall.ENOSPC}
+	for _, tc := range []struct {
+		name   string
+		reason lockrun.Reason
+		code   int // the child's
+		cont   bool
+		status string
+		exit   int
+		before string // the part of the line the event itself says
+	}{
+		{"exit 0", lockrun.ReasonExited, 0, false, history.StatusFailed, ExitFailed, ""},
+		{"exit 3", lockrun.ReasonExited, 3, false, history.StatusFailed, ExitFailed, ""},
+		{"timeout", lockrun.ReasonTimeout, 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout"},
+		{"lock lost", lockrun.ReasonLockLost, 0, false, history.StatusLockLost, ExitFailed, "the lock was lost"},
+		{"lock lost, continue", lockrun.ReasonLockLost, 0, true, history.StatusLockLost, ExitFailed, "let it finish"},
+		{"stop signal", lockrun.ReasonSignal, 0, false, history.StatusInterrupted, 143, "stopped the job on SIGTERM"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := lockrun.Result{Started: true, Reason: tc.reason, ExitCode: tc.code, OutputErr: lost,
+				LossErr: errors.New("gone"), StopSignal: syscall.SIGTERM}
+			got := outcomeOf(res, &Options{Key: "k", ContinueOnLoss: tc.cont})
+			if got.Status != tc.status || got.Code != tc.exit || got.Warning {
+				t.Fatalf("status %s, exit %d, warning %v; want %s, exit %d, an error", got.Status, got.Code, got.Warning, tc.status, tc.exit)
+			}
+			if got.ExitCode == nil || *got.ExitCode != tc.code {
+				t.Fatalf("exit_code %v, want the child's own %d", got.ExitCode, tc.code)
+			}
+			want := "4.8 MB (4800000 bytes) of the job's stdout could not be written: no space left on device"
+			if !strings.Contains(got.Message, want) || !strings.Contains(got.Message, tc.before) || strings.Contains(got.Message, "\n") {
+				t.Fatalf("message %q; want one line with %q and %q", got.Message, tc.before, want)
+			}
+		})
+	}
+}

@@ -162,6 +162,17 @@ func (r *runner) run() int {
 	stopKeeper()
 	r.row.FinishedAt = time.Now()
 
+	// The job's processes are all gone: only now may the lock go, and it goes now, before
+	// the rest of the job's output has reached a slow reader. A local lock with
+	// --min-hold is kept until the hold ends, so the deadline leaves room for it.
+	released := make(chan error, 1)
+	go func() {
+		rctx, cancel := context.WithTimeout(context.Background(), o.OpTimeout+time.Second+o.MinHold)
+		defer cancel()
+		released <- lease.Release(rctx)
+	}()
+	// The outcome waits for the output: output that could not be written fails the run.
+	res.WaitOutput()
 	out := outcomeOf(res, o)
 	r.row.Status, r.row.ExitCode, r.row.Signal, r.row.Output = out.Status, out.ExitCode, out.Signal, res.Output
 	for _, sg := range res.Streams { // lockrun's stream numbers are the history's
@@ -175,19 +186,15 @@ func (r *runner) run() int {
 			r.errorf("%s", out.Message)
 		}
 	}
-	// The row is written while the lock is released: the release is what a waiting host
-	// is held up by, and a failed release changes neither status nor exit code.
+	// The row is written while the lock is being released (usually all of the output is
+	// through at once): the release is what a waiting host is held up by, and a failed
+	// release changes neither status nor exit code.
 	r.queueFinish()
-
-	// The job's processes are all gone: only now may the lock go. A local lock with
-	// --min-hold is kept until the hold ends, so the deadline leaves room for it.
-	rctx, cancel := context.WithTimeout(context.Background(), o.OpTimeout+time.Second+o.MinHold)
-	if err := lease.Release(rctx); err != nil && !errors.Is(err, lockrun.ErrLockLost) {
+	if err := <-released; err != nil && !errors.Is(err, lockrun.ErrLockLost) {
 		r.infof("releasing %s failed: %v (a Redis lock expires by itself after --ttl %v)", o.Key, err, o.TTL)
 	} else {
 		r.verbosef("released %s", o.Key)
 	}
-	cancel()
 	r.rec.wait()
 	return out.Code
 }

@@ -102,15 +102,26 @@ type Result struct {
 	// LossErr is the error of the LockLoss that arrived, if one did (whatever the Reason).
 	LossErr error
 	// Output is the bounded tail of the combined stdout and stderr, in arrival order; nil
-	// when Job.Capture is 0.
+	// when Job.Capture is 0. Set by WaitOutput.
+	//
+	// Where cronlock's stdout or stderr is a regular file, the job was given the file
+	// itself and its part of the tail was read back from the file afterwards: the bytes
+	// written to it during the run (others appending to the same file at the same time
+	// may be among them). When stdout and stderr went to different places of which at
+	// least one was such a file, their order is not known: Output is the end of stdout,
+	// then the end of stderr, each given at least half of Job.Capture when both have
+	// more than that.
 	Output []byte
 	// Streams says which stream each part of Output came from: oldest first, consecutive
 	// segments of different streams, lengths summing to len(Output). It is nil when Output
 	// is empty or unmarked: Job.Capture is 0, or Job.Stdout and Job.Stderr are the same file
-	// or pipe, so the child got one pipe for both and its streams cannot be told apart.
+	// or pipe, so the child got one pipe (or that file) for both and its streams cannot be
+	// told apart. Set by WaitOutput.
 	Streams []Segment
-	// OutputErr is the first error writing the job's output to cronlock's own stdout or
-	// stderr (EPIPE…). It did not end the run; the tail was kept regardless.
+	// OutputErr says that output was lost: an *OutputError when part of the job's output
+	// could not be written to cronlock's stdout or stderr (no space left, an I/O error; not
+	// a reader that went away, which the job meets itself as EPIPE or SIGPIPE), or an
+	// internal error of Supervise. The job was not stopped for it. Set by WaitOutput.
 	OutputErr error
 	// Started is false when the child could not be started; StartErr then says why.
 	Started bool
@@ -120,4 +131,26 @@ type Result struct {
 	PID int
 	// Duration is the time from start to the end of the main child.
 	Duration time.Duration
+
+	out *outputs // what WaitOutput waits for; nil once it has
+}
+
+// WaitOutput waits until the job's output has all been passed on to cronlock's stdout and
+// stderr, then sets Output, Streams and OutputErr. Supervise returns as soon as the job's
+// processes are gone, which may be before a slow reader has taken everything: the caller
+// releases the lock first and waits here afterwards. Without a slow reader it returns at
+// once. It waits for at most what the pipes held when the job ended, unless a reader never
+// reads and never goes away (as the job's own writes would wait, without cronlock). Calling
+// it again, or on a Result without captured output, does nothing.
+func (r *Result) WaitOutput() {
+	o := r.out
+	if o == nil {
+		return
+	}
+	r.out = nil
+	out, segs, err := o.wait()
+	r.Output, r.Streams = out, segs
+	if r.OutputErr == nil {
+		r.OutputErr = err
+	}
 }

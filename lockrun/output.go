@@ -2,9 +2,12 @@ package lockrun
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -195,19 +198,31 @@ func (t *tail) contents() ([]byte, []Segment) {
 // relay copies one pipe from the child to one of cronlock's own descriptors and into the
 // shared tail. It ends at end-of-file, or when stop is called: the job's processes are gone
 // and whatever still holds the pipe open (a process outside the job) must not hang the run.
+//
+// Write errors are handled as the job would meet them without cronlock. EPIPE (the reader
+// of cronlock's stdout or stderr has gone) ends the relay at once and closes the read end,
+// so that the job's next write to that pipe fails with EPIPE or SIGPIPE, as `yes | head -1`
+// does. Any other error (ENOSPC, EIO, EFBIG) cannot be handed back to the job, whose write
+// has long succeeded: the relay writes nothing more (a file with a hole in the middle is
+// worse than a short one), keeps draining the pipe so that the job never blocks, and counts
+// the bytes it could not write; the run then fails (Result.OutputErr).
 type relay struct {
 	r      *os.File // read end, non-blocking, in Go's poller so a deadline can interrupt it
 	out    int      // cronlock's stdout or stderr; -1 = none
+	name   string   // what out is, for OutputError: "stdout", "stderr" or both
 	tail   *tail
 	stream Stream // what the tail marks this pipe's bytes as
 	buf    []byte
 	done   chan struct{}
-	// OutErr is the first write error on out (EPIPE, EIO…). After it the relay only keeps
-	// the tail: a broken stdout never ends or fails the run.
-	outErr error
+	// stopping is set by stop: from then on the relay only takes what the pipe holds.
+	stopping atomic.Bool
+	// The fields below are written by run's goroutine and read once done is closed.
+	broken bool  // out's reader has gone (EPIPE): the relay has ended
+	outErr error // the first write error other than EPIPE
+	lost   int64 // bytes read from the job but not written to out, after outErr
 }
 
-func newRelay(r *os.File, out int, t *tail, stream Stream) *relay {
+func newRelay(r *os.File, out int, name string, t *tail, stream Stream) *relay {
 	if out >= 0 {
 		// When cronlock's own output is a pipe (cron's mail pipe, `| logger`), a larger
 		// buffer lets the relay hand over its large reads in one write instead of one
@@ -215,10 +230,11 @@ func newRelay(r *os.File, out int, t *tail, stream Stream) *relay {
 		// Not a pipe (a file, a terminal): the call fails, harmlessly.
 		_, _ = unix.FcntlInt(uintptr(out), unix.F_SETPIPE_SZ, pipeSize)
 	}
-	return &relay{r: r, out: out, tail: t, stream: stream, buf: make([]byte, relayFirstBufSize), done: make(chan struct{})}
+	return &relay{r: r, out: out, name: name, tail: t, stream: stream, buf: make([]byte, relayFirstBufSize), done: make(chan struct{})}
 }
 
-// run copies until end-of-file or stop, then closes the read end.
+// run copies until end-of-file, a reader that has gone, or stop; then it closes the read
+// end (which, for a reader that has gone, is what the job's next write learns of).
 func (rl *relay) run() {
 	defer close(rl.done)
 	defer rl.r.Close()
@@ -227,14 +243,22 @@ func (rl *relay) run() {
 		return
 	}
 	eof := false
-	// Read returns when the callback says done (EOF, error) or when the deadline set by
-	// stop passes while it waits for data.
+	// Read returns when the callback says done (EOF, error, a reader gone, stopped) or
+	// when the deadline set by stop passes while it waits for data.
 	_ = rc.Read(func(fd uintptr) bool {
 		for {
 			n, err := unix.Read(int(fd), rl.buf)
 			switch {
 			case n > 0:
 				rl.handle(rl.buf[:n])
+				if rl.broken {
+					return true
+				}
+				if rl.stopping.Load() {
+					// The job is gone: a process outside it that keeps writing must not
+					// keep the relay here; the drain below is bounded.
+					return true
+				}
 				if n == len(rl.buf) && n < relayBufSize {
 					rl.buf = make([]byte, relayBufSize) // a chatty job: large reads from now on
 				}
@@ -247,13 +271,13 @@ func (rl *relay) run() {
 			}
 		}
 	})
-	if eof {
+	if eof || rl.broken {
 		return
 	}
 	// Stopped: take what is already in the pipe without waiting for more. Control ignores
 	// the deadline that ended Read.
 	_ = rc.Control(func(fd uintptr) {
-		for total := 0; total < finalDrainLimit; {
+		for total := 0; total < finalDrainLimit && !rl.broken; {
 			n, err := unix.Read(int(fd), rl.buf)
 			if n > 0 {
 				rl.handle(rl.buf[:n])
@@ -268,46 +292,104 @@ func (rl *relay) run() {
 	})
 }
 
-// stop makes run finish after draining what the pipe already holds.
+// stop makes run finish after draining what the pipe already holds. It does not wait:
+// passing that on to a slow reader may take a while (done says when it is over).
 func (rl *relay) stop() {
+	rl.stopping.Store(true)
 	_ = rl.r.SetReadDeadline(time.Unix(1, 0))
 }
 
 func (rl *relay) handle(p []byte) {
 	rl.tail.write(rl.stream, p)
-	if rl.out < 0 || rl.outErr != nil {
+	if rl.out < 0 || rl.broken {
 		return
 	}
-	if err := writeAll(rl.out, p); err != nil {
+	if rl.outErr != nil {
+		rl.lost += int64(len(p))
+		return
+	}
+	n, err := writeSome(rl.out, p)
+	switch {
+	case err == nil:
+	case err == unix.EPIPE:
+		rl.broken = true
+	default:
 		rl.outErr = err
+		rl.lost += int64(len(p) - n)
 	}
 }
 
-// writeAll writes p to fd with raw write calls. Unlike os.File.Write on descriptors 1 and 2,
-// EPIPE comes back as an error instead of raising SIGPIPE. A non-blocking fd is waited on
-// with poll.
+// writeAll writes p to fd with raw write calls. Unlike os.File.Write on descriptors 1 and
+// 2, EPIPE comes back as an error instead of raising SIGPIPE. A non-blocking fd is waited
+// on with poll.
 func writeAll(fd int, p []byte) error {
-	for len(p) > 0 {
-		n, err := unix.Write(fd, p)
+	_, err := writeSome(fd, p)
+	return err
+}
+
+// writeSome is writeAll that also says how much of p it wrote before an error.
+func writeSome(fd int, p []byte) (int, error) {
+	done := 0
+	for done < len(p) {
+		n, err := unix.Write(fd, p[done:])
 		if n > 0 {
-			p = p[n:]
+			done += n
 		}
 		switch {
 		case err == nil:
 			if n == 0 {
-				return errors.New("write returned no progress")
+				return done, errors.New("write returned no progress")
 			}
 		case err == unix.EINTR:
 		case err == unix.EAGAIN:
 			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
 			if _, perr := unix.Poll(pfd, -1); perr != nil && perr != unix.EINTR {
-				return perr
+				return done, perr
 			}
 		default:
-			return err
+			return done, err
 		}
 	}
-	return nil
+	return done, nil
+}
+
+// OutputError is Result.OutputErr when part of the job's output could not be passed on to
+// cronlock's own stdout or stderr for a reason other than a reader that went away (that is
+// the job's to meet, as EPIPE or SIGPIPE): no space left, an I/O error, a file size limit.
+type OutputError struct {
+	// Stream names cronlock's output that failed: "stdout", "stderr", or "stdout and
+	// stderr" (one file or pipe for both, or both failed).
+	Stream string
+	// Lost is how many bytes the job wrote that did not reach it.
+	Lost int64
+	// Err is the first write error.
+	Err error
+}
+
+func (e *OutputError) Error() string {
+	return fmt.Sprintf("%s of the job's %s could not be written: %v", FormatBytes(e.Lost), e.Stream, e.Err)
+}
+
+func (e *OutputError) Unwrap() error { return e.Err }
+
+// FormatBytes says n for a person: "512 bytes", "4.8 MB (4812345 bytes)". Decimal units,
+// as df -H and most file managers show them; the exact count follows for a comparison
+// with a file's size.
+func FormatBytes(n int64) string {
+	if n < 1000 {
+		if n == 1 {
+			return "1 byte"
+		}
+		return strconv.FormatInt(n, 10) + " bytes"
+	}
+	v, unit := float64(n)/1e3, "kB"
+	for _, u := range []string{"MB", "GB", "TB"} {
+		if v < 999.95 {
+			break
+		}
+		v, unit = v/1e3, u
+	}
+	return fmt.Sprintf("%.1f %s (%d bytes)", v, unit, n)
 }
 
 // pipeSize is the capacity asked for the output pipes. The default 64 KiB makes the relay

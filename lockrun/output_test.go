@@ -291,6 +291,7 @@ func BenchmarkOutputRelay(b *testing.B) {
 			Capture: 64 << 10,
 			Grace:   time.Second,
 		}, nil, nil, nil)
+		res.WaitOutput()
 		if res.ExitCode != 0 || len(res.Output) != 64<<10 {
 			b.Fatalf("got %+v", res.ExitCode)
 		}

@@ -24,9 +24,21 @@ func (s *supervisor) startChild() bool {
 	if env == nil {
 		env = os.Environ()
 	}
+	var readers []*os.File // read ends of the output pipes, for the relays
+	// closeReaders undoes the output set-up when the child cannot be started.
+	closeReaders := func() {
+		for _, r := range readers {
+			r.Close()
+		}
+		if s.out != nil {
+			s.out.abandon()
+			s.out = nil
+		}
+	}
 	// fail is for what goes wrong before the fork (/dev/null, pipes): cronlock's own
 	// failures, whatever the errno, so that an ENOENT here is not taken for the command's.
 	fail := func(err error) bool {
+		closeReaders()
 		s.res.StartErr = &StartError{Kind: StartFailed, Name: job.Argv[0], Path: path, Err: err}
 		return false
 	}
@@ -60,38 +72,58 @@ func (s *supervisor) startChild() bool {
 		return fail(err)
 	}
 	stdout, stderr := job.Stdout, job.Stderr
-	var readers []*os.File
-	var outFds []int
+	var relayTo []relayTarget
 	if job.Capture > 0 {
-		// One pipe for both streams keeps their order but not which is which: that tail
-		// is left unmarked (Result.Streams nil) rather than claim stderr lines as stdout.
-		shared := sameFile(job.Stdout, job.Stderr)
-		s.tail = newTail(job.Capture, !shared)
+		o := &outputs{capture: job.Capture, shared: sameFile(job.Stdout, job.Stderr)}
+		s.out = o
+		// A regular file is handed to the job as it is; anything else (a pipe, a
+		// terminal, a device) goes through a pipe of cronlock's and a relay.
+		o.files[0] = newHandoff(job.Stdout)
+		if !o.shared {
+			o.files[1] = newHandoff(job.Stderr)
+		}
 		fdOf := func(f *os.File) int {
 			if f == nil {
 				return -1
 			}
 			return int(f.Fd())
 		}
-		r, w, err := os.Pipe()
-		if err != nil {
-			return fail(err)
-		}
-		growPipe(r)
-		closeAfter = append(closeAfter, w)
-		readers, outFds = append(readers, r), append(outFds, fdOf(job.Stdout))
-		if shared {
-			stdout, stderr = w, w
-		} else {
-			r2, w2, err := os.Pipe()
+		pipeFor := func(f *os.File, name string, st Stream) (*os.File, error) {
+			r, w, err := os.Pipe()
 			if err != nil {
-				r.Close()
-				return fail(err)
+				return nil, err
 			}
-			growPipe(r2)
-			closeAfter = append(closeAfter, w2)
-			readers, outFds = append(readers, r2), append(outFds, fdOf(job.Stderr))
-			stdout, stderr = w, w2
+			growPipe(r)
+			closeAfter = append(closeAfter, w)
+			readers = append(readers, r)
+			relayTo = append(relayTo, relayTarget{fdOf(f), name, st})
+			return w, nil
+		}
+		if o.shared {
+			// One pipe for both streams keeps their order but not which is which: that
+			// tail is left unmarked (Result.Streams nil) rather than claim stderr lines
+			// as stdout. The same holds for one file handed to the job.
+			if o.files[0] == nil {
+				w, err := pipeFor(job.Stdout, "stdout and stderr", StreamStdout)
+				if err != nil {
+					return fail(err)
+				}
+				stdout, stderr = w, w
+			}
+		} else {
+			if o.files[0] == nil {
+				if stdout, err = pipeFor(job.Stdout, "stdout", StreamStdout); err != nil {
+					return fail(err)
+				}
+			}
+			if o.files[1] == nil {
+				if stderr, err = pipeFor(job.Stderr, "stderr", StreamStderr); err != nil {
+					return fail(err)
+				}
+			}
+		}
+		if len(readers) > 0 {
+			o.tail = newTail(job.Capture, !o.shared)
 		}
 	} else {
 		if stdout, err = orNull(stdout); err != nil {
@@ -99,11 +131,6 @@ func (s *supervisor) startChild() bool {
 		}
 		if stderr, err = orNull(stderr); err != nil {
 			return fail(err)
-		}
-	}
-	closeReaders := func() {
-		for _, r := range readers {
-			r.Close()
 		}
 	}
 
@@ -152,9 +179,17 @@ func (s *supervisor) startChild() bool {
 		signal.Ignore(syscall.SIGTTOU)
 	}
 	for i, r := range readers {
-		rl := newRelay(r, outFds[i], s.tail, []Stream{StreamStdout, StreamStderr}[i])
-		s.relays = append(s.relays, rl)
+		t := relayTo[i]
+		rl := newRelay(r, t.fd, t.name, s.out.tail, t.stream)
+		s.out.relays = append(s.out.relays, rl)
 		go rl.run()
 	}
 	return true
+}
+
+// relayTarget is where a relay passes a pipe's bytes on to, and what it calls them.
+type relayTarget struct {
+	fd     int    // cronlock's stdout or stderr; -1 = none
+	name   string // for OutputError
+	stream Stream // how the tail marks them
 }

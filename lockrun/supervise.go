@@ -23,7 +23,9 @@ const pollInterval = 20 * time.Millisecond
 // Supervise starts job and supervises it until every process of the job is gone: the main
 // child, the rest of its process group, and every process reparented to cronlock meanwhile
 // (cronlock is a child subreaper). Leftovers get SIGTERM when the main child ends, and
-// SIGKILL after Job.Grace.
+// SIGKILL after Job.Grace. It returns then, without waiting for a slow reader of cronlock's
+// stdout or stderr to take the rest of the job's output: the caller releases the lock, then
+// calls Result.WaitOutput, which also fills in Output, Streams and OutputErr.
 //
 // sig (from NotifySignals; nil = no forwarding) is read for the run: stop signals are
 // forwarded to the job's process group and start the grace period; SIGUSR1 and SIGUSR2 are
@@ -77,10 +79,10 @@ type supervisor struct {
 	// lastCall is the latest instant any process of the job may live: the end of a lost
 	// lease, or one grace after the group's SIGKILL; zero while neither happened.
 	lastCall time.Time
-	relays   []*relay
-	tail     *tail
 	fg       int  // terminal fd handed to the child's group; -1 when none
 	locked   bool // the goroutine is locked to the thread that forked the child
+
+	out *outputs // the job's output when Job.Capture > 0; nil otherwise
 }
 
 func (s *supervisor) run(ctx context.Context, started func(pid int)) {
@@ -413,21 +415,15 @@ func (s *supervisor) guardAmong(children []int) int {
 	return s.job.Guard.PID()
 }
 
-// finish ends the output relays, gives the terminal back and dismisses the guard.
+// finish tells the output relays to end, gives the terminal back and dismisses the guard.
+// It does not wait for the relays: passing on what a slow reader has not taken yet happens
+// after the lock is released (Result.WaitOutput).
 func (s *supervisor) finish() {
 	// Every process of the job is gone, so only something outside the job can still hold
 	// the pipes: take what they hold now and stop.
-	for _, rl := range s.relays {
-		rl.stop()
-	}
-	for _, rl := range s.relays {
-		<-rl.done
-		if s.res.OutputErr == nil && rl.outErr != nil {
-			s.res.OutputErr = rl.outErr
-		}
-	}
-	if s.tail != nil {
-		s.res.Output, s.res.Streams = s.tail.contents()
+	if s.out != nil {
+		s.out.jobGone()
+		s.res.out = s.out
 	}
 	s.restoreForeground()
 	s.job.Guard.Done()
@@ -438,8 +434,9 @@ func (s *supervisor) panicked(p any) {
 	if s.pgid > 0 {
 		_ = unix.Kill(-s.pgid, unix.SIGKILL)
 	}
-	for _, rl := range s.relays {
-		rl.stop()
+	if s.out != nil {
+		s.out.abandon()
+		s.res.out = s.out
 	}
 	s.restoreForeground()
 	s.job.Guard.Done()

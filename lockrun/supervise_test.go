@@ -75,13 +75,14 @@ func helperGuarded() int {
 // (the strictest case: no SIGPIPE handler either).
 func helperEPIPE() int {
 	res := Supervise(context.Background(), Job{
-		Argv:    []string{"sh", "-c", `i=0; while [ $i -lt 3000 ]; do echo line$i; i=$((i+1)); done; exit 3`},
+		Argv:    []string{"sh", "-c", `i=0; while :; do echo line$i; i=$((i+1)); done`},
 		Stdout:  os.Stdout,
 		Stderr:  os.Stderr,
 		Capture: 64,
 		Grace:   time.Second,
 	}, nil, nil, nil)
-	fmt.Fprintf(os.Stderr, "exit=%d reason=%v outerr=%v tail=%q\n", res.ExitCode, res.Reason, res.OutputErr, res.Output)
+	res.WaitOutput()
+	fmt.Fprintf(os.Stderr, "exit=%d signal=%v reason=%v outerr=%v tail=%q\n", res.ExitCode, res.Signal, res.Reason, res.OutputErr, res.Output)
 	return 0
 }
 
@@ -94,6 +95,7 @@ func helperSigIgn() int {
 		Capture: 4096,
 		Grace:   time.Second,
 	}, sig, nil, nil)
+	res.WaitOutput()
 	os.Stdout.Write(res.Output)
 	return 0
 }
@@ -123,7 +125,8 @@ func testSignals(t *testing.T) (*Signals, chan os.Signal) {
 }
 
 // supervise runs Supervise with a watchdog, so that a hang fails the test instead of
-// stalling the suite.
+// stalling the suite, then waits for the output (Result.WaitOutput). The duration is
+// Supervise's own.
 func supervise(t *testing.T, job Job, sig *Signals, lease LeaseWatch, started func(int)) (Result, time.Duration) {
 	t.Helper()
 	if sig == nil {
@@ -137,7 +140,9 @@ func supervise(t *testing.T, job Job, sig *Signals, lease LeaseWatch, started fu
 	go func() {
 		t0 := time.Now()
 		r := Supervise(context.Background(), job, sig, lease, started)
-		ch <- out{r, time.Since(t0)}
+		d := time.Since(t0)
+		r.WaitOutput()
+		ch <- out{r, d}
 	}()
 	select {
 	case o := <-ch:
@@ -570,42 +575,110 @@ func TestOutputForeignHolderDoesNotHang(t *testing.T) {
 	}
 }
 
-// TestOutputTailBounded: 50 MB of output, a tail of exactly the last Capture bytes, all of
-// it relayed, and memory that does not grow with the output.
-func TestOutputTailBounded(t *testing.T) {
-	const total, capture = 50_000_000, 65537
-	const pattern = "0123456789\n"
-	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+// sink stands for cronlock's stdout or stderr when that is a pipe (cron's mail pipe): a
+// goroutine reads everything written to w. With mark, it creates that file once bytes have
+// arrived; with countOnly, it keeps only their number.
+type sink struct {
+	w    *os.File
+	done chan struct{}
+	buf  bytes.Buffer
+	n    int64
+}
+
+func newSink(t *testing.T, mark string, countOnly bool) *sink {
+	t.Helper()
+	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer out.Close()
-	var before, after runtimeMem
-	before.read()
-	res, d := supervise(t, Job{
-		Argv:   sh(`yes 0123456789 | head -c ` + strconv.Itoa(total)),
-		Stdout: out, Stderr: os.Stderr,
-		Capture: capture, Grace: time.Second,
-	}, nil, nil, nil)
-	after.read()
-	if res.ExitCode != 0 {
-		t.Fatalf("got %+v", res)
-	}
+	k := &sink{w: w, done: make(chan struct{})}
+	t.Cleanup(func() { w.Close(); <-k.done })
+	go func() {
+		defer close(k.done)
+		defer r.Close()
+		b := make([]byte, 64<<10)
+		for {
+			n, err := r.Read(b)
+			if n > 0 {
+				k.n += int64(n)
+				if !countOnly {
+					k.buf.Write(b[:n])
+				}
+				if mark != "" {
+					os.WriteFile(mark, nil, 0o644)
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return k
+}
+
+// all closes the test's write end and returns everything the sink got.
+func (k *sink) all() ([]byte, int64) {
+	k.w.Close()
+	<-k.done
+	return k.buf.Bytes(), k.n
+}
+
+// TestOutputTailBounded: 50 MB of output, a tail of exactly the last Capture bytes, all of
+// it passed on, and memory that does not grow with the output: relayed to a pipe, and
+// written by the job itself to the file it was handed.
+func TestOutputTailBounded(t *testing.T) {
+	const total, capture = 50_000_000, 65537
+	const pattern = "0123456789\n"
 	want := make([]byte, capture)
 	for i := range want {
 		want[i] = pattern[(total-capture+i)%len(pattern)]
 	}
-	if !bytes.Equal(res.Output, want) {
-		t.Fatalf("tail of %d bytes differs from the last %d bytes of the output", len(res.Output), capture)
+	for _, handoff := range []bool{false, true} {
+		name := map[bool]string{false: "relayed", true: "file handed off"}[handoff]
+		t.Run(name, func(t *testing.T) {
+			var stdout *os.File
+			var k *sink
+			if handoff {
+				out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer out.Close()
+				stdout = out
+			} else {
+				k = newSink(t, "", true)
+				stdout = k.w
+			}
+			var before, after runtimeMem
+			before.read()
+			res, d := supervise(t, Job{
+				Argv:   sh(`yes 0123456789 | head -c ` + strconv.Itoa(total)),
+				Stdout: stdout, Stderr: os.Stderr,
+				Capture: capture, Grace: time.Second,
+			}, nil, nil, nil)
+			after.read()
+			if res.ExitCode != 0 || res.OutputErr != nil {
+				t.Fatalf("got %+v", res)
+			}
+			if !bytes.Equal(res.Output, want) {
+				t.Fatalf("tail of %d bytes differs from the last %d bytes of the output", len(res.Output), capture)
+			}
+			var got int64
+			if handoff {
+				fi, _ := stdout.Stat()
+				got = fi.Size()
+			} else {
+				_, got = k.all()
+			}
+			if got != total {
+				t.Fatalf("passed on %d bytes, want %d", got, total)
+			}
+			if grew := after.total - before.total; grew > 8<<20 {
+				t.Errorf("allocated %d bytes while passing on %d", grew, total)
+			}
+			t.Logf("50 MB in %v", d)
+		})
 	}
-	fi, _ := out.Stat()
-	if fi.Size() != total {
-		t.Fatalf("relayed %d bytes, want %d", fi.Size(), total)
-	}
-	if grew := after.total - before.total; grew > 8<<20 {
-		t.Errorf("allocated %d bytes while relaying %d", grew, total)
-	}
-	t.Logf("50 MB relayed in %v", d)
 }
 
 type runtimeMem struct{ total uint64 }
@@ -616,17 +689,13 @@ func (m *runtimeMem) read() {
 	m.total = ms.TotalAlloc
 }
 
-// TestOutputCombinedOrder: when cronlock's stdout and stderr are the same file, the child
+// TestOutputCombinedOrder: when cronlock's stdout and stderr are the same pipe, the child
 // gets one pipe for both, so the interleaving is exact.
 func TestOutputCombinedOrder(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	k := newSink(t, "", false)
 	script := `readlink /proc/$$/fd/1 /proc/$$/fd/2
 i=0; while [ $i -lt 300 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done`
-	res, _ := supervise(t, Job{Argv: sh(script), Stdout: f, Stderr: f, Capture: 1 << 20, Grace: time.Second}, nil, nil, nil)
+	res, _ := supervise(t, Job{Argv: sh(script), Stdout: k.w, Stderr: k.w, Capture: 1 << 20, Grace: time.Second}, nil, nil, nil)
 	var want strings.Builder
 	for i := 0; i < 300; i++ {
 		fmt.Fprintf(&want, "out%d\nerr%d\n", i, i)
@@ -638,48 +707,33 @@ i=0; while [ $i -lt 300 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done`
 	if lines[2] != want.String() {
 		t.Fatalf("order not kept in the tail")
 	}
-	logged, _ := os.ReadFile(f.Name())
-	if !bytes.Equal(logged, res.Output) {
+	if logged, _ := k.all(); !bytes.Equal(logged, res.Output) {
 		t.Fatalf("relayed output differs from the tail")
 	}
 
-	// Different files: two pipes, and both streams still reach their file and the tail.
-	g, err := os.Create(filepath.Join(t.TempDir(), "err"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	f2, _ := os.Create(filepath.Join(t.TempDir(), "out"))
-	defer f2.Close()
-	res, _ = supervise(t, Job{Argv: sh(`echo o; echo e >&2`), Stdout: f2, Stderr: g, Capture: 100, Grace: time.Second}, nil, nil, nil)
-	o, _ := os.ReadFile(f2.Name())
-	e, _ := os.ReadFile(g.Name())
+	// Different pipes: two relays, and both streams still reach their pipe and the tail.
+	ko, ke := newSink(t, "", false), newSink(t, "", false)
+	res, _ = supervise(t, Job{Argv: sh(`echo o; echo e >&2`), Stdout: ko.w, Stderr: ke.w, Capture: 100, Grace: time.Second}, nil, nil, nil)
+	o, _ := ko.all()
+	e, _ := ke.all()
 	if string(o) != "o\n" || string(e) != "e\n" || len(res.Output) != 4 {
-		t.Fatalf("separate files: out %q err %q tail %q", o, e, res.Output)
+		t.Fatalf("separate pipes: out %q err %q tail %q", o, e, res.Output)
 	}
 }
 
-// TestOutputStreams: with stdout and stderr on different files, the tail marks which
+// TestOutputStreams: with stdout and stderr on different pipes, the tail marks which
 // stream each byte came from, in arrival order; on one file it is left unmarked.
 func TestOutputStreams(t *testing.T) {
 	dir := t.TempDir()
-	out, err := os.Create(filepath.Join(dir, "out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	errf, err := os.Create(filepath.Join(dir, "err"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer errf.Close()
-	// Each write waits until the one before has reached cronlock's own file, and so the
+	mo, me := filepath.Join(dir, "out-arrived"), filepath.Join(dir, "err-arrived")
+	ko, ke := newSink(t, mo, false), newSink(t, me, false)
+	// Each write waits until the one before has reached cronlock's own pipe, and so the
 	// tail: the order across the two pipes is then certain.
-	script := `printf a; while [ ! -s "$1" ]; do sleep 0.01; done
-printf b >&2; while [ ! -s "$2" ]; do sleep 0.01; done
+	script := `printf a; while [ ! -e "$1" ]; do sleep 0.01; done
+printf b >&2; while [ ! -e "$2" ]; do sleep 0.01; done
 printf 'c\n'`
-	res, _ := supervise(t, Job{Argv: sh(script, out.Name(), errf.Name()), Stdout: out, Stderr: errf, Capture: 100, Grace: time.Second}, nil, nil, nil)
-	if res.ExitCode != 0 || string(res.Output[:2]) != "ab" || len(res.Output) != 4 {
+	res, _ := supervise(t, Job{Argv: sh(script, mo, me), Stdout: ko.w, Stderr: ke.w, Capture: 100, Grace: time.Second}, nil, nil, nil)
+	if res.ExitCode != 0 || string(res.Output) != "abc\n" {
 		t.Fatalf("exit %d, output %q", res.ExitCode, res.Output)
 	}
 	want := []Segment{{StreamStdout, 1}, {StreamStderr, 1}, {StreamStdout, 2}}
@@ -687,27 +741,35 @@ printf 'c\n'`
 		t.Fatalf("streams %v, want %v", res.Streams, want)
 	}
 
-	// One file for both: one pipe, order kept, no marks.
+	// One file for both: handed to the job, order kept, no marks.
+	out, err := os.Create(filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
 	res, _ = supervise(t, Job{Argv: sh(`printf a; printf b >&2`), Stdout: out, Stderr: out, Capture: 100, Grace: time.Second}, nil, nil, nil)
 	if string(res.Output) != "ab" || res.Streams != nil {
 		t.Fatalf("shared file: output %q, streams %v", res.Output, res.Streams)
 	}
 	// No capture: nothing kept, nothing marked.
-	res, _ = supervise(t, Job{Argv: sh(`printf a; printf b >&2`), Stdout: out, Stderr: errf, Grace: time.Second}, nil, nil, nil)
+	res, _ = supervise(t, Job{Argv: sh(`printf a; printf b >&2`), Stdout: out, Stderr: ke.w, Grace: time.Second}, nil, nil, nil)
 	if res.Output != nil || res.Streams != nil {
 		t.Fatalf("no capture: output %q, streams %v", res.Output, res.Streams)
 	}
 }
 
-// TestOutputEPIPE: cronlock's own stdout is a pipe nobody reads; the run goes on and
-// ends with the child's code, and the tail is kept.
+// TestOutputEPIPE: cronlock's own stdout is a pipe nobody reads. The job meets that as it
+// would without cronlock: its next write fails and it dies of SIGPIPE, which is its own
+// end, not an output error; the supervising process lives on.
 func TestOutputEPIPE(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.Close()
-	cmd := exec.Command(os.Args[0])
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0])
 	cmd.Env = append(os.Environ(), helperEnv+"=epipe")
 	cmd.Stdout = w
 	var stderr bytes.Buffer
@@ -715,10 +777,10 @@ func TestOutputEPIPE(t *testing.T) {
 	err = cmd.Run()
 	w.Close()
 	if err != nil {
-		t.Fatalf("supervising process failed: %v; stderr: %s", err, stderr.String())
+		t.Fatalf("supervising process failed (a job that never learnt of the broken pipe runs until killed): %v; stderr: %s", err, stderr.String())
 	}
 	s := stderr.String()
-	if !strings.Contains(s, "exit=3 reason=exited") || !strings.Contains(s, "line2999") || !strings.Contains(s, "broken pipe") {
+	if !strings.Contains(s, "exit=-1 signal=broken pipe reason=exited outerr=<nil>") {
 		t.Fatalf("stderr: %s", s)
 	}
 }

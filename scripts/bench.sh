@@ -6,6 +6,9 @@
 #   - output throughput: a job writing 1 GiB to stdout through cronlock's relay (64 KiB
 #     tail kept) and with --capture 0, against the same job direct and through `cat`, with
 #     stdout on /dev/null and on a pipe;
+#   - output to a regular file (handed to the job) against a relay, the per-run cost of that
+#     hand-off, and how fast `cronlock run -- yes | head -1` ends (output_files below;
+#     `scripts/bench.sh output` runs only that part);
 #   - lock hand-off: from a holder's child exiting to a --wait'ing run's child starting,
 #     local and Redis;
 #   - lock-loss detection: from the Redis lock key being deleted to the child's SIGTERM;
@@ -43,11 +46,13 @@ need flock util-linux
 work=$(mktemp -d)
 redis_pid=
 etcd_pid=
+shm_dir= # output_files' folder on tmpfs
 cleanup() {
 	for p in $redis_pid $etcd_pid; do
 		{ kill "$p" && wait "$p"; } 2>/dev/null || true
 	done
 	rm -rf "$work"
+	[ -z "$shm_dir" ] || rm -rf "$shm_dir"
 }
 trap cleanup EXIT
 
@@ -73,6 +78,14 @@ while busy=$(busy_pct) && [ "$busy" -gt 10 ] && [ "$quiet_wait" -lt 60 ]; do
 	quiet_wait=$((quiet_wait + 1))
 done
 cpu_start=$(stat_cpu)
+
+# reverse_commands NAME sets reversed to the hyperfine arguments in array NAME (triples of
+# -n, a name, a command) with the commands in reverse order.
+reverse_commands() {
+	local -n cmds=$1
+	reversed=()
+	for ((i = ${#cmds[@]} - 3; i >= 0; i -= 3)); do reversed+=("${cmds[@]:i:3}"); done
+}
 
 # History at scale (this section is history_scale; `scripts/bench.sh history` runs only it,
 # in about two minutes, and prints only its report section, to paste into BENCHMARKS.md):
@@ -224,6 +237,123 @@ if [ "${1:-}" = history ]; then
 	exit 0
 fi
 
+# Output to a file and a reader that goes away (this section is output_files; `scripts/bench.sh
+# output` runs only it, in about two minutes, and prints only its report section):
+#   - a job writing 1 GiB to stdout redirected to a regular file: direct; through `cat` (what a
+#     relay into the file costs: cronlock relayed into files so before it handed them over);
+#     cronlock, which hands the job the file and reads the tail back from it; --capture 0;
+#   - the per-run cost of the hand-off: `cronlock run -- true` with stdout on /dev/null
+#     (relayed: two pipes and two relays) and on a regular file (handed off: fstat, an
+#     open of /proc/self/fd/1, a pread of the tail);
+#   - `yes | head -1`: how long the pipeline takes to end, direct and through cronlock.
+output_files() {
+	echo "bench.sh: output to a file, and yes | head -1" >&2
+	local obin="$work/cronlock" c0 c1 job='head -c 1G /dev/zero' out="$work/file-out.bin"
+	# On a disk, 1 GiB per run is decided by writeback (seconds per run, and minutes in all);
+	# on tmpfs the figure is cronlock's own cost. The file is removed at the end.
+	if shm_dir=$(mktemp -d -p /dev/shm 2>/dev/null); then
+		out="$shm_dir/file-out.bin"
+	fi
+	[ -x "$obin" ] || go build -trimpath -o "$obin" .
+	export CRONLOCK_CONFIG="$work/none.conf" CRONLOCK_HISTORY="$work/history.db" CRONLOCK_LOCK_DIR="$work/locks"
+	c0=$(stat_cpu)
+	times >"$work/of-times0"
+	local -a files=(-n 'file: direct' "$job >$out"
+		-n 'file: through cat (a relay)' "$job | cat >$out"
+		-n 'file: cronlock (file handed to the job)' "$obin run -k bench-file -- $job >$out"
+		-n 'file: cronlock --capture 0' "$obin run --capture 0 -k bench-file -- $job >$out")
+	reverse_commands files
+	hyperfine --shell sh --warmup 2 --runs 5 --export-json "$work/files-1.json" "${files[@]}" >&2
+	hyperfine --shell sh --runs 5 --export-json "$work/files-2.json" "${reversed[@]}" >&2
+	hyperfine --shell sh --runs 5 --export-json "$work/files-3.json" "${files[@]}" >&2
+	rm -f "$out"
+	[ -z "$shm_dir" ] || rm -rf "$shm_dir"
+	"$obin" run -k bench-handoff-cost -- true
+	hyperfine -N --warmup 20 --runs 200 --output null --export-json "$work/handoff-cost-null.json" \
+		-n 'cronlock local, stdout on /dev/null (relayed)' "$obin run -k bench-handoff-cost -- true" >&2
+	hyperfine -N --warmup 20 --runs 200 --output "$work/run-out.txt" --export-json "$work/handoff-cost-file.json" \
+		-n 'cronlock local, stdout on a file (handed off)' "$obin run -k bench-handoff-cost -- true" >&2
+	hyperfine --shell sh --warmup 5 --runs 50 --export-json "$work/yes-head.json" \
+		-n 'yes | head -1' 'yes | head -1' \
+		-n 'cronlock run -- yes | head -1' "$obin run -k bench-yes -- yes | head -1" >&2
+	c1=$(stat_cpu)
+	times >"$work/of-times1"
+	BENCH_WORK="$work" BENCH_OF_DIR="$(dirname "$out")" \
+		BENCH_OF_CPU="$c0 $c1 $(getconf CLK_TCK)" python3 - <<'PY'
+import json, os, re, statistics
+E = os.environ
+work = E["BENCH_WORK"]
+
+def secs(t):  # `times` output: 1m2.345s
+    m = re.fullmatch(r"(\d+)m([\d.]+)s", t)
+    return int(m.group(1)) * 60 + float(m.group(2))
+def own(name):
+    return sum(secs(t) for t in open(f"{work}/{name}").read().split()[2:4])
+b0, t0, b1, t1, hz = (int(x) for x in E["BENCH_OF_CPU"].split())
+others = max(0.0, (b1 - b0) / hz - (own("of-times1") - own("of-times0")))
+avail = (t1 - t0) / hz
+share = 100 * others / avail if avail else 0
+def verdict(ok):
+    return "**met**" if ok else "**missed**"
+
+merged = {}
+for i in (1, 2, 3):
+    for r in json.load(open(f"{work}/files-{i}.json"))["results"]:
+        m = merged.setdefault(r["command"], {"times": [], "cpu": []})
+        m["times"] += r["times"]
+        m["cpu"].append(r["user"] + r["system"])
+print("\n## Output to a file, and a reader that goes away\n")
+where = ("on tmpfs (`/dev/shm`), so that the disk's writeback does not decide the figure"
+         if E["BENCH_OF_DIR"].startswith("/dev/shm") else "in the folder of `mktemp -d`")
+print("`head -c 1G /dev/zero` (4 KiB writes) as the job, its stdout redirected to a regular file "
+      f"(`>FILE`, {where}): direct, through one `cat` (what relaying into the file "
+      "costs), and through cronlock run (local lock, history on) with the default `--capture 64KiB`, "
+      "which hands the job the file itself and reads the tail back from it afterwards, and with "
+      "`--capture 0`. hyperfine, three rounds of 5 runs (the second in reverse order) after 2 warm-up "
+      f"runs, shell spawn time subtracted. Other processes used {share:.0f} % of the CPU time meanwhile"
+      + (".\n" if share <= 5 else " (**not quiet**: figures noisier).\n"))
+print("| command | median ms | GiB/s | min … max ms | CPU ms (user + sys, mean) |")
+print("|---|---|---|---|---|")
+med = {}
+for k, m in merged.items():
+    t = m["times"]
+    med[k] = statistics.median(t)
+    print(f"| {k.split(': ', 1)[1]} | {med[k]*1000:.0f} | {1/med[k]:.2f} | {min(t)*1000:.0f} … {max(t)*1000:.0f} "
+          f"| {statistics.mean(m['cpu'])*1000:.0f} |")
+d, c, h, z = (med[f"file: {n}"] for n in ("direct", "through cat (a relay)", "cronlock (file handed to the job)", "cronlock --capture 0"))
+print(f"\n- hand-off / direct: **{d/h:.2f}×** the throughput (goal: equal, ≥ 0.95×: {verdict(d/h >= 0.95)}); "
+      f"a relay (`cat`) / direct: {d/c:.2f}×; hand-off / relay: **{c/h:.2f}×**; `--capture 0` / direct: {d/z:.2f}×")
+
+rn = json.load(open(f"{work}/handoff-cost-null.json"))["results"][0]
+rf = json.load(open(f"{work}/handoff-cost-file.json"))["results"][0]
+print("\nPer-run cost of the hand-off: `cronlock run -- true` (local lock, history on), hyperfine -N, "
+      "200 runs after 20 warm-up runs, its stdout on /dev/null (a device: relayed) and on a regular "
+      "file (handed off).\n")
+print("| stdout | median ms | mean ± σ ms |")
+print("|---|---|---|")
+for name, r in (("/dev/null (relayed)", rn), ("a file (handed off)", rf)):
+    print(f"| {name} | {r['median']*1000:.2f} | {r['mean']*1000:.2f} ± {r['stddev']*1000:.2f} |")
+print(f"\n- handed off / relayed: **{rf['median']/rn['median']:.3f}×**")
+
+yh = {r["command"]: r for r in json.load(open(f"{work}/yes-head.json"))["results"]}
+a, b = yh["yes | head -1"], yh["cronlock run -- yes | head -1"]
+print("\nA reader that goes away: `yes | head -1`, direct and with cronlock in front of `yes` "
+      "(hyperfine --shell sh, 50 runs after 5 warm-up runs, shell spawn time subtracted): the time until "
+      "the whole pipeline has ended. cronlock closes its end of the job's pipe at the first EPIPE, so "
+      "`yes` dies of SIGPIPE as it does without cronlock.\n")
+print("| pipeline | median ms | max ms |")
+print("|---|---|---|")
+for r in (a, b):
+    print(f"| `{r['command'].replace('|', chr(92) + '|')}` | {r['median']*1000:.2f} | {max(r['times'])*1000:.2f} |")
+print(f"\n- through cronlock: **{b['median']*1000:.1f} ms** (goal ≤ 100 ms: {verdict(b['median'] <= 0.1)}); "
+      f"a whole `cronlock run -- true` costs about the same (per-run table)")
+PY
+}
+if [ "${1:-}" = output ]; then
+	output_files
+	exit 0
+fi
+
 port=$(free_port)
 redis-server --port "$port" --bind 127.0.0.1 --dir "$work" --save "" --appendonly no --daemonize no \
 	--logfile "$work/redis.log" &
@@ -336,14 +466,6 @@ chmod +x "$work/wrapper.sh"
 # Warm the history file so the runs measure the steady state, not schema creation.
 "$bin" run -k bench-local -- true
 "$bin" run --redis "$redis_url" -k bench-redis -- true
-
-# reverse_commands NAME sets reversed to the hyperfine arguments in array NAME (triples of
-# -n, a name, a command) with the commands in reverse order.
-reverse_commands() {
-	local -n cmds=$1
-	reversed=()
-	for ((i = ${#cmds[@]} - 3; i >= 0; i -= 3)); do reversed+=("${cmds[@]:i:3}"); done
-}
 
 # 1. Per-run overhead: three rounds of 100 runs of every command, the order reversed in
 # the second round, so that a machine whose speed drifts during the minutes of a round (a
@@ -631,5 +753,8 @@ print("- Lock-loss detection: cronlock does not watch the key (Redis sends no no
       "the signal delivery.")
 PY
 
-# 6. History at scale: its own section of the report (see history_scale above).
+# 6. Output to a file and a reader that goes away: its own section (see output_files above).
+output_files
+
+# 7. History at scale: its own section of the report (see history_scale above).
 history_scale

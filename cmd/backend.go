@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"cronlock/lockrun"
+	"cronlock/logline"
 )
 
 // backendOptions are the settings that choose and reach a lock backend; run, status and
@@ -21,6 +23,9 @@ type backendOptions struct {
 	RedisTimeout time.Duration
 	Prefix       string
 	LockDir      string
+	// AllowEviction lets run take a lock on a Redis that can evict keys (run's
+	// --allow-eviction / CRONLOCK_ALLOW_EVICTION); status and unlock never refuse one.
+	AllowEviction bool
 
 	urlFromFlag bool // the URL came from --redis, where ps shows it
 }
@@ -70,7 +75,8 @@ func (o *backendOptions) resolve(fs *pflag.FlagSet, s *settings) error {
 }
 
 // load reads the settings and resolves the backend flags of command c, for the commands
-// that only need a backend (status, unlock). Errors come as exit 125 with their message.
+// that only need a backend (status, unlock), and says the warnings about them on c's
+// stderr, as run does. Errors come as exit 125 with their message.
 func (o *backendOptions) load(c *cobra.Command) error {
 	s, err := loadSettings()
 	if err != nil {
@@ -78,6 +84,9 @@ func (o *backendOptions) load(c *cobra.Command) error {
 	}
 	if err := o.resolve(c.Flags(), s); err != nil {
 		return exitf(ExitFailed, "%v", err)
+	}
+	for _, w := range o.warnings() {
+		logline.Print(c.ErrOrStderr(), logFormatOf(c), logline.Warn, w)
 	}
 	return nil
 }
@@ -92,7 +101,7 @@ func checkKey(key string) error {
 
 // warnings returns the cautions a user should see about these settings.
 func (o *backendOptions) warnings() []string {
-	if o.Backend == "redis" && o.urlFromFlag && strings.Contains(lockrun.RedactURL(o.RedisURL), "xxxxx") {
+	if o.Backend == "redis" && o.urlFromFlag && lockrun.URLHasPassword(o.RedisURL) {
 		return []string{"warning: the Redis password in --redis is visible to every user in ps; put it in CRONLOCK_REDIS_PASSWORD_FILE or " + DefaultConfigFile}
 	}
 	return nil
@@ -107,7 +116,7 @@ func (o *backendOptions) open() (lockrun.Locker, error) {
 		}
 		return lockrun.NewLocalLocker(dir)
 	}
-	ro := lockrun.RedisOptions{URL: o.RedisURL, Timeout: o.RedisTimeout, Prefix: o.Prefix}
+	ro := lockrun.RedisOptions{URL: o.RedisURL, Timeout: o.RedisTimeout, Prefix: o.Prefix, AllowEviction: o.AllowEviction}
 	if o.PasswordFile != "" {
 		pw, err := readPasswordFile(o.PasswordFile)
 		if err != nil {
@@ -131,4 +140,26 @@ func readPasswordFile(path string) (string, error) {
 		return "", fmt.Errorf("the Redis password file %s is empty", path)
 	}
 	return line, nil
+}
+
+// yesNoValue is a boolean flag that also takes the yes and no a config file says.
+type yesNoValue struct{ b *bool }
+
+func (v yesNoValue) String() string {
+	if v.b != nil && *v.b {
+		return "yes"
+	}
+	return "no"
+}
+func (v yesNoValue) Type() string { return "yes|no" }
+func (v yesNoValue) Set(s string) error {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "yes", "true", "1", "on":
+		*v.b = true
+	case "no", "false", "0", "off":
+		*v.b = false
+	default:
+		return errors.New("use yes or no")
+	}
+	return nil
 }

@@ -85,6 +85,8 @@ func TestBadInput(t *testing.T) {
 		{name: "redis prefix with braces", args: []string{"run", "-k", "a", "--redis", "$REDIS", "--prefix", "x{y}:", "--", "true"}, code: 125, stderr: `prefix`, oneLine: true},
 		{name: "redis password file missing", args: []string{"run", "-k", "a", "--redis", "$REDIS", "--redis-password-file", "$DIR/nope", "--", "true"}, code: 125, stderr: `password file`, oneLine: true},
 		{name: "redis timeout zero in env", env: []string{"CRONLOCK_REDIS_TIMEOUT=0s"}, args: []string{"run", "-k", "a", "--", "true"}, code: 125, stderr: `CRONLOCK_REDIS_TIMEOUT`, oneLine: true},
+		{name: "allow-eviction garbage in env", env: []string{"CRONLOCK_ALLOW_EVICTION=maybe"}, args: []string{"run", "-k", "a", "--", "true"}, code: 125, stderr: `CRONLOCK_ALLOW_EVICTION: use yes or no`, oneLine: true},
+		{name: "allow-eviction flag garbage", args: []string{"run", "-k", "a", "--allow-eviction=perhaps", "--", "true"}, code: 125, stderr: `--allow-eviction.*use yes or no`, oneLine: true},
 		{name: "ttl garbage in env", env: []string{"CRONLOCK_TTL=soon"}, args: []string{"run", "-k", "a", "--", "true"}, code: 125, stderr: `environment variable CRONLOCK_TTL`, oneLine: true},
 		{name: "config file typo", env: []string{"CRONLOCK_CONFIG=$DIR/bad.conf"}, setup: caseFile("bad.conf", "CRONLOCK_TTL=5s\nCRONLOCK_REDIS_ULR=redis://x\n"), args: []string{"run", "-k", "a", "--", "true"}, code: 125, stderr: `bad.conf line 2`, oneLine: true},
 		// Lock folder.

@@ -382,29 +382,60 @@ func TestRedisGoneFailsClosed(t *testing.T) {
 	}
 }
 
-// TestReadmeACL: a Redis user with exactly the ACL rules the README gives can run,
-// wait, list and unlock.
+// TestReadmeACL: a Redis user with exactly the ACL rules the README gives (read from the
+// README itself) can run, wait, list and unlock, on database 0 and another one, with the
+// eviction check working (no warning that INFO is forbidden). Without +select, only
+// database 0 works: the rule is needed.
 func TestReadmeACL(t *testing.T) {
-	srv := redistest.Start(t)
-	rules := []string{"ACL", "SETUSER", "cronlock", "on", ">acl-pass-5521", "resetkeys", "~cronlock:*",
-		"resetchannels", "&cronlock:*", "-@all", "+eval", "+get", "+set", "+del", "+pttl", "+time",
-		"+publish", "+scan", "+subscribe", "+unsubscribe"}
-	if _, err := srv.Do(rules...); err != nil {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
 		t.Fatal(err)
 	}
-	c := newCLI(t, "redis://cronlock:acl-pass-5521@"+srv.Addr+"/0")
-	c.env = append(c.env, "CRONLOCK_PREFIX=cronlock:")
-	if code, out, errs := c.run("run", "-k", "acl", "--", "echo", "ran"); code != 0 || out != "ran\n" {
-		t.Fatalf("run: exit %d, stdout %q, stderr %q", code, out, errs)
+	var rules []string
+	for _, line := range strings.Split(string(readme), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "ACL" && f[1] == "SETUSER" && f[2] == "cronlock" {
+			rules = f
+			break
+		}
 	}
-	if code, _, errs := c.run("run", "-k", "acl", "--wait", "2s", "--min-hold", "10s", "--", "true"); code != 0 {
-		t.Fatalf("run --wait --min-hold: exit %d, stderr %q", code, errs)
+	if rules == nil {
+		t.Fatal("README.md has no line ACL SETUSER cronlock …")
 	}
-	if code, out, errs := c.run("status"); code != 0 || !strings.Contains(out, "acl") {
-		t.Fatalf("status: exit %d, stdout %q, stderr %q", code, out, errs)
+	for i, r := range rules {
+		if r == ">PASSWORD" {
+			rules[i] = ">acl-pass-5521"
+		}
 	}
-	if code, out, errs := c.run("unlock", "-k", "acl", "--force"); code != 0 || !strings.Contains(out, "removed acl") {
-		t.Fatalf("unlock: exit %d, stdout %q, stderr %q", code, out, errs)
+	for _, db := range []string{"0", "3"} {
+		t.Run("db"+db, func(t *testing.T) {
+			srv := redistest.Start(t)
+			if _, err := srv.Do(rules...); err != nil {
+				t.Fatalf("%v: %v", rules, err)
+			}
+			c := newCLI(t, "redis://cronlock:acl-pass-5521@"+srv.Addr+"/"+db)
+			c.env = append(c.env, "CRONLOCK_PREFIX=cronlock:")
+			if code, out, errs := c.run("run", "-k", "acl", "--", "echo", "ran"); code != 0 || out != "ran\n" || errs != "" {
+				t.Fatalf("run: exit %d, stdout %q, stderr %q", code, out, errs)
+			}
+			if code, _, errs := c.run("run", "-k", "acl", "--wait", "2s", "--min-hold", "10s", "--", "true"); code != 0 || errs != "" {
+				t.Fatalf("run --wait --min-hold: exit %d, stderr %q", code, errs)
+			}
+			if code, out, errs := c.run("status"); code != 0 || !strings.Contains(out, "acl") || errs != "" {
+				t.Fatalf("status: exit %d, stdout %q, stderr %q", code, out, errs)
+			}
+			if code, out, errs := c.run("unlock", "-k", "acl", "--force"); code != 0 || !strings.Contains(out, "removed acl") {
+				t.Fatalf("unlock: exit %d, stdout %q, stderr %q", code, out, errs)
+			}
+			if db == "0" {
+				return
+			}
+			if _, err := srv.Do("ACL", "SETUSER", "cronlock", "-select"); err != nil {
+				t.Fatal(err)
+			}
+			if code, _, errs := c.run("run", "-k", "acl", "--", "true"); code != 125 || !strings.Contains(errs, "SELECT") {
+				t.Fatalf("without +select on db %s: exit %d, stderr %q; want 125 naming SELECT", db, code, errs)
+			}
+		})
 	}
 }
 

@@ -32,7 +32,9 @@ var runTwins = map[string]string{
 	"node":    "CRONLOCK_NODE",
 
 	"metrics-dir": "CRONLOCK_METRICS_DIR",
-	"log-format":  "CRONLOCK_LOG_FORMAT", // root's flag, resolved here with run's other settings
+	// Only run takes locks, so only run can be refused for a server that evicts them.
+	"allow-eviction": "CRONLOCK_ALLOW_EVICTION",
+	"log-format":     "CRONLOCK_LOG_FORMAT", // root's flag, resolved here with run's other settings
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -92,6 +94,8 @@ skipped (exit --conflict-exit-code, 0 by default) and recorded in the history.`,
 	f.StringVarP(&j.Key, "key", "k", "", "lock name: 1–200 characters of A-Z a-z 0-9 . _ - : / @ (required)")
 	f.Var(durationValue{d: &j.TTL, positive: true}, "ttl", "lease length, renewed every ttl/3 (env CRONLOCK_TTL)")
 	o.backendOptions.addFlags(f)
+	f.Var(yesNoValue{&o.AllowEviction}, "allow-eviction", "take the lock even on a Redis that can evict keys (maxmemory with a policy but noeviction) (env CRONLOCK_ALLOW_EVICTION)")
+	f.Lookup("allow-eviction").NoOptDefVal = "yes"
 	f.Var(durationValue{d: &j.Wait}, "wait", "how long to wait for a held lock; 0 skips at once")
 	f.Var(durationValue{d: &j.Timeout}, "timeout", "longest run time, then stop the job and exit 124; 0 = none")
 	f.Var(durationValue{d: &j.Grace}, "grace", "time between SIGTERM and SIGKILL when cronlock stops the job")

@@ -13,19 +13,22 @@ import (
 
 	"cronlock/history"
 	"cronlock/lockrun"
+	"cronlock/logline"
 	"cronlock/tty"
 )
 
 // statusOptions are the settings of `cronlock status`.
 type statusOptions struct {
 	backendOptions
-	Key    string
-	JSON   bool
-	Stdout io.Writer
+	Key       string
+	JSON      bool
+	Stdout    io.Writer
+	Stderr    io.Writer
+	LogFormat string
 }
 
 func newStatusCmd(stdout, stderr io.Writer) *cobra.Command {
-	o := &statusOptions{Stdout: stdout}
+	o := &statusOptions{Stdout: stdout, Stderr: stderr}
 	c := &cobra.Command{
 		Use:   "status [--key KEY]",
 		Short: "Show the locks held right now and by whom",
@@ -39,6 +42,7 @@ func newStatusCmd(stdout, stderr io.Writer) *cobra.Command {
 					return err
 				}
 			}
+			o.LogFormat = logFormatOf(c)
 			return statusRun(o)
 		},
 	}
@@ -67,8 +71,9 @@ func statusRun(o *statusOptions) error {
 		return exitf(ExitFailed, "%v", err)
 	}
 	defer locker.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*o.RedisTimeout+time.Second)
-	defer cancel()
+	// No deadline on the whole walk: every Redis call has its own (--redis-timeout), and
+	// listing a large keyspace takes many SCAN calls, each of them quick.
+	ctx := context.Background()
 	held := map[string]lockrun.Holder{}
 	if o.Key != "" {
 		h, err := locker.Inspect(ctx, o.Key)
@@ -80,6 +85,15 @@ func statusRun(o *statusOptions) error {
 		}
 	} else if held, err = locker.List(ctx); err != nil {
 		return exitf(ExitFailed, "%v", err)
+	}
+	if rl, ok := locker.(*lockrun.RedisLocker); ok {
+		// Read-only: status never refuses an evicting server, it says so. A server that
+		// hides INFO (no +info) is not worth a second warning here; run gives it.
+		if policy, err := rl.Eviction(ctx); err == nil && policy != "" {
+			logline.Print(o.Stderr, o.LogFormat, logline.Warn, fmt.Sprintf(
+				"warning: %s can evict keys (maxmemory-policy %s): a lock it evicts lets two hosts run a job at once, and run refuses it unless CRONLOCK_ALLOW_EVICTION=yes; set maxmemory-policy noeviction",
+				rl.Describe(), policy))
+		}
 	}
 	keys := make([]string, 0, len(held))
 	for k := range held {

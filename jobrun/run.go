@@ -209,6 +209,13 @@ func (r *runner) acquire(sig *lockrun.Signals) (lease lockrun.Lease, code int, d
 			if tries.Add(1) == 2 && o.Verbose { // on Acquire's goroutine: no status (see say)
 				r.say(logline.Verbose, false, fmt.Sprintf("%s is held; trying again for up to %s", o.Key, o.Wait))
 			}
+		},
+		// The lock was taken without the eviction check (an ACL without +info): every run
+		// would say so, and cron would mail each one; once an hour says it as well.
+		Warn: func(err error) {
+			if !o.Quiet && r.shouldWarn("redis", r.row.Backend, err) { // on Acquire's goroutine: no status
+				r.say(logline.Warn, false, "warning: "+err.Error()+r.repeatNote())
+			}
 		}}
 	type result struct {
 		lease lockrun.Lease

@@ -31,6 +31,9 @@ type Request struct {
 	// OnTry, when set, is called each time Acquire asks for the lock: once, plus once more
 	// for every retry after finding it held while waiting (the run's attempt count).
 	OnTry func()
+	// Warn, when set, gets what the caller should hear although the lock was taken (an
+	// *EvictionCheckError); it is called on Acquire's goroutine. nil drops them.
+	Warn func(error)
 }
 
 // Holder describes who holds a lock, as the backend recorded it when it was acquired.

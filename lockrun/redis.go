@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -64,6 +63,9 @@ type RedisOptions struct {
 	Password string        // from --redis-password-file; overrides the URL's password when non-empty
 	Timeout  time.Duration // deadline of one Redis operation (dial, read, write, script); default 2s if 0
 	Prefix   string        // key namespace, default "cronlock:"
+	// AllowEviction lets Acquire take a lock on a server that can evict keys; by default
+	// such a server is refused with *EvictionError.
+	AllowEviction bool
 }
 
 // DefaultRedisTimeout is the deadline of one Redis operation when RedisOptions.Timeout is 0.
@@ -75,6 +77,7 @@ const DefaultRedisPrefix = "cronlock:"
 // redisClient is the part of go-redis the locker uses; tests wrap it to inject faults.
 type redisClient interface {
 	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
+	Info(ctx context.Context, section ...string) *redis.StringCmd
 	Scan(ctx context.Context, cursor uint64, match string, count int64) *redis.ScanCmd
 	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
@@ -90,7 +93,8 @@ type RedisLocker struct {
 	target  redisTarget
 	timeout time.Duration
 	prefix  string
-	secret  string // the password, scrubbed from every error message
+	// allowEviction skips the eviction check of the acquire script.
+	allowEviction bool
 
 	// poll overrides the waiters' polling period (default min(1s, ttl/3)); tests raise it
 	// to prove that a release wakes a waiter through pub/sub alone.
@@ -175,7 +179,7 @@ func NewRedisLocker(o RedisOptions) (*RedisLocker, error) {
 
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 	})
-	return &RedisLocker{c: c, target: t, timeout: to, prefix: o.Prefix, secret: t.password}, nil
+	return &RedisLocker{c: c, target: t, timeout: to, prefix: o.Prefix, allowEviction: o.AllowEviction}, nil
 }
 
 // validPrefix allows the key charset only: no "{" or "}" (they would break the hash tag)
@@ -354,7 +358,7 @@ func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token string
 	// its PX was set by the attempt sent here.
 	sent := clockOr(l.now)()
 	res, unknown, err := l.eval(ctx, acquireScript(), keys,
-		token, durMS(req.TTL), req.Node, req.PID, req.RunID, time.Now().UnixMilli())
+		token, durMS(req.TTL), req.Node, req.PID, req.RunID, time.Now().UnixMilli(), l.allowArg())
 	if err != nil {
 		if unknown {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
@@ -363,24 +367,7 @@ func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token string
 		}
 		return nil, nil, l.userError("take lock "+req.Key, err)
 	}
-	r, ok := res.([]any)
-	if !ok || len(r) < 2 {
-		return nil, nil, fmt.Errorf("take lock %s: unexpected reply %v from %s", req.Key, res, l.target.server())
-	}
-	if code, _ := r[0].(int64); code == 1 {
-		s, _ := r[1].(string)
-		fence, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return nil, nil, fmt.Errorf("take lock %s: %s sent the fencing token %q, not a number", req.Key, l.target.server(), s)
-		}
-		return &redisLease{l: l, key: req.Key, token: token, ttl: req.TTL, minHold: req.MinHold, fence: fence, sent: sent}, nil, nil
-	}
-	value, _ := r[1].(string)
-	var pttl int64
-	if len(r) > 2 {
-		pttl, _ = r[2].(int64)
-	}
-	return nil, parseHolder(value, pttl), nil
+	return l.acquireReply(ctx, req, token, sent, res)
 }
 
 // eval runs one script, retrying network errors and transient server states (LOADING,

@@ -742,16 +742,47 @@ func TestRedisRedactURL(t *testing.T) {
 	}
 }
 
-func TestRedisErrorsScrubThePassword(t *testing.T) {
-	l, err := NewRedisLocker(RedisOptions{URL: "redis://127.0.0.1:1", Password: "p@ss w0rd"})
-	if err != nil {
-		t.Fatal(err)
+// TestRedisErrorsNeverNameThePassword: a failure's message is made of parts that hold no
+// password, so it is the same whatever the password: never a password replaced by its
+// text, which garbles "127.0.0.1" for the password "1".
+func TestRedisErrorsNeverNameThePassword(t *testing.T) {
+	msg := func(pw string) string {
+		l, err := NewRedisLocker(RedisOptions{URL: "redis://127.0.0.1:1", Password: pw, Timeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		_, err = l.Acquire(context.Background(), Request{Key: "k", TTL: time.Second})
+		if err == nil {
+			t.Fatal("acquire on a closed port succeeded")
+		}
+		return err.Error()
 	}
-	defer l.Close()
-	for _, inner := range []string{"echo p@ss w0rd", "echo p%40ss%20w0rd", "echo p%40ss+w0rd"} {
-		msg := l.userError("op", errors.New(inner)).Error()
-		if strings.Contains(msg, "w0rd") {
-			t.Errorf("userError(%q) = %q", inner, msg)
+	want := msg("reference-password-71")
+	if !strings.Contains(want, "127.0.0.1:1") {
+		t.Fatalf("the message %q does not name the server", want)
+	}
+	for _, pw := range []string{"1", "2", "7", ":", "@", "%40", "127.0.0.1", "p@ss w0rd", "xxxxx", "redis"} {
+		if got := msg(pw); got != want {
+			t.Errorf("with the password %q: %q, want %q", pw, got, want)
+		}
+	}
+}
+
+func TestRedisURLHasPassword(t *testing.T) {
+	for in, want := range map[string]bool{
+		"redis://h:6379/0":                 false,
+		"redis://user@h:6379/0":            false,
+		"redis://:1@h":                     true,
+		"redis://u:@h":                     true,
+		"redis://u:pa#ss@h":                true,
+		"redis://u:p@ss@h":                 true,
+		"redis://xxxxx.example.com:6379/0": false,
+		"unix:///run/redis@1.sock":         false,
+		"unix://:pw@/run/redis.sock":       true,
+	} {
+		if got := URLHasPassword(in); got != want {
+			t.Errorf("URLHasPassword(%q) = %v, want %v", in, got, want)
 		}
 	}
 }

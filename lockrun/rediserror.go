@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -48,14 +47,14 @@ func (l *RedisLocker) userError(op string, err error) error {
 	switch {
 	case errors.Is(err, context.Canceled):
 		msg = fmt.Sprintf("%s: %s: interrupted", op, server)
-	case isAuthError(detail) && l.secret == "":
+	case isAuthError(detail) && l.target.password == "":
 		// Redis answers a client without a password with NOAUTH, or, for a command with
 		// more than 10 arguments, with "Protocol error: unauthenticated multibulk length".
 		msg = fmt.Sprintf("%s authentication failed: the server requires a password and none was given (%s); put it in --redis-password-file / CRONLOCK_REDIS_PASSWORD_FILE", server, detail)
 	case isAuthError(detail):
 		msg = fmt.Sprintf("%s authentication failed: %s (check the password in --redis-password-file / CRONLOCK_REDIS_PASSWORD_FILE or in --redis / CRONLOCK_REDIS_URL)", server, detail)
 	case strings.Contains(detail, "NOPERM"):
-		msg = fmt.Sprintf("%s refused: %s (the Redis ACL user needs EVAL, SCAN, GET, PTTL, SUBSCRIBE and the %s* keys; see the README)", server, detail, l.prefix)
+		msg = fmt.Sprintf("%s refused: %s (the Redis ACL user needs EVAL, INFO, SCAN, GET, PTTL, SUBSCRIBE, SELECT for a database other than 0, and the %s* keys; see the README)", server, detail, l.prefix)
 	case isTimeout(err):
 		msg = fmt.Sprintf("%s did not answer within %s: %s (check --redis / CRONLOCK_REDIS_URL, or raise --redis-timeout)", server, l.timeout, detail)
 	case isNetworkError(err):
@@ -63,19 +62,10 @@ func (l *RedisLocker) userError(op string, err error) error {
 	default:
 		msg = fmt.Sprintf("%s: %s: %s", op, server, detail)
 	}
-	return &redisError{msg: l.scrub(msg), err: err}
-}
-
-// scrub removes the password from s, in its plain and URL-escaped forms.
-func (l *RedisLocker) scrub(s string) string {
-	if l.secret == "" {
-		return s
-	}
-	q := url.QueryEscape(l.secret)
-	for _, form := range []string{l.secret, url.PathEscape(l.secret), q, strings.ReplaceAll(q, "+", "%20")} {
-		s = strings.ReplaceAll(s, form, "xxxxx")
-	}
-	return s
+	// Built from parts that never hold the password (the server is host:port, and Redis
+	// does not echo a password back), so nothing is replaced in it: replacing the text of
+	// a short password ("1") would garble the message and show where the password was.
+	return &redisError{msg: msg, err: err}
 }
 
 func isAuthError(msg string) bool {

@@ -141,7 +141,8 @@ func (t redisTarget) schemeWord() string {
 }
 
 // RedactURL returns raw with any password replaced by "xxxxx", for messages and history
-// rows. Everything between the first ":" after "scheme://" and the last "@" counts as the
+// rows. It works on the URL's structure, never by searching for the password's text.
+// Everything between the first ":" after "scheme://" and the last "@" counts as the
 // password whenever url.Parse would not find that whole part as the URL's user info: a
 // URL that does not parse (a password is most often what makes a URL unparseable), and
 // one whose password holds an unescaped "/", "?" or "#", which url.Parse reads as the
@@ -152,20 +153,45 @@ func RedactURL(raw string) string {
 	if err == nil && !userInfoMisread(raw) {
 		return u.Redacted()
 	}
-	at := strings.LastIndex(raw, "@")
-	if at < 0 {
-		return raw
+	colon, at := rawUserinfo(raw)
+	if colon < 0 {
+		return raw // no user info, or a user name only: no password to hide
 	}
-	start := 0 // where the user info begins
+	return raw[:colon+1] + "xxxxx" + raw[at:]
+}
+
+// URLHasPassword reports whether raw carries a password in its user info, read the way
+// RedactURL reads it: a password that RedactURL would hide.
+func URLHasPassword(raw string) bool {
+	u, err := url.Parse(raw)
+	if err == nil && !userInfoMisread(raw) {
+		if u.User == nil {
+			return false
+		}
+		_, ok := u.User.Password()
+		return ok
+	}
+	colon, _ := rawUserinfo(raw)
+	return colon >= 0
+}
+
+// rawUserinfo finds the user info of a URL that url.Parse cannot be trusted with: it
+// starts after "scheme://" and ends at the last "@" (at); colon is the first ":" in it,
+// where the password begins, or -1 when there is no user info or no password.
+func rawUserinfo(raw string) (colon, at int) {
+	at = strings.LastIndex(raw, "@")
+	if at < 0 {
+		return -1, -1
+	}
+	start := 0
 	if i := strings.Index(raw, "://"); i >= 0 && i < at {
 		start = i + 3
 	}
-	userinfo := raw[start:at]
-	c := strings.Index(userinfo, ":")
+	c := strings.Index(raw[start:at], ":")
 	if c < 0 {
-		return raw // a user name only: no password to hide
+		return -1, at
 	}
-	return raw[:start] + userinfo[:c+1] + "xxxxx" + raw[at:]
+	return start + c, at
 }
 
 // userInfoMisread reports whether raw has an "@" that url.Parse does not read as the end

@@ -1,0 +1,150 @@
+package lockrun
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// EvictionError is returned by Acquire when the Redis server can evict keys (a maxmemory
+// with a policy other than noeviction) and the user did not allow it: an evicted lock is a
+// lost lock, and another host would run the job beside its holder without either knowing.
+type EvictionError struct {
+	Server    string // "redis 127.0.0.1:6379"
+	Policy    string // maxmemory-policy, e.g. volatile-lru
+	MaxMemory uint64 // bytes
+}
+
+func (e *EvictionError) Error() string {
+	return fmt.Sprintf("%s can evict keys (maxmemory-policy %s, maxmemory %s): an evicted lock lets two hosts run the job at once; set maxmemory-policy noeviction on the server, or CRONLOCK_ALLOW_EVICTION=yes (--allow-eviction) to run anyway",
+		e.Server, e.Policy, humanBytes(e.MaxMemory))
+}
+
+// FenceError is returned by Acquire when the key's fencing counter cannot give a token
+// larger than every one before it: it holds something that is not a decimal integer, or
+// it is at 2^64−1, the largest token CRONLOCK_FENCING_TOKEN carries. No lock is taken.
+type FenceError struct {
+	Server  string
+	Counter string // the counter's Redis key
+	Value   string // what it holds (its first 64 bytes)
+	Max     bool   // the counter is at or past 2^64−1
+}
+
+func (e *FenceError) Error() string {
+	if e.Max {
+		return fmt.Sprintf("the fencing counter %s on %s is at %s, and no larger token fits in CRONLOCK_FENCING_TOKEN (at most 2^64-1); have the jobs that compare tokens forget their stored token, then delete the counter (DEL %s)",
+			e.Counter, e.Server, e.Value, e.Counter)
+	}
+	return fmt.Sprintf("the fencing counter %s on %s holds %q, not a decimal integer, so no token can be proven larger than the last; set it to the last token handed out (SET %s TOKEN), or delete it if no token ever exceeded the Redis clock in microseconds",
+		e.Counter, e.Server, e.Value, e.Counter)
+}
+
+// EvictionCheckError is passed to Request.Warn when the acquire could not read the
+// server's eviction policy (an ACL without +info): the lock was taken unchecked.
+type EvictionCheckError struct {
+	Server string
+	Reply  string // the error INFO gave inside the acquire script
+}
+
+func (e *EvictionCheckError) Error() string {
+	return fmt.Sprintf("%s did not let cronlock read INFO memory (%s), so it cannot tell whether the server evicts locks; add +info to the ACL user (see the README), or set CRONLOCK_ALLOW_EVICTION=yes to skip the check",
+		e.Server, strings.TrimSpace(e.Reply))
+}
+
+// humanBytes is n in the unit Redis's own maxmemory_human uses.
+func humanBytes(n uint64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dgb", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dmb", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dkb", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// allowArg is acquire.lua's ARGV[7].
+func (l *RedisLocker) allowArg() string {
+	if l.allowEviction {
+		return "1"
+	}
+	return "0"
+}
+
+// acquireReply decodes acquire.lua's reply (see its header). A lease whose token cannot be
+// read is released at once: a lock nobody can use must not block the fleet for a TTL.
+func (l *RedisLocker) acquireReply(ctx context.Context, req Request, token string, sent time.Duration, res any) (*redisLease, *Holder, error) {
+	server := l.target.server()
+	r, ok := res.([]any)
+	if !ok || len(r) < 2 {
+		return nil, nil, fmt.Errorf("take lock %s: unexpected reply %v from %s", req.Key, res, server)
+	}
+	code, _ := r[0].(int64)
+	switch code {
+	case 1:
+		s, _ := r[1].(string)
+		fence, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
+			l.c.Eval(rctx, releaseScript(), []string{l.lockKey(req.Key)}, token, 0, l.channel(req.Key)) // best effort
+			cancel()
+			return nil, nil, fmt.Errorf("take lock %s: %s sent the fencing token %q, not a number below 2^64; the lock was let go", req.Key, server, s)
+		}
+		if len(r) > 2 {
+			if w, _ := r[2].(string); w != "" && req.Warn != nil {
+				req.Warn(&EvictionCheckError{Server: server, Reply: w})
+			}
+		}
+		return &redisLease{l: l, key: req.Key, token: token, ttl: req.TTL, minHold: req.MinHold, fence: fence, sent: sent}, nil, nil
+	case 0:
+		value, _ := r[1].(string)
+		var pttl int64
+		if len(r) > 2 {
+			pttl, _ = r[2].(int64)
+		}
+		return nil, parseHolder(value, pttl), nil
+	case -1:
+		if len(r) >= 4 {
+			what, _ := r[1].(string)
+			a, _ := r[2].(string)
+			b, _ := r[3].(string)
+			switch what {
+			case "evict":
+				maxmem, _ := strconv.ParseUint(b, 10, 64)
+				return nil, nil, &EvictionError{Server: server, Policy: a, MaxMemory: maxmem}
+			case "fence":
+				return nil, nil, &FenceError{Server: server, Counter: l.fenceKey(req.Key), Value: b, Max: a == "max"}
+			}
+		}
+	}
+	return nil, nil, fmt.Errorf("take lock %s: unexpected reply %v from %s", req.Key, res, server)
+}
+
+// Eviction reads the server's memory settings and returns its maxmemory-policy when it
+// can evict keys (a maxmemory and a policy other than noeviction), "" when it cannot. It
+// costs one round trip; Acquire makes the same check inside its script instead. It needs
+// the INFO command (+info in an ACL).
+func (l *RedisLocker) Eviction(ctx context.Context) (policy string, err error) {
+	octx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	info, err := l.c.Info(octx, "memory").Result()
+	if err != nil {
+		return "", l.userError("read INFO memory", err)
+	}
+	var maxmem, pol string
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "maxmemory:"); ok {
+			maxmem = v
+		} else if v, ok := strings.CutPrefix(line, "maxmemory_policy:"); ok {
+			pol = v
+		}
+	}
+	if maxmem == "" || maxmem == "0" || pol == "" || pol == "noeviction" {
+		return "", nil
+	}
+	return pol, nil
+}

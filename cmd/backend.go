@@ -56,6 +56,9 @@ func (o *backendOptions) resolve(fs *pflag.FlagSet, s *settings) error {
 	if err := s.apply(fs, backendTwins); err != nil {
 		return err
 	}
+	if err := s.checkAbsPath(fs, "lock-dir", "CRONLOCK_LOCK_DIR", o.LockDir, lockrun.DefaultLockDir()); err != nil {
+		return err
+	}
 	switch o.Backend {
 	case "auto":
 		if o.RedisURL != "" {

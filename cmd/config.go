@@ -7,10 +7,13 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"cronlock/tty"
 )
 
 // DefaultConfigFile is where a whole machine's settings live. CRONLOCK_CONFIG names
@@ -31,14 +34,19 @@ var configNames = []string{
 	"CRONLOCK_HISTORY_RETENTION", "CRONLOCK_ALLOW_EVICTION",
 }
 
-// loadSettings reads the config file (missing is fine) and overlays the environment.
+// loadSettings reads the config file and overlays the environment. Only the default file
+// may be missing: a CRONLOCK_CONFIG that names no file is a typo, and going on without it
+// would drop the fleet's Redis URL and lock only this machine.
 func loadSettings() (*settings, error) {
 	s := &settings{vals: map[string]string{}, source: map[string]string{}}
 	path := os.Getenv("CRONLOCK_CONFIG")
-	if path == "" {
+	named := path != ""
+	if !named {
 		path = DefaultConfigFile
+	} else if !filepath.IsAbs(path) {
+		return nil, fmt.Errorf("CRONLOCK_CONFIG %q is not an absolute path: cron starts jobs in another folder than your shell; give the full path, e.g. %s", path, DefaultConfigFile)
 	}
-	if err := s.readFile(path); err != nil {
+	if err := s.readFile(path, named); err != nil {
 		return nil, err
 	}
 	// An empty variable counts as unset, as crontab lines like CRONLOCK_TTL= intend.
@@ -51,9 +59,14 @@ func loadSettings() (*settings, error) {
 	return s, nil
 }
 
-func (s *settings) readFile(path string) error {
+// readFile reads the config file at path; named says CRONLOCK_CONFIG chose it, and then
+// it must exist.
+func (s *settings) readFile(path string, named bool) error {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		if named {
+			return fmt.Errorf("CRONLOCK_CONFIG names %s, which does not exist; fix the name, or unset CRONLOCK_CONFIG to read %s", path, DefaultConfigFile)
+		}
 		return nil
 	}
 	if err != nil {
@@ -72,8 +85,17 @@ func (s *settings) readFile(path string) error {
 		}
 		name, val, ok := strings.Cut(line, "=")
 		name = strings.TrimSpace(strings.TrimPrefix(name, "export "))
-		if !ok || !known[name] {
+		// Only a name that looks like one is quoted: what else is on a line may be a
+		// password (a URL pasted without its NAME=).
+		if !ok || !looksLikeName(name) {
 			return fmt.Errorf("config file %s line %d: want NAME=value with NAME one of %s", path, n, strings.Join(configNames, ", "))
+		}
+		if !known[name] {
+			hint := ""
+			if near := nearestName(name); near != "" {
+				hint = fmt.Sprintf(" (did you mean %s?)", near)
+			}
+			return fmt.Errorf("config file %s line %d: unknown setting %s%s; the settings are %s", path, n, name, hint, strings.Join(configNames, ", "))
 		}
 		s.vals[name] = unquote(strings.TrimSpace(val))
 		s.source[name] = fmt.Sprintf("%s line %d", path, n)
@@ -83,6 +105,81 @@ func (s *settings) readFile(path string) error {
 	}
 	return nil
 }
+
+// looksLikeName reports whether s could be a variable name (letters, digits, _).
+func looksLikeName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// nearestName is the setting a misspelled name most likely meant: the nearest one within
+// an edit per three letters of what follows CRONLOCK_ (case aside), or "" when none is
+// that close (CRONLOCK_REDIS is not a typo of CRONLOCK_PREFIX).
+func nearestName(name string) string {
+	name = strings.ToUpper(name)
+	best, bestD := "", max(1, len(strings.TrimPrefix(name, "CRONLOCK_"))/3)+1
+	for _, n := range configNames {
+		if d := editDistance(name, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// origin names where the value of flag (whose setting is name) came from, for messages:
+// the flag, the environment variable, or the setting and the config file's line (where).
+func (s *settings) origin(flags *pflag.FlagSet, flag, name string) (what, where string) {
+	if flags.Changed(flag) {
+		return "--" + flag, ""
+	}
+	src := s.source[name]
+	if src == "" || strings.HasPrefix(src, "environment") {
+		return name, ""
+	}
+	return name, " in " + src
+}
+
+// checkAbsPath refuses a relative path for flag: cron starts jobs in the user's home
+// folder, a shell wherever it is, and two runs that resolve one relative lock folder or
+// history differently would both run, or split the record. example shows a good value.
+func (s *settings) checkAbsPath(flags *pflag.FlagSet, flag, name, value, example string) error {
+	if value == "" || filepath.IsAbs(value) {
+		return nil
+	}
+	what, where := s.origin(flags, flag, name)
+	return fmt.Errorf("%s %q%s is not an absolute path: cron starts jobs in another folder than your shell, so runs would not agree on it; give the full path, e.g. %s", what, tty.Escape(value), where, example)
+}
+
+// isOff reports whether a --history value turns recording off: off in any case.
+func isOff(path string) bool { return strings.EqualFold(path, "off") }
 
 // unquote strips one pair of matching quotes, as a shell-minded admin may write them.
 func unquote(v string) string {
@@ -118,5 +215,8 @@ func (s *settings) thisNode() string {
 		return n
 	}
 	n, _ := os.Hostname()
+	if n == "" {
+		n = "localhost" // as run names itself then
+	}
 	return n
 }

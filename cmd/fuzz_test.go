@@ -94,7 +94,7 @@ func FuzzParseSize(f *testing.F) {
 }
 
 // fixedConfigText is the text of readFile's messages, whatever the file says.
-const fixedConfigText = "config file line : want NAME=value with NAME one of read config file bufio.Scanner: token too long " +
+const fixedConfigText = "config file line : want NAME=value with NAME one of read config file bufio.Scanner: token too long unknown setting (did you mean ?); the settings are " +
 	"CRONLOCK_TTL, CRONLOCK_BACKEND, CRONLOCK_REDIS_URL, CRONLOCK_REDIS_PASSWORD_FILE, CRONLOCK_REDIS_TIMEOUT, " +
 	"CRONLOCK_PREFIX, CRONLOCK_HISTORY, CRONLOCK_NODE, CRONLOCK_LOCK_DIR"
 
@@ -121,7 +121,7 @@ func FuzzConfigFile(f *testing.F) {
 			t.Fatal(err)
 		}
 		s := &settings{vals: map[string]string{}, source: map[string]string{}}
-		if err := s.readFile(path); err != nil {
+		if err := s.readFile(path, true); err != nil {
 			msg := err.Error()
 			if msg == "" || !printable(msg, false) {
 				t.Fatalf("readFile(%q): error %q", data, msg)
@@ -146,7 +146,7 @@ func FuzzConfigFile(f *testing.F) {
 			t.Fatal(err)
 		}
 		back := &settings{vals: map[string]string{}, source: map[string]string{}}
-		if err := back.readFile(path); err != nil {
+		if err := back.readFile(path, true); err != nil {
 			t.Fatalf("settings %q of %q written back as %q: %v", s.vals, data, out.Bytes(), err)
 		}
 		if len(back.vals) != len(s.vals) {
@@ -170,7 +170,7 @@ func TestConfigFileLongLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &settings{vals: map[string]string{}, source: map[string]string{}}
-	err := s.readFile(path)
+	err := s.readFile(path, true)
 	if err == nil || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("readFile of a 70 KB line: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"cronlock/history"
+	"cronlock/logline"
 	"cronlock/tty"
 )
 
@@ -34,6 +35,7 @@ type historyOptions struct {
 	Color bool           // colour statuses (only for a terminal without NO_COLOR)
 	Loc   *time.Location // local zone of the table; nil = time.Local
 
+	LogFormat      string // of cronlock's own lines on stderr (--log-format); "" = text
 	Stdout, Stderr io.Writer
 }
 
@@ -51,7 +53,11 @@ func newHistoryCmd(stdout, stderr io.Writer) *cobra.Command {
 
 The table shows local times with their zone (--utc for UTC); --json prints one JSON object
 per line with id, key, node, pid, command, status, exit_code, signal, started_at,
-finished_at (RFC 3339, UTC), duration_ms, error, holder, fencing_token and backend.
+finished_at (RFC 3339, UTC), duration_ms, error, holder, fencing_token, backend and exit.
+
+EXIT (exit in JSON) is the code cronlock returned, what cron saw: the job's own, 124 for
+a timeout, 127 for a missing command, the conflict code for a skip. exit_code is the
+job's own code, null when it died of a signal or never started.
 
 --since and --until select runs by start time (--since inclusive, --until exclusive); each
 takes a duration ago (36h, 90m, 7d, 1d12h) or a time (2025-06-01, 2025-06-01 15:04,
@@ -71,8 +77,9 @@ takes a duration ago (36h, 90m, 7d, 1d12h) or a time (2025-06-01, 2025-06-01 15:
 			if o.Since, o.Until, err = parseSinceUntil(since, until, o.UTC, time.Now()); err != nil {
 				return err
 			}
+			o.LogFormat = logFormatOf(c)
 			if path == "" {
-				fmt.Fprintln(stderr, "cronlock: "+historyOff)
+				logline.Print(stderr, o.LogFormat, logline.Warn, historyOff)
 				return nil
 			}
 			o.Path = path
@@ -111,6 +118,11 @@ func historySettings(c *cobra.Command, flagPath *string) (*settings, string, err
 	if err := s.apply(c.Flags(), historyTwins); err != nil {
 		return nil, "", &usageError{err}
 	}
+	if !isOff(*flagPath) {
+		if err := s.checkAbsPath(c.Flags(), "history", "CRONLOCK_HISTORY", *flagPath, "/var/lib/cronlock/history.db"); err != nil {
+			return nil, "", exitf(ExitFailed, "%v", err)
+		}
+	}
 	path, err := historyPath(*flagPath)
 	if err != nil {
 		return nil, "", exitf(ExitFailed, "%v", err)
@@ -133,7 +145,7 @@ func historyRun(o *historyOptions) error {
 	if noHistory(o.Path) {
 		return noRuns(o, "no runs recorded yet in "+tty.Escape(o.Path))
 	}
-	s, err := openReaped(o.Path, o.ThisNode, o.Stderr)
+	s, err := openReaped(o.Path, o.ThisNode, o.Stderr, o.LogFormat, history.OpenRead)
 	if err != nil {
 		return err
 	}
@@ -159,7 +171,7 @@ func historyRun(o *historyOptions) error {
 // that the output stays valid JSON lines (none).
 func noRuns(o *historyOptions, msg string) error {
 	if o.JSON {
-		fmt.Fprintln(o.Stderr, "cronlock: "+msg)
+		logline.Print(o.Stderr, o.LogFormat, logline.Verbose, msg)
 		return nil
 	}
 	_, err := fmt.Fprintln(o.Stdout, msg)
@@ -201,8 +213,11 @@ func writeHistoryTable(o *historyOptions, runs []history.Run) error {
 	const statusCol = 3
 	rows := [][]string{header}
 	for _, r := range runs {
+		// What cron saw; rows from before it was recorded fall back to the child's exit.
 		exit := "-"
 		switch {
+		case r.Exit != nil:
+			exit = strconv.Itoa(*r.Exit)
 		case r.ExitCode != nil:
 			exit = strconv.Itoa(*r.ExitCode)
 		case r.Signal != "":
@@ -266,23 +281,29 @@ func formatDuration(r history.Run) string {
 	return d.Round(time.Second).String()
 }
 
-// openReaped opens the history file for a history command, marks this machine's
-// (thisNode's) dead runs abandoned, and writes the rows of live runs that have none yet.
-// A failure of either is only warned about: what the command shows is still worth
-// showing, with dead runs seen as running, or young ones missing.
-func openReaped(path, thisNode string, stderr io.Writer) (*history.Store, error) {
-	s, err := history.Open(path)
+// openReaped opens the history file for a history command with open (history.OpenRead
+// for those that only read, history.Open for prune), marks this machine's dead runs
+// abandoned (whatever --node they used: thisNode is only one of the ways Reap knows
+// them), and writes the rows of live runs that have none yet. A failure of either is only
+// warned about, in format: what the command shows is still worth showing, with dead runs
+// seen as running, or young ones missing. On a file it may only read, Reap writes
+// nothing and young runs without a row are not shown.
+func openReaped(path, thisNode string, stderr io.Writer, format string, open func(string) (*history.Store, error)) (*history.Store, error) {
+	s, err := open(path)
 	if err != nil {
 		return nil, exitf(ExitFailed, "%v", err)
 	}
-	if thisNode != "" {
+	if thisNode != "" { // "" (tests): no reaping
 		if _, err := s.Reap(thisNode); err != nil {
-			fmt.Fprintf(stderr, "cronlock: warning: could not look for abandoned runs: %v\n", err)
+			logline.Print(stderr, format, logline.Warn, fmt.Sprintf("warning: could not look for abandoned runs: %v", err))
 		}
+	}
+	if s.ReadOnly() {
+		return s, nil
 	}
 	// Runs younger than a second have no row of their own yet (see startRowDelay).
 	if _, err := s.AddLive(); err != nil {
-		fmt.Fprintf(stderr, "cronlock: warning: could not list the runs in progress: %v\n", err)
+		logline.Print(stderr, format, logline.Warn, fmt.Sprintf("warning: could not list the runs in progress: %v", err))
 	}
 	return s, nil
 }
@@ -311,7 +332,7 @@ func displayZone(loc *time.Location, utc bool) *time.Location {
 // historyPath resolves the history file: --history, CRONLOCK_HISTORY (environment or
 // config file), then the per-user default. "" with nil error means recording is off.
 func historyPath(flag string) (string, error) {
-	if flag == "off" {
+	if isOff(flag) {
 		return "", nil
 	}
 	if flag == "" {

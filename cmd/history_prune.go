@@ -25,6 +25,7 @@ type historyPruneOptions struct {
 	DryRun    bool          // only count
 	Now       time.Time     // the present; zero = time.Now()
 
+	LogFormat      string // of cronlock's own lines on stderr (--log-format); "" = text
 	Stdout, Stderr io.Writer
 }
 
@@ -63,6 +64,7 @@ CRONLOCK_HISTORY_RETENTION (default 90d; off keeps every run).`,
 			}
 			o.Path = path
 			o.ThisNode = s.thisNode()
+			o.LogFormat = logFormatOf(c)
 			return historyPruneRun(o)
 		},
 	}
@@ -82,7 +84,7 @@ func historyPruneRun(o *historyPruneOptions) error {
 	}
 	// Runs whose cronlock died are still "running" until reaped, and running runs are
 	// never pruned.
-	st, err := openReaped(o.Path, o.ThisNode, o.Stderr)
+	st, err := openReaped(o.Path, o.ThisNode, o.Stderr, o.LogFormat, history.Open)
 	if err != nil {
 		return err
 	}

@@ -66,14 +66,17 @@ func historyShowRun(o *historyShowOptions) error {
 	if noHistory(o.Path) {
 		return exitf(ExitNotFound, "no run %s: no runs recorded yet in %s", tty.Escape(o.ID), tty.Escape(o.Path))
 	}
-	st, err := history.Open(o.Path)
+	st, err := history.OpenRead(o.Path)
 	if err != nil {
 		return exitf(ExitFailed, "%v", err)
 	}
 	defer st.Close()
 	// A run in its first second has no row yet (see startRowDelay). Should this fail, the
-	// lookup below says the run is not there, which is all a failure here could hide.
-	_, _ = st.AddLive()
+	// lookup below says the run is not there, which is all a failure here could hide. A
+	// reader that may not write the file cannot add it.
+	if !st.ReadOnly() {
+		_, _ = st.AddLive()
+	}
 	r, err := st.Get(o.ID)
 	if errors.Is(err, history.ErrNotFound) {
 		return exitf(ExitNotFound, "no run %s in %s (cronlock history lists the ids)", tty.Escape(o.ID), tty.Escape(o.Path))
@@ -88,9 +91,12 @@ func historyShowRun(o *historyShowOptions) error {
 		}
 		return t.In(loc).Format("2006-01-02 15:04:05.000 MST")
 	}
-	exit := "-"
+	exit, cronExit := "-", "-"
 	if r.ExitCode != nil {
 		exit = strconv.Itoa(*r.ExitCode)
+	}
+	if r.Exit != nil {
+		cronExit = strconv.Itoa(*r.Exit)
 	}
 	token := "-"
 	if r.FencingToken != 0 {
@@ -116,6 +122,7 @@ func historyShowRun(o *historyShowOptions) error {
 		{"finished", when(r.FinishedAt)},
 		{"duration", formatDuration(r)},
 		{"exit code", exit},
+		{"cronlock exit", cronExit},
 		{"signal", orDash(r.Signal)},
 		{"fencing token", token},
 		{"holder", orDash(r.Holder)},

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"cronlock/history"
+	"cronlock/logline"
 	"cronlock/tty"
 )
 
@@ -31,6 +32,7 @@ type historyStatsOptions struct {
 	Color bool           // colours (only for a terminal without NO_COLOR)
 	Loc   *time.Location // local zone of the table; nil = time.Local
 
+	LogFormat      string // of cronlock's own lines on stderr (--log-format); "" = text
 	Stdout, Stderr io.Writer
 }
 
@@ -75,8 +77,9 @@ select runs by start time, --since inclusive, --until exclusive.`,
 			if o.Filter.Since, o.Filter.Until, err = parseSinceUntil(since, until, o.UTC, time.Now()); err != nil {
 				return err
 			}
+			o.LogFormat = logFormatOf(c)
 			if path == "" {
-				fmt.Fprintln(stderr, "cronlock: "+historyOff)
+				logline.Print(stderr, o.LogFormat, logline.Warn, historyOff)
 				return nil
 			}
 			o.Path = path
@@ -101,12 +104,12 @@ select runs by start time, --since inclusive, --until exclusive.`,
 
 // historyStatsRun prints the stats of the runs of o.Path that o.Filter selects.
 func historyStatsRun(o *historyStatsOptions) error {
-	hist := &historyOptions{JSON: o.JSON, Stdout: o.Stdout, Stderr: o.Stderr} // for noRuns
+	hist := &historyOptions{JSON: o.JSON, Stdout: o.Stdout, Stderr: o.Stderr, LogFormat: o.LogFormat} // for noRuns
 	if noHistory(o.Path) {
 		return noRuns(hist, "no runs recorded yet in "+tty.Escape(o.Path))
 	}
 	// Dead runs of this machine then count as abandoned (failures), not running.
-	s, err := openReaped(o.Path, o.ThisNode, o.Stderr)
+	s, err := openReaped(o.Path, o.ThisNode, o.Stderr, o.LogFormat, history.OpenRead)
 	if err != nil {
 		return err
 	}

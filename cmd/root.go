@@ -57,7 +57,7 @@ func Execute(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	format := root.PersistentFlags().Lookup("log-format").Value.String()
+	format := errorFormat(root, args)
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		if ee.Msg != "" {
@@ -74,6 +74,37 @@ func Execute(args []string, stdout, stderr io.Writer) int {
 		logline.Print(stderr, format, logline.Error, err.Error())
 	}
 	return ExitFailed
+}
+
+// errorFormat is the --log-format of the final error line. When cobra fails before the
+// command runs (an unknown command, a misspelled flag), neither the flag nor
+// CRONLOCK_LOG_FORMAT has been resolved yet (resolveLogFormat): the flag is then looked
+// for in args, then in the environment and the config file. A bad value, or a config
+// file that cannot be read, leaves text.
+func errorFormat(root *cobra.Command, args []string) string {
+	f := root.PersistentFlags().Lookup("log-format")
+	if f.Changed || f.Value.String() == logline.JSON {
+		return f.Value.String()
+	}
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		v, ok := strings.CutPrefix(a, "--log-format=")
+		if !ok && a == "--log-format" && i+1 < len(args) {
+			v, ok = args[i+1], true
+		}
+		if ok {
+			if v == logline.JSON {
+				return v
+			}
+			return logline.Text
+		}
+	}
+	if s, err := loadSettings(); err == nil && s.vals["CRONLOCK_LOG_FORMAT"] == logline.JSON {
+		return logline.JSON
+	}
+	return logline.Text
 }
 
 // commandName finds which subcommand args name, for the usage hint.

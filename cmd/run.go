@@ -129,6 +129,11 @@ func (o *runOptions) resolve(c *cobra.Command, s *settings) error {
 	if err := o.backendOptions.resolve(f, s); err != nil {
 		return err
 	}
+	if isOff(j.History) {
+		j.History = "off" // jobrun's word for it
+	} else if err := s.checkAbsPath(f, "history", "CRONLOCK_HISTORY", j.History, "/var/lib/cronlock/history.db, or off"); err != nil {
+		return err
+	}
 	if !f.Changed("key") {
 		return errors.New("--key is required: the name of the lock, e.g. --key daily-billing")
 	}

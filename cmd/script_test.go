@@ -40,7 +40,8 @@ func TestScripts(t *testing.T) {
 			}
 			env.Setenv("CRONLOCK_HISTORY", filepath.Join(env.WorkDir, "history.db"))
 			env.Setenv("CRONLOCK_LOCK_DIR", filepath.Join(env.WorkDir, "locks"))
-			env.Setenv("CRONLOCK_CONFIG", filepath.Join(env.WorkDir, "no-such.conf"))
+			// An empty config file: a CRONLOCK_CONFIG naming none is an error.
+			env.Setenv("CRONLOCK_CONFIG", os.DevNull)
 			env.Setenv("CRONLOCK_PREFIX", "t"+strconv.Itoa(os.Getpid())+"-"+filepath.Base(env.WorkDir)+":")
 			env.Setenv("CRONLOCK_NODE", "testnode")
 			env.Setenv("NO_COLOR", "1")

@@ -227,7 +227,7 @@ func runTorture(t *testing.T, mode string, length time.Duration) {
 		tt.hostEnv = append(tt.hostEnv, append(tortureEnv(),
 			"CRONLOCK_HISTORY="+filepath.Join(dir, fmt.Sprintf("host%d.db", h)),
 			"CRONLOCK_LOCK_DIR="+filepath.Join(dir, fmt.Sprintf("locks%d", h)),
-			"CRONLOCK_CONFIG="+filepath.Join(dir, "none.conf"),
+			"CRONLOCK_CONFIG="+os.DevNull,
 			"CRONLOCK_PREFIX="+prefix,
 			fmt.Sprintf("CRONLOCK_NODE=host%d", h),
 			"CRONLOCK_REDIS_URL=redis://"+p.Addr+"/0",

@@ -16,10 +16,10 @@ import (
 
 // runColumns are the columns of runs, in the order of rowArgs and scanRun.
 const runColumns = `id, key, node, pid, command, status, exit_code, signal, started_at,
-	finished_at, error, holder, fencing_token, backend, attempt, boot_id, pid_start`
+	finished_at, error, holder, fencing_token, backend, attempt, boot_id, pid_start, exit`
 
 // runValues is the placeholder list for runColumns.
-const runValues = `(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+const runValues = `(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
 // selfStart is when this process started (procfs.Stat.StartTime), read once; 0 when
 // /proc cannot tell.
@@ -72,9 +72,12 @@ func prepare(r *Run) error {
 }
 
 func rowArgs(r *Run) []any {
-	var exit, fin any
+	var exit, fin, cronExit any
 	if r.ExitCode != nil {
 		exit = int64(*r.ExitCode)
+	}
+	if r.Exit != nil {
+		cronExit = int64(*r.Exit)
 	}
 	if !r.FinishedAt.IsZero() {
 		fin = r.FinishedAt.UnixNano()
@@ -82,7 +85,7 @@ func rowArgs(r *Run) []any {
 	return []any{r.ID, r.Key, r.Node, int64(r.PID), encodeArgv(r.Command), r.Status, exit, r.Signal,
 		r.StartedAt.UnixNano(), fin, r.Error, r.Holder,
 		int64(r.FencingToken), // bit for bit: database/sql refuses uint64 ≥ 2^63
-		r.Backend, int64(r.Attempt), nonNil(r.BootID), int64(r.PIDStart)}
+		r.Backend, int64(r.Attempt), nonNil(r.BootID), int64(r.PIDStart), cronExit}
 }
 
 // nonNil keeps NOT NULL blob columns from receiving NULL.
@@ -160,13 +163,14 @@ func scanRun(sc scanner, extra ...any) (Run, error) {
 		pid       int64
 		cmd       []byte
 		exit, fin sql.NullInt64
+		cronExit  sql.NullInt64
 		started   int64
 		token     int64
 		attempt   int64
 		pidStart  int64
 	)
 	dest := append([]any{&r.ID, &r.Key, &r.Node, &pid, &cmd, &r.Status, &exit, &r.Signal,
-		&started, &fin, &r.Error, &r.Holder, &token, &r.Backend, &attempt, &r.BootID, &pidStart}, extra...)
+		&started, &fin, &r.Error, &r.Holder, &token, &r.Backend, &attempt, &r.BootID, &pidStart, &cronExit}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return r, err
 	}
@@ -175,6 +179,10 @@ func scanRun(sc scanner, extra ...any) (Run, error) {
 	if exit.Valid {
 		c := int(exit.Int64)
 		r.ExitCode = &c
+	}
+	if cronExit.Valid {
+		c := int(cronExit.Int64)
+		r.Exit = &c
 	}
 	r.StartedAt = time.Unix(0, started)
 	if fin.Valid {

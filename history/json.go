@@ -8,7 +8,8 @@ import (
 )
 
 // jsonRun is the shape of one line of `cronlock history --json`, whose fields the README
-// lists. Pointers are null when there is no value: exit_code without an exit, signal
+// lists. Pointers are null when there is no value: exit_code without an exit of the child,
+// exit while running, for abandoned runs and rows from before it was recorded, signal
 // without a signal, finished_at and duration_ms while the end is unknown.
 type jsonRun struct {
 	ID           string   `json:"id"`
@@ -25,6 +26,7 @@ type jsonRun struct {
 	Error        string   `json:"error"`
 	Holder       string   `json:"holder"`
 	FencingToken uint64   `json:"fencing_token"`
+	Exit         *int     `json:"exit"`
 	Backend      string   `json:"backend"`
 	Attempt      int      `json:"attempt"`
 }
@@ -36,7 +38,7 @@ func (r Run) MarshalJSON() ([]byte, error) {
 		ID: r.ID, Key: r.Key, Node: r.Node, PID: r.PID, Command: r.Command,
 		Status: r.Status, ExitCode: r.ExitCode, StartedAt: r.StartedAt.UTC().Format(time.RFC3339Nano),
 		Error: r.Error, Holder: r.Holder, FencingToken: r.FencingToken, Backend: r.Backend,
-		Attempt: max(r.Attempt, 1),
+		Attempt: max(r.Attempt, 1), Exit: r.Exit,
 	}
 	if j.Command == nil {
 		j.Command = []string{}

@@ -73,6 +73,9 @@ func TestMigrateFromV1(t *testing.T) {
 	if !old.StartedAt.Equal(started) || old.Duration() != 2*time.Second {
 		t.Errorf("v1 times %v, %v", old.StartedAt, old.Duration())
 	}
+	if old.Exit != nil {
+		t.Errorf("v1 row: exit %d; want none (it was never recorded)", *old.Exit)
+	}
 	if old.Attempt != 1 || old.BootID != nil || old.PIDStart != 0 {
 		t.Errorf("v1 row: attempt %d, boot id %x, pid start %d; want 1, none, 0", old.Attempt, old.BootID, old.PIDStart)
 	}
@@ -94,7 +97,7 @@ func TestMigrateFromV1(t *testing.T) {
 	if err := s.Start(r); err != nil {
 		t.Fatalf("Start on a migrated file: %v", err)
 	}
-	r.Status, r.ExitCode = StatusSucceeded, new(int)
+	r.Status, r.ExitCode, r.Exit = StatusSucceeded, new(int), new(int)
 	r.Output, r.Streams = []byte("out"), []Segment{{Stdout, 2}, {Stderr, 1}}
 	if err := s.Finish(r); err != nil {
 		t.Fatalf("Finish on a migrated file: %v", err)
@@ -103,7 +106,7 @@ func TestMigrateFromV1(t *testing.T) {
 		t.Fatalf("Insert on a migrated file: %v", err)
 	}
 	got, err := s.Get(r.ID)
-	if err != nil || got.Attempt != 3 || !bytes.Equal(got.BootID, boot) || got.PIDStart != 777 ||
+	if err != nil || got.Attempt != 3 || !bytes.Equal(got.BootID, boot) || got.PIDStart != 777 || got.Exit == nil || *got.Exit != 0 ||
 		fmt.Sprint(got.Streams) != "[{1 2} {2 1}]" {
 		t.Fatalf("new row on a migrated file: %+v, %v", got, err)
 	}
@@ -165,4 +168,49 @@ func TestMigrateConcurrentOpens(t *testing.T) {
 	if runs, err := s.List(Filter{}); err != nil || len(runs) != g+2 {
 		t.Fatalf("%d runs, %v; want %d", len(runs), err, g+2)
 	}
+}
+
+// TestReadOnlyOldSchema: a v1 file that cannot be written (so not migrated) is still read,
+// with the newer fields at their defaults, and a read-only Reap writes nothing but shows
+// the dead run abandoned.
+func TestReadOnlyOldSchema(t *testing.T) {
+	path, _ := v1File(t)
+	for _, mode := range []string{"mode=ro", "immutable=1"} {
+		s, err := openMode(path, mode)
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if n, err := s.Reap("old-node"); err != nil || n != 1 {
+			t.Errorf("%s: read-only Reap: %d, %v; want 1 noted", mode, n, err)
+		}
+		runs, err := s.List(Filter{})
+		if err != nil || len(runs) != 2 {
+			t.Fatalf("%s: List: %d runs, %v", mode, len(runs), err)
+		}
+		if runs[0].Status != StatusAbandoned || runs[0].Exit != nil || runs[0].Attempt != 1 {
+			t.Errorf("%s: dead v1 run read as %+v; want abandoned, no exit, attempt 1", mode, runs[0])
+		}
+		r, err := s.Get("0195520a-1b00-7000-8000-000000000001")
+		if err != nil || string(r.Output) != "old output" || r.ExitCode == nil || *r.ExitCode != 3 {
+			t.Errorf("%s: Get: %+v, %v", mode, r, err)
+		}
+		s.Close()
+	}
+	if v := fileVersion(t, path); v != 1 {
+		t.Errorf("user_version %d after read-only opens, want 1 (nothing written)", v)
+	}
+}
+
+func fileVersion(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var v int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

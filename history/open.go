@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mattn/go-sqlite3"
+	"golang.org/x/sys/unix"
 )
 
 // busyTimeoutMS is how long one statement waits for another process's write lock.
@@ -55,6 +56,10 @@ func Open(path string) (*Store, error) {
 		if err := create(abs); err != nil {
 			return nil, err
 		}
+	} else if err := unix.Access(abs, unix.W_OK); err != nil {
+		// SQLite would open it read-only without a word and fail at the first write,
+		// after a prune had counted what to delete, or a run had started its job.
+		return nil, fmt.Errorf("history: cannot write %s (%w); check the permissions of the file and of its folder (readers need only read access), or set CRONLOCK_HISTORY (or --history) to a writable place", abs, sqlite3.Error{Code: sqlite3.ErrReadonly, SystemErrno: err.(syscall.Errno)})
 	}
 	db, err := sql.Open("sqlite3", dsn(abs))
 	if err != nil {
@@ -74,6 +79,99 @@ func Open(path string) (*Store, error) {
 	}
 	return s, nil
 }
+
+// OpenRead opens the history file at path for a reader (cronlock history, stats, show).
+// A file this process may write is opened as Open does, so that the reader can mark dead
+// runs abandoned and write the rows of young ones. A file it can only read (another
+// user's 0644 file, a read-only mount, a folder it cannot write) is opened read-only
+// instead: ReadOnly then reports true, nothing is ever written to it, and Reap only
+// notes which runs are dead, so that List and Get show them abandoned. It never creates
+// the file; the caller checks that there is one. Its errors name the file and the fix.
+func OpenRead(path string) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("history: %s: %w", path, err)
+	}
+	// A missing file is Open's to create: the first run of a machine may have claimed
+	// its per-run file (which a reader shows) before its recorder made the database.
+	if err := unix.Access(abs, unix.W_OK); err == nil || errors.Is(err, syscall.ENOENT) {
+		s, err := Open(abs)
+		var se sqlite3.Error
+		if err == nil || !errors.As(err, &se) || !cannotWrite(se.Code) {
+			return s, err
+		}
+		// A file we may write in a folder we may not (SQLite cannot create the -wal),
+		// or whose -wal or -shm belongs to someone else: read it as it is.
+	}
+	return openReadOnly(abs)
+}
+
+// openReadOnly opens abs without writing to it or beside it. mode=ro reads the rows a
+// live writer keeps in the -wal too, but needs the -wal and -shm to exist (or to be
+// creatable); without a -wal the database file alone is complete, and immutable=1 reads
+// it where nothing can be created (a read-only mount, someone else's folder).
+func openReadOnly(abs string) (*Store, error) {
+	if err := checkLocalFS(filepath.Dir(abs)); err != nil {
+		return nil, err
+	}
+	var err error
+	for _, mode := range []string{"mode=ro", "immutable=1"} {
+		if mode == "immutable=1" {
+			if fi, serr := os.Stat(abs + "-wal"); serr == nil && fi.Size() > 0 {
+				break // immutable would hide the rows in the -wal: say why we cannot read
+			}
+		}
+		var s *Store
+		if s, err = openMode(abs, mode); err == nil {
+			return s, nil
+		}
+	}
+	var se sqlite3.Error
+	if errors.As(err, &se) && (se.Code == sqlite3.ErrNotADB || se.Code == sqlite3.ErrCorrupt) {
+		return nil, describe(abs, err)
+	}
+	return nil, fmt.Errorf("history: cannot read %s (%v); check that you may read it, its -wal and -shm files and its folder, or set CRONLOCK_HISTORY (or --history) to another file", abs, err)
+}
+
+// openMode opens abs read-only with the SQLite URI parameter mode and reads its schema
+// version, which is where an unreadable file shows.
+func openMode(abs, mode string) (*Store, error) {
+	db, err := sql.Open("sqlite3", "file:"+(&url.URL{Path: abs}).EscapedPath()+
+		fmt.Sprintf("?%s&_busy_timeout=%d", mode, busyTimeoutMS))
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	s := &Store{db: db, path: abs, runsDir: abs + "-runs", locks: map[string]*os.File{},
+		readOnly: true, abandoned: map[string]bool{}}
+	if err := db.QueryRow("PRAGMA user_version").Scan(&s.version); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if s.version > len(migrations) {
+		db.Close()
+		return nil, fmt.Errorf("history: %s has schema version %d, newer than this cronlock knows (%d); upgrade cronlock", abs, s.version, len(migrations))
+	}
+	if s.version == 0 {
+		db.Close()
+		return nil, sqlite3.Error{Code: sqlite3.ErrNotADB}
+	}
+	return s, nil
+}
+
+// cannotWrite reports whether an SQLite error code means the file, its folder, its -wal
+// or its -shm may not be written (or created) by this process.
+func cannotWrite(code sqlite3.ErrNo) bool {
+	switch code {
+	case sqlite3.ErrCantOpen, sqlite3.ErrReadonly, sqlite3.ErrPerm, sqlite3.ErrAuth, sqlite3.ErrIoErr:
+		return true
+	}
+	return false
+}
+
+// ReadOnly reports whether s was opened read-only (OpenRead): it then writes nothing.
+func (s *Store) ReadOnly() bool { return s.readOnly }
 
 // dsn is the go-sqlite3 data source name of the file at abs. A file: URI so that any
 // byte of the path (even '?' or '#') survives; SQLite decodes the %-escapes.
@@ -148,6 +246,7 @@ func (s *Store) init() error {
 	if fi, err := os.Stat(s.path + "-wal"); err == nil && fi.Size() > int64(walCheckpointAt)*pageSize {
 		s.walCheckpoint()
 	}
+	s.version = len(migrations) // what it is once init succeeds
 	if v == len(migrations) {
 		return nil // the hot path: no schema work on a current file
 	}
@@ -208,7 +307,8 @@ func describe(path string, err error) error {
 	case sqlite3.ErrNotADB, sqlite3.ErrCorrupt:
 		return fmt.Errorf("history: %s is corrupt or not a cronlock history (%v); move it aside (cronlock then starts a new one) or set CRONLOCK_HISTORY (or --history) to another file", path, err)
 	case sqlite3.ErrCantOpen, sqlite3.ErrReadonly, sqlite3.ErrPerm, sqlite3.ErrAuth, sqlite3.ErrIoErr:
-		return fmt.Errorf("history: cannot write %s (%v); check the permissions of the file, of its -wal and -shm files and of its folder, or set CRONLOCK_HISTORY (or --history) to a writable place", path, err)
+		// %w: OpenRead tells from the code that a reader may still read the file.
+		return fmt.Errorf("history: cannot write %s (%w); check the permissions of the file, of its -wal and -shm files and of its folder, or set CRONLOCK_HISTORY (or --history) to a writable place", path, err)
 	case sqlite3.ErrFull:
 		return fmt.Errorf("history: %s: the disk is full (%v)", path, err)
 	case sqlite3.ErrBusy, sqlite3.ErrLocked:

@@ -93,66 +93,86 @@ func tryLock(name string) (*os.File, bool, error) {
 	return f, false, nil
 }
 
-// Reap marks as abandoned every running row of node (of every node when node is empty)
-// whose per-run lock is free or missing: its cronlock died without finishing the row.
-// It removes the stale lock files, also those left without a running row by a crash
-// at the wrong moment, and returns how many rows it marked. Rows of live runs, and of
-// runs this Store started, are left alone.
+// Reap marks as abandoned every running row of this machine whose per-run lock is free or
+// missing: its cronlock died without finishing the row. A row is this machine's, whatever
+// --node label its run used, when its node is node, when it was written in this boot (its
+// boot id), or when its per-run file is beside this history (a history lives on a local
+// disk: NFS is refused). With node empty every running row is. Only a row that names
+// another node, another boot (or none) and has no per-run file here is left alone: it
+// came from another machine's file, which only that machine can judge. Reap removes the
+// stale lock files, also those left without a running row by a crash at the wrong moment,
+// and returns how many rows it marked. Rows of live runs, and of runs this Store started,
+// are left alone. On a read-only Store (OpenRead) it writes and removes nothing: it notes
+// the dead runs, which List and Get then show as abandoned.
 func (s *Store) Reap(node string) (int, error) {
-	q := `SELECT id, boot_id FROM runs WHERE status = 'running'`
-	var args []any
-	if node != "" {
-		q += ` AND node = ?`
-		args = append(args, node)
+	// The partial index runs_running holds exactly the running rows, however many
+	// finished ones the file has.
+	bootCol := "boot_id"
+	if s.version < 2 {
+		bootCol = "x''" // a read-only file of schema v1 (Open migrates the others)
 	}
-	rows, err := s.db.Query(q, args...)
+	rows, err := s.db.Query(`SELECT id, node, ` + bootCol + ` FROM runs WHERE status = 'running'`)
 	if err != nil {
 		return 0, describe(s.path, fmt.Errorf("find running runs: %w", err))
 	}
-	var ids []string
-	otherBoot := map[string]bool{}
+	type running struct {
+		id, node string
+		boot     []byte
+	}
+	var found []running
 	for rows.Next() {
-		var id string
-		var boot []byte
-		if err := rows.Scan(&id, &boot); err != nil {
+		var r running
+		if err := rows.Scan(&r.id, &r.node, &r.boot); err != nil {
 			rows.Close()
 			return 0, describe(s.path, err)
 		}
-		ids = append(ids, id)
-		// A run of an earlier boot is dead even if its lock file cannot tell (a folder
-		// restored from a backup, say).
-		if this := procfs.BootID(); len(boot) == 16 && this != nil && !bytes.Equal(boot, this) {
-			otherBoot[id] = true
-		}
+		found = append(found, r)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return 0, describe(s.path, err)
 	}
 
+	this := procfs.BootID()
 	marked := 0
-	for _, id := range ids {
-		if s.holds(id) {
+	for _, r := range found {
+		if s.holds(r.id) {
 			continue
 		}
-		name := filepath.Join(s.runsDir, id+".lock")
+		sameBoot := len(r.boot) == 16 && this != nil && bytes.Equal(r.boot, this)
+		// A run of an earlier boot is dead even if its lock file cannot tell (a folder
+		// restored from a backup, say).
+		otherBoot := len(r.boot) == 16 && this != nil && !bytes.Equal(r.boot, this)
+		name := filepath.Join(s.runsDir, r.id+".lock")
 		f, alive, err := tryLock(name)
 		if err != nil {
+			if s.readOnly {
+				continue // a reader that may not open the file cannot tell: left running
+			}
 			return marked, err
 		}
-		if alive && !otherBoot[id] {
+		mine := node == "" || r.node == node || sameBoot || f != nil || alive
+		if !mine || (alive && !otherBoot) {
+			continue
+		}
+		if s.readOnly {
+			s.abandoned[r.id] = true
+			marked++
+			if f != nil {
+				f.Close()
+			}
 			continue
 		}
 		// Conditional on still running: a run that finished after our SELECT removed its
 		// file only after committing its real status, which this leaves alone.
 		res, err := s.db.Exec(`UPDATE runs SET status = 'abandoned',
 			error = CASE WHEN error = '' THEN ? ELSE error END
-			WHERE id = ? AND status = 'running'`, abandonedError, id)
+			WHERE id = ? AND status = 'running'`, abandonedError, r.id)
 		if err != nil {
 			if f != nil {
 				f.Close()
 			}
-			return marked, describe(s.path, fmt.Errorf("mark run %s abandoned: %w", id, err))
+			return marked, describe(s.path, fmt.Errorf("mark run %s abandoned: %w", r.id, err))
 		}
 		if n, _ := res.RowsAffected(); n > 0 {
 			marked++
@@ -160,6 +180,9 @@ func (s *Store) Reap(node string) (int, error) {
 		if f != nil {
 			unlockRun(f)
 		}
+	}
+	if s.readOnly {
+		return marked, nil
 	}
 	n, err := s.sweep()
 	return marked + n, err
@@ -197,7 +220,7 @@ func (s *Store) sweep() (recorded int, err error) {
 		var running bool
 		err = s.db.QueryRow(`SELECT status = 'running' FROM runs WHERE id = ?`, id).Scan(&running)
 		if err == nil && running {
-			f.Close() // a row of another node: Reap(thatNode) decides
+			f.Close() // a run that started, and died, after Reap looked: the next Reap marks it
 			continue
 		}
 		if errors.Is(err, sql.ErrNoRows) {

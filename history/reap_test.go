@@ -76,13 +76,21 @@ func TestReapAbandoned(t *testing.T) {
 	// Debris: a free lock file without a running row.
 	debris := filepath.Join(s.runsDir, "0190a7b2-0000-7000-8000-00000000dead.lock")
 	os.WriteFile(debris, nil, 0o600)
+	// A running row of another machine, copied in: another node, another boot, no
+	// per-run file here. Only that machine can judge it.
+	foreign := &Run{ID: "0190a7b2-0000-7000-8000-0000000f0e19", Key: "f", Node: "elsewhere", PID: 1,
+		BootID: []byte("another-boot-id!"), Status: StatusSucceeded}
+	if err := s.Insert(foreign); err != nil {
+		t.Fatal(err)
+	}
+	s.db.Exec(`UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?`, foreign.ID)
 
 	n, err := s.Reap("n1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 2 {
-		t.Errorf("Reap marked %d rows, want 2", n)
+	if n != 3 {
+		t.Errorf("Reap marked %d rows, want 3", n)
 	}
 	for _, c := range []struct {
 		id, want string
@@ -91,7 +99,10 @@ func TestReapAbandoned(t *testing.T) {
 		{missing.ID, StatusAbandoned},
 		{liveID, StatusRunning},
 		{own.ID, StatusRunning},
-		{otherNodeDead, StatusRunning}, // another node's rows are that node's business
+		// This machine's run under another --node label: its per-run file is here, and
+		// free.
+		{otherNodeDead, StatusAbandoned},
+		{foreign.ID, StatusRunning},
 	} {
 		r := status(t, s, c.id)
 		if r.Status != c.want {
@@ -104,7 +115,7 @@ func TestReapAbandoned(t *testing.T) {
 	for _, c := range []struct {
 		id     string
 		exists bool
-	}{{deadID, false}, {liveID, true}, {own.ID, true}, {otherNodeDead, true}} {
+	}{{deadID, false}, {liveID, true}, {own.ID, true}, {otherNodeDead, false}} {
 		_, err := os.Stat(filepath.Join(s.runsDir, c.id+".lock"))
 		if (err == nil) != c.exists {
 			t.Errorf("lock file of %s: exists=%v, want %v", c.id, err == nil, c.exists)
@@ -114,12 +125,12 @@ func TestReapAbandoned(t *testing.T) {
 		t.Error("debris lock file not removed")
 	}
 
-	// Reaping again finds nothing new; the node-less Reap takes the other node's dead run.
+	// Reaping again finds nothing new; the node-less Reap takes the foreign row too.
 	if n, _ := s.Reap("n1"); n != 0 {
 		t.Errorf("second Reap marked %d", n)
 	}
-	if n, _ := s.Reap(""); n != 1 || status(t, s, otherNodeDead).Status != StatusAbandoned {
-		t.Errorf("Reap(\"\") marked %d; other node's dead run is %s", n, status(t, s, otherNodeDead).Status)
+	if n, _ := s.Reap(""); n != 1 || status(t, s, foreign.ID).Status != StatusAbandoned {
+		t.Errorf("Reap(\"\") marked %d; the foreign run is %s", n, status(t, s, foreign.ID).Status)
 	}
 
 	// A run that a mistaken Reap marked still gets its real result from Finish.

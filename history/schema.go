@@ -69,4 +69,11 @@ CREATE TABLE meta (
 	value          -- no type: kept as written
 ) WITHOUT ROWID;
 `,
+	// v3: the exit code cronlock itself returned, what cron saw (124 for a timeout, 127
+	// for a missing command, the conflict code for a skip), which exit_code (the child's
+	// own) cannot tell. NULL while running, for abandoned runs, and for rows written
+	// before v3: their code was never recorded, and guessing it would mislead.
+	`
+ALTER TABLE runs ADD COLUMN exit INTEGER;
+`,
 }

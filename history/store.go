@@ -20,7 +20,8 @@ type Run struct {
 	PID          int       // pid of the cronlock process
 	Command      []string  // argv of the child
 	Status       string    // one of Statuses
-	ExitCode     *int      // nil when there is none (not started, killed by a signal…)
+	ExitCode     *int      // the child's own code; nil when there is none (not started, killed by a signal…)
+	Exit         *int      // the code cronlock returned, what cron saw; nil while running, for abandoned runs and rows from before schema v3
 	Signal       string    // "SIGTERM" when the child died from a signal, else ""
 	StartedAt    time.Time // Start and Insert use time.Now() when zero
 	FinishedAt   time.Time // zero while running, and for abandoned runs (unknown)
@@ -78,6 +79,32 @@ type Store struct {
 
 	mu    sync.Mutex
 	locks map[string]*os.File // per-run lock files held by runs this Store started
+
+	version int // the file's schema version: older than current only when readOnly
+	// readOnly: opened by OpenRead on a file this process cannot write. abandoned then
+	// holds the running rows Reap found dead, which List and Get show as abandoned.
+	readOnly  bool
+	abandoned map[string]bool
+}
+
+// selectColumns is runColumns as a SELECT of this file can name them: a read-only file
+// of an older schema, which cannot be migrated, lacks the newer columns.
+func (s *Store) selectColumns() string {
+	cols := runColumns
+	if s.version < 3 {
+		cols = strings.TrimSuffix(cols, ", exit") + ", NULL"
+	}
+	if s.version < 2 {
+		cols = strings.Replace(cols, "attempt, boot_id, pid_start", "1, x'', 0", 1)
+	}
+	return cols
+}
+
+// seenAbandoned shows r as abandoned when a read-only Reap found its run dead.
+func (s *Store) seenAbandoned(r *Run) {
+	if r.Status == StatusRunning && s.abandoned[r.ID] {
+		r.Status, r.Error = StatusAbandoned, abandonedError
+	}
 }
 
 // Path returns the absolute path of the history file.
@@ -102,7 +129,7 @@ func (s *Store) Start(r *Run) error {
 		}
 	}
 	row := *r // a running row has no result yet, whatever r already holds
-	row.ExitCode, row.Signal = nil, ""
+	row.ExitCode, row.Signal, row.Exit = nil, "", nil
 	tx, err := s.db.Begin()
 	if err == nil {
 		// A row already there is this run's own, written from its claim by a reader
@@ -180,7 +207,8 @@ func (s *Store) upsert(r *Run) error {
 			started_at = excluded.started_at, finished_at = excluded.finished_at,
 			error = excluded.error, holder = excluded.holder,
 			fencing_token = excluded.fencing_token, backend = excluded.backend,
-			attempt = excluded.attempt, boot_id = excluded.boot_id, pid_start = excluded.pid_start`, rowArgs(r)...)
+			attempt = excluded.attempt, boot_id = excluded.boot_id, pid_start = excluded.pid_start,
+			exit = excluded.exit`, rowArgs(r)...)
 	if err != nil {
 		return describe(s.path, fmt.Errorf("record run %s: %w", r.ID, err))
 	}
@@ -222,7 +250,7 @@ func (s *Store) List(f Filter) ([]Run, error) {
 	if !f.Until.IsZero() {
 		where, args = append(where, "started_at < ?"), append(args, f.Until.UnixNano())
 	}
-	q := `SELECT ` + runColumns + ` FROM runs`
+	q := `SELECT ` + s.selectColumns() + ` FROM runs`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -243,6 +271,7 @@ func (s *Store) List(f Filter) ([]Run, error) {
 		if err != nil {
 			return nil, describe(s.path, fmt.Errorf("read run: %w", err))
 		}
+		s.seenAbandoned(&r)
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
@@ -254,7 +283,11 @@ func (s *Store) List(f Filter) ([]Run, error) {
 // Get returns one run with its output tail, or ErrNotFound.
 func (s *Store) Get(id string) (Run, error) {
 	var tail, streams []byte
-	row := s.db.QueryRow(`SELECT `+runColumns+`, o.tail, o.streams
+	streamsCol := "o.streams"
+	if s.version < 2 {
+		streamsCol = "x''"
+	}
+	row := s.db.QueryRow(`SELECT `+s.selectColumns()+`, o.tail, `+streamsCol+`
 		FROM runs LEFT JOIN run_output o ON o.run_id = runs.id WHERE id = ?`, id)
 	r, err := scanRun(row, &tail, &streams)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -263,6 +296,7 @@ func (s *Store) Get(id string) (Run, error) {
 	if err != nil {
 		return Run{}, describe(s.path, fmt.Errorf("read run %s: %w", id, err))
 	}
+	s.seenAbandoned(&r)
 	r.Output = tail
 	r.Streams = decodeSegments(streams, len(tail))
 	return r, nil

@@ -325,6 +325,8 @@ func TestQueryPlans(t *testing.T) {
 		{`SELECT id FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 20`, "runs_started"},
 		{`SELECT id FROM runs WHERE key = 'k' ORDER BY started_at DESC, rowid DESC LIMIT 20`, "runs_key_started"},
 		{`SELECT id FROM runs WHERE status = 'running' AND node = 'n'`, "runs_running"},
+		// Reap: every running row, whatever its node.
+		{`SELECT id, node, boot_id FROM runs WHERE status = 'running'`, "runs_running"},
 	} {
 		p := strings.Join(queryPlan(t, s, c.q), "; ")
 		if !strings.Contains(p, c.index) || strings.Contains(p, "TEMP B-TREE") {
@@ -516,20 +518,20 @@ func TestJSONShape(t *testing.T) {
 		want map[string]any
 	}{
 		{"finished", Run{ID: "id1", Key: "k", Node: "n", PID: 7, Command: []string{"a", "b c"},
-			Status: StatusFailed, ExitCode: intp(2), StartedAt: start, FinishedAt: start.Add(1234 * time.Millisecond),
+			Status: StatusFailed, ExitCode: intp(2), Exit: intp(125), StartedAt: start, FinishedAt: start.Add(1234 * time.Millisecond),
 			FencingToken: 1 << 60, Backend: "local /run/cronlock", Error: "e", Output: []byte("x")},
 			map[string]any{"id": "id1", "key": "k", "node": "n", "pid": 7.0, "command": []any{"a", "b c"},
 				"status": "failed", "exit_code": 2.0, "signal": nil, "started_at": "2025-06-01T07:00:00Z",
 				"finished_at": "2025-06-01T07:00:01.234Z", "duration_ms": 1234.0, "error": "e", "holder": "",
-				"fencing_token": float64(1 << 60), "backend": "local /run/cronlock", "attempt": 1.0}},
+				"fencing_token": float64(1 << 60), "backend": "local /run/cronlock", "attempt": 1.0, "exit": 125.0}},
 		{"running", Run{ID: "id2", Key: "k", Node: "n", PID: 8, Status: StatusRunning, StartedAt: start},
 			map[string]any{"id": "id2", "key": "k", "node": "n", "pid": 8.0, "command": []any{},
 				"status": "running", "exit_code": nil, "signal": nil, "started_at": "2025-06-01T07:00:00Z",
-				"finished_at": nil, "duration_ms": nil, "error": "", "holder": "", "fencing_token": 0.0, "backend": "", "attempt": 1.0}},
+				"finished_at": nil, "duration_ms": nil, "error": "", "holder": "", "fencing_token": 0.0, "backend": "", "attempt": 1.0, "exit": nil}},
 		{"signalled", Run{ID: "id3", Status: StatusInterrupted, Signal: "SIGTERM", StartedAt: start, FinishedAt: start},
 			map[string]any{"id": "id3", "key": "", "node": "", "pid": 0.0, "command": []any{},
 				"status": "interrupted", "exit_code": nil, "signal": "SIGTERM", "started_at": "2025-06-01T07:00:00Z",
-				"finished_at": "2025-06-01T07:00:00Z", "duration_ms": 0.0, "error": "", "holder": "", "fencing_token": 0.0, "backend": "", "attempt": 1.0}},
+				"finished_at": "2025-06-01T07:00:00Z", "duration_ms": 0.0, "error": "", "holder": "", "fencing_token": 0.0, "backend": "", "attempt": 1.0, "exit": nil}},
 	}
 	for _, c := range cases {
 		b, err := c.run.MarshalJSON()

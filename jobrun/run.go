@@ -175,6 +175,7 @@ func (r *runner) run() int {
 	res.WaitOutput()
 	out := outcomeOf(res, o)
 	r.row.Status, r.row.ExitCode, r.row.Signal, r.row.Output = out.Status, out.ExitCode, out.Signal, res.Output
+	r.row.Exit = &out.Code
 	for _, sg := range res.Streams { // lockrun's stream numbers are the history's
 		r.row.Streams = append(r.row.Streams, history.Segment{Stream: history.Stream(sg.Stream), Len: sg.Len})
 	}
@@ -250,9 +251,11 @@ func (r *runner) acquire(sig *lockrun.Signals) (lease lockrun.Lease, code int, d
 			r.row.Status = history.StatusInterrupted
 			r.row.Signal = unix.SignalName(s.(syscall.Signal))
 			r.row.Error = fmt.Sprintf("stopped by %s before the job started", r.row.Signal)
+			code := 128 + n
+			r.row.Exit = &code
 			r.recordInsert()
 			r.infof("%s: %s", o.Key, r.row.Error)
-			return nil, 128 + n, true
+			return nil, code, true
 		}
 	}
 	var held *lockrun.HeldError
@@ -264,6 +267,8 @@ func (r *runner) acquire(sig *lockrun.Signals) (lease lockrun.Lease, code int, d
 		if held.Holder != nil {
 			r.row.Holder = held.Holder.String()
 		}
+		code := o.ConflictExitCode
+		r.row.Exit = &code
 		r.recordInsert()
 		r.reportSkip(held)
 		return nil, o.ConflictExitCode, true
@@ -297,6 +302,7 @@ func (r *runner) fail(code int, format string, args ...any) int {
 	msg := fmt.Sprintf(format, args...)
 	r.row.Status = history.StatusError
 	r.row.Error = msg
+	r.row.Exit = &code
 	r.recordInsert()
 	r.errorf("%s", msg)
 	return code

@@ -13,6 +13,7 @@ import (
 
 	"cronlock/history"
 	"cronlock/internal/faultproxy"
+	"cronlock/internal/proctest"
 	"cronlock/internal/redistest"
 )
 
@@ -280,5 +281,62 @@ func TestPasswordNeverShown(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFullServerStillRenews: a noeviction server that reaches its maxmemory while a job
+// runs refuses every write that may grow memory; the renewals must still go through, or
+// every job on a full server would be stopped as a lost lock.
+func TestFullServerStillRenews(t *testing.T) {
+	srv := redistest.Start(t, "--maxmemory-policy", "noeviction")
+	c := newCLI(t, "redis://"+srv.Addr+"/0")
+	ready := filepath.Join(c.dir, "ready")
+	cmd := c.command("run", "-k", "full", "--ttl", "1s", "--", "sh", "-c", `touch "$0"; sleep 2.5; echo done`, ready)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	proctest.WaitFile(t, ready)
+	// Full: a megabyte of data, then a maxmemory well below what is used, so that the
+	// server stays full whatever it frees meanwhile (buffers, a finished rehash).
+	mustDo(t, srv.Addr, "EVAL", "for i = 1, 20 do redis.call('SET', 'filler:' .. i, string.rep('x', 50000)) end return 1", "0")
+	mustDo(t, srv.Addr, "CONFIG", "SET", "maxmemory", "512kb")
+	if _, err := redistest.Do(srv.Addr, "SET", "probe", "x"); err == nil || !strings.Contains(err.Error(), "OOM") {
+		t.Fatalf("the server is not full: SET gave %v", err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the job on a full server: %v; stdout %q, stderr %q", err, out.String(), errb.String())
+	}
+	if out.String() != "done\n" {
+		t.Fatalf("stdout %q", out.String())
+	}
+	if rows := c.history("full"); len(rows) != 1 || rows[0].Status != history.StatusSucceeded {
+		t.Fatalf("history %+v, want one succeeded run", rows)
+	}
+	// A new lock needs memory: refused with a line that says the server is full.
+	code, _, stderr := c.run("run", "-k", "full2", "--", "true")
+	if code != 125 || !strings.Contains(stderr, "is full") || !strings.Contains(stderr, "maxmemory") {
+		t.Fatalf("a new lock on a full server: exit %d, stderr %q; want 125 saying the server is full", code, stderr)
+	}
+	// --min-hold keeps the lock after the job on a full server too: the release that
+	// shortens the lease to the rest of the hold goes through.
+	mustDo(t, srv.Addr, "CONFIG", "SET", "maxmemory", "0")
+	ready2 := filepath.Join(c.dir, "ready2")
+	holder := c.command("run", "-k", "hold", "--ttl", "5m", "--min-hold", "30s", "--", "sh", "-c", `touch "$0"; sleep 0.5`, ready2)
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	proctest.WaitFile(t, ready2)
+	mustDo(t, srv.Addr, "CONFIG", "SET", "maxmemory", "512kb")
+	if err := holder.Wait(); err != nil {
+		t.Fatalf("min-hold run: %v", err)
+	}
+	if ms, _ := strconv.Atoi(mustDo(t, srv.Addr, "PTTL", c.prefix()+"{hold}:lock")); ms <= 0 || ms > 30000 {
+		t.Fatalf("after the release on a full server the lock lives %d ms; want the rest of the 30s hold", ms)
+	}
+	code, _, stderr = c.run("run", "-k", "hold", "--", "true")
+	if rows := c.history("hold"); code != 0 || len(rows) != 2 || rows[0].Status != history.StatusSkipped {
+		t.Fatalf("during the hold on a full server: exit %d, stderr %q, want a skip", code, stderr)
 	}
 }

@@ -20,8 +20,10 @@ if minHold > 0 then
   local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   local left = math.ceil(minHold - (now - (tonumber(h.acquired_us) or now)) / 1000)
   if left > 0 then
+    -- PEXPIRE first, as in renew.lua: a full server (noeviction) refuses SET, not PEXPIRE.
+    redis.call('PEXPIRE', KEYS[1], string.format('%.0f', left))
     h.released_us = string.format('%.0f', now)
-    redis.call('SET', KEYS[1], cjson.encode(h), 'PX', string.format('%.0f', left), 'XX')
+    redis.pcall('SET', KEYS[1], cjson.encode(h), 'KEEPTTL', 'XX')
     return {2, left}
   end
 end

@@ -12,8 +12,14 @@ if not cur then return 0 end
 local ok, h = pcall(cjson.decode, cur)
 if not ok or type(h) ~= 'table' or h.token ~= ARGV[1] or h.released_us then return 0 end
 
+-- PEXPIRE first, then the holder's metadata with KEEPTTL: a server that reached its
+-- maxmemory under noeviction refuses SET (it may grow the value) but never PEXPIRE, and once
+-- a script has written Redis lets it finish. So a full server still renews every lease; the
+-- SET is a pcall so that a server that refuses it anyway (or predates KEEPTTL, Redis < 6)
+-- only leaves renewed_us stale.
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
 local t = redis.call('TIME')
 h.renewed_us = string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2]))
 h.ttl_ms = tonumber(ARGV[2])
-redis.call('SET', KEYS[1], cjson.encode(h), 'PX', ARGV[2], 'XX')
+redis.pcall('SET', KEYS[1], cjson.encode(h), 'KEEPTTL', 'XX')
 return 1

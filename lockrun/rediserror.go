@@ -56,6 +56,9 @@ func (l *RedisLocker) userError(op string, err error) error {
 		msg = fmt.Sprintf("%s authentication failed: %s (check the password in --redis-password-file / CRONLOCK_REDIS_PASSWORD_FILE or in --redis / CRONLOCK_REDIS_URL)", server, detail)
 	case strings.Contains(detail, "NOPERM"):
 		msg = fmt.Sprintf("%s refused: %s (the Redis ACL user needs EVAL, SCAN, GET, PTTL, SUBSCRIBE and the %s* keys; see the README)", server, detail, l.prefix)
+	case isTimeout(err) && l.unreachable() != nil:
+		// The time ran out waiting for a connection: say why none could be made.
+		msg = fmt.Sprintf("%s unreachable: %s (check --redis / CRONLOCK_REDIS_URL)", server, l.unreachable())
 	case isTimeout(err):
 		msg = fmt.Sprintf("%s did not answer within %s: %s (check --redis / CRONLOCK_REDIS_URL, or raise --redis-timeout)", server, l.timeout, detail)
 	case isNetworkError(err):
@@ -76,6 +79,22 @@ func (l *RedisLocker) scrub(s string) string {
 		s = strings.ReplaceAll(s, form, "xxxxx")
 	}
 	return s
+}
+
+// retryableRedisError reports an error of an operation that asking again later may cure:
+// the server could not be reached or did not answer in time, a connection broke, or it
+// was loading its data. Not a refusal (auth, ACL), an error reply, or a reply cronlock
+// does not understand.
+func retryableRedisError(err error) bool {
+	var re *redisError
+	if !errors.As(err, &re) || errors.Is(err, context.Canceled) || isAuthError(err.Error()) {
+		return false
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		return transientRedisError(rerr)
+	}
+	return isTimeout(re.err) || isNetworkError(re.err)
 }
 
 func isAuthError(msg string) bool {

@@ -153,6 +153,13 @@ type tFault struct {
 	target string // host, invocation or "" for Redis
 	span   span
 	detail string
+	down   time.Duration // how long Redis was down (redis-kill, redis-restart-short)
+}
+
+// shortRestart is a Redis restart that keeps the lock: AOF, and back within 300 ms. Under
+// it no renewal may fail for good (SPEC §5: dial back-off never eats the lease's margin).
+func (f tFault) shortRestart(mode string) bool {
+	return mode == "aof" && (f.kind == "redis-restart-short" || f.kind == "redis-kill") && f.down <= 300*time.Millisecond
 }
 
 // torture is the shared state of one sub-test.
@@ -463,6 +470,10 @@ func (tt *torture) nemesis() {
 		"proxy-reset", "sigstop-short", "sigstop-long", "sigkill-holder"}
 	if tt.mode == "nopersist" {
 		kinds = append(kinds, "redis-kill") // the fault that loses locks: give it more turns
+	} else {
+		// A restart that keeps the lock must not kill anyone's job: give it turns enough
+		// to meet renewals and waiters.
+		kinds = append(kinds, "redis-restart-short", "redis-restart-short", "redis-restart-short", "redis-restart-short")
 	}
 	maxTTL := 2 * time.Second
 	ms := func(lo, hi int) time.Duration { return time.Duration(lo+r.IntN(hi-lo+1)) * time.Millisecond }
@@ -482,7 +493,13 @@ func (tt *torture) nemesis() {
 			tt.srv.Kill()
 			time.Sleep(down)
 			tt.srv.Restart()
-			f.detail = "down " + down.String()
+			f.detail, f.down = "down "+down.String(), down
+		case "redis-restart-short":
+			down := ms(0, 300)
+			tt.srv.Kill()
+			time.Sleep(down)
+			tt.srv.Restart()
+			f.detail, f.down = "down "+down.String(), down
 		case "pause-short", "pause-long":
 			d := ms(200, 800)
 			if f.kind == "pause-long" {
@@ -728,7 +745,8 @@ func (tt *torture) check() {
 	t := tt.t
 	runs := tt.readEvents()
 	rows := map[string]historyRow{}
-	var lockLost []string
+	var lockLost, needless []string
+	errShort := 0
 	for h := 0; h < tortureHosts; h++ {
 		hoshistoryRows := tt.readHistory(h)
 		n := 0
@@ -776,6 +794,16 @@ func (tt *torture) check() {
 		}
 		if row.Status == history.StatusLockLost {
 			lockLost = append(lockLost, inv.id)
+			if near, ok := tt.needlessKill(inv); ok {
+				needless = append(needless, inv.id)
+				tt.fail("%s (key %s ttl %v, job %v): lock_lost, yet its lock survived in Redis: the only faults during the run were short AOF restarts (%s); stderr %q",
+					inv.id, inv.key.name, inv.key.ttl, inv.dur, near, inv.stderr)
+			}
+		}
+		// Not a failure (an acquire that meets a restart longer than --redis-timeout
+		// rightly gives up), but the number shows how often one was not ridden out.
+		if _, ok := tt.needlessKill(inv); ok && row.Status == history.StatusError {
+			errShort++
 		}
 	}
 
@@ -881,7 +909,8 @@ func (tt *torture) check() {
 	t.Logf("%s: %d invocations on %d keys from %d hosts: %d acquisitions (job started), %d skips; statuses %v",
 		tt.mode, len(tt.all), len(tortureKeys), tortureHosts, acq, counts[history.StatusSkipped], sortedCounts(counts))
 	t.Logf("%s: faults injected %v", tt.mode, sortedCounts(faults))
-	t.Logf("%s: overlaps %d (max window %v) by cause %v; lock_lost runs %d", tt.mode, len(overlaps), maxWin, sortedCounts(classes), len(lockLost))
+	t.Logf("%s: overlaps %d (max window %v) by cause %v; lock_lost runs %d, needless kills %d (lock_lost with only short AOF restarts near); errors with only short AOF restarts near %d",
+		tt.mode, len(overlaps), maxWin, sortedCounts(classes), len(lockLost), len(needless), errShort)
 	for _, o := range overlaps {
 		t.Logf("  overlap on %s: %s (token %d, %s) and %s (token %d, %s) for %v: %s", o.key,
 			o.older.inv.id, o.older.token, rows[o.older.inv.id].Status, o.younger.inv.id, o.younger.token,
@@ -940,6 +969,29 @@ func (tt *torture) classify(o tOverlap, from, to int64) string {
 		e.inv.id, e.token, time.Unix(0, e.inv.launch).Format("15:04:05.000"), e.inv.exitCode, e.inv.killed, stops,
 		o.younger.inv.id, o.younger.token, o.younger.inv.exitCode, o.key, o.window, tt.mode, tt.faultsNear(from, to))
 	return "VIOLATION"
+}
+
+// needlessKill reports whether a run that ended lock_lost (or error) did so needlessly: in
+// aof mode, every fault during the run (from its launch to its exit) was a short restart
+// that kept the lock, or there was none. It returns those faults.
+func (tt *torture) needlessKill(inv *tInv) (string, bool) {
+	if tt.mode != "aof" {
+		return "", false
+	}
+	var near []string
+	for _, f := range tt.faults {
+		if f.span.to < inv.launch || f.span.from > inv.exit {
+			continue
+		}
+		if !f.shortRestart(tt.mode) {
+			return "", false
+		}
+		near = append(near, fmt.Sprintf("%s %s at %s", f.kind, f.detail, time.Unix(0, f.span.from).Format("15:04:05.000")))
+	}
+	if len(near) == 0 {
+		return "no fault at all", true
+	}
+	return strings.Join(near, "; "), true
 }
 
 // tortureDrift is the lease margin cronlock takes off for clock drift (lockrun.drift).

@@ -95,6 +95,7 @@ type RedisLocker struct {
 	prefix  string
 	// allowEviction skips the eviction check of the acquire script.
 	allowEviction bool
+	dialer        *redisDialer
 
 	// poll overrides the waiters' polling period (default min(1s, ttl/3)); tests raise it
 	// to prove that a release wakes a waiter through pub/sub alone.
@@ -139,21 +140,24 @@ func NewRedisLocker(o RedisOptions) (*RedisLocker, error) {
 	quietRedisLog.Do(func() { redis.SetLogger(nopLogger{}) })
 
 	to := o.Timeout
+	d := newRedisDialer(to, t.tlsConfig())
 	c := redis.NewClient(&redis.Options{
-		Network:   t.network,
-		Addr:      t.addr,
-		Username:  t.username,
-		Password:  t.password,
-		DB:        t.db,
-		TLSConfig: t.tlsConfig(),
+		Network:  t.network,
+		Addr:     t.addr,
+		Username: t.username,
+		Password: t.password,
+		DB:       t.db,
+		// The dialer does TLS itself and rides out a restart (redisdial.go).
+		Dialer: d.dial,
 
 		// RESP2 and no CLIENT SETINFO: fewer handshake round trips for a short-lived process.
 		Protocol:        2,
 		DisableIdentity: true,
 
 		// Every time-out explicit (the defaults are 5s each), and the caller's context
-		// deadline cuts a socket read short, so a renewal never outlives its lease.
-		DialTimeout:           to,
+		// deadline cuts a socket read short, so a renewal never outlives its lease. The
+		// dial is bounded by the caller's context instead of DialTimeout (redisdial.go).
+		DialTimeout:           dialUnbounded,
 		ReadTimeout:           to,
 		WriteTimeout:          to,
 		PoolTimeout:           to,
@@ -161,14 +165,15 @@ func NewRedisLocker(o RedisOptions) (*RedisLocker, error) {
 
 		// No hidden retries: the locker retries itself, within its own deadline, and only
 		// operations that are safe to repeat (all of its scripts are idempotent).
+		// The dialer retries dials itself, so the pool makes one attempt.
 		MaxRetries:         -1,
 		MinRetryBackoff:    -1,
 		MaxRetryBackoff:    -1,
 		DialerRetries:      1,
 		DialerRetryTimeout: 10 * time.Millisecond,
 
-		// Small, but not 1: after PoolSize failed dials go-redis returns the cached dial
-		// error for about a second, and a single-connection pool trips that at once.
+		// Small, but not 1: PoolSize is also how many failed dials open go-redis's dial
+		// circuit breaker, which the dialer keeps below it (redisdial.go).
 		PoolSize:         4,
 		MinIdleConns:     0,
 		MaxIdleConns:     4,
@@ -179,7 +184,7 @@ func NewRedisLocker(o RedisOptions) (*RedisLocker, error) {
 
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 	})
-	return &RedisLocker{c: c, target: t, timeout: to, prefix: o.Prefix, allowEviction: o.AllowEviction}, nil
+	return &RedisLocker{c: c, target: t, timeout: to, prefix: o.Prefix, allowEviction: o.AllowEviction, dialer: d}, nil
 }
 
 // validPrefix allows the key charset only: no "{" or "}" (they would break the hash tag)
@@ -199,8 +204,13 @@ func validPrefix(p string) error {
 // Describe names the backend without secrets: "redis 127.0.0.1:6379/0".
 func (l *RedisLocker) Describe() string { return l.target.describe() }
 
-// Close closes the client's connections.
-func (l *RedisLocker) Close() error { return l.c.Close() }
+// Close closes the client's connections and ends dials still retrying.
+func (l *RedisLocker) Close() error {
+	if l.dialer != nil {
+		l.dialer.close()
+	}
+	return l.c.Close()
+}
 
 func (l *RedisLocker) lockKey(key string) string  { return l.prefix + "{" + key + "}:lock" }
 func (l *RedisLocker) fenceKey(key string) string { return l.prefix + "{" + key + "}:fence" }
@@ -273,19 +283,24 @@ func (l *RedisLocker) acquireWait(ctx context.Context, req Request, token string
 	for {
 		// Each attempt gets the full operation time-out even when the wait is almost over.
 		lease, held, err := l.acquireOnce(ctx, req, token)
-		if err != nil {
+		if err != nil && (!retryableRedisError(err) || ctx.Err() != nil) {
 			return nil, err
 		}
-		if held == nil {
+		if err == nil && held == nil {
 			return lease, nil
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
+			if err != nil {
+				return nil, err // unreachable when the wait ended: that, not a holder, is the news
+			}
 			return nil, &HeldError{Key: req.Key, Holder: held}
 		}
-		// Also wake just after the holder's lease runs out: an expiry publishes nothing.
+		// An unreachable server (a restart, a network blip) is asked again at the next
+		// poll until the wait ends: the waiter is there to wait. Also wake just after the
+		// holder's lease runs out: an expiry publishes nothing.
 		sleep := min(poll, left)
-		if held.TTLLeft > 0 {
+		if held != nil && held.TTLLeft > 0 {
 			sleep = min(sleep, held.TTLLeft+2*time.Millisecond)
 		}
 		timer.Reset(sleep)
@@ -360,7 +375,8 @@ func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token string
 	res, unknown, err := l.eval(ctx, acquireScript(), keys,
 		token, durMS(req.TTL), req.Node, req.PID, req.RunID, time.Now().UnixMilli(), l.allowArg())
 	if err != nil {
-		if unknown {
+		// A release cannot reach a server that no dial reaches either.
+		if unknown && l.unreachable() == nil {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
 			l.c.Eval(rctx, releaseScript(), keys[:1], token, 0, l.channel(req.Key)) // best effort
 			cancel()
@@ -372,12 +388,14 @@ func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token string
 
 // eval runs one script, retrying network errors and transient server states (LOADING,
 // BUSY…) with a short back-off while the operation time-out (and ctx) allow; every script
-// of this file is safe to repeat. unknown reports that a failed call may have run anyway
-// (it was sent, and no reply came).
+// of this file is safe to repeat. A dial error is not retried here: the dialer already
+// retried it for as long as a restart can heal it (redisdial.go). unknown reports that a
+// failed call may have run anyway (it may have been sent, and no reply came).
 func (l *RedisLocker) eval(ctx context.Context, script string, keys []string, args ...any) (res any, unknown bool, err error) {
 	octx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
-	for attempt := 1; ; attempt++ {
+	backoff := 10 * time.Millisecond
+	for {
 		res, err = l.c.Eval(octx, script, keys, args...).Result()
 		if err == nil {
 			return res, false, nil
@@ -386,11 +404,16 @@ func (l *RedisLocker) eval(ctx context.Context, script string, keys []string, ar
 		if errors.As(err, &rerr) && !transientRedisError(err) {
 			return nil, false, err // the server answered: nothing uncertain
 		}
-		if !isDialError(err) {
+		if isDialError(err) {
+			return nil, unknown, err
+		}
+		// Time ran out while no connection could be made: nothing was sent then.
+		if !(isTimeout(err) && l.unreachable() != nil) {
 			unknown = true
 		}
-		backoff := time.Duration(attempt) * 25 * time.Millisecond
-		if attempt >= 3 || octx.Err() != nil {
+		// A connection that died with the server (EOF, reset) or a server still loading
+		// its data: try again while the operation has time.
+		if octx.Err() != nil {
 			return nil, unknown, err
 		}
 		if dl, ok := octx.Deadline(); ok && time.Until(dl) < backoff+5*time.Millisecond {
@@ -401,5 +424,14 @@ func (l *RedisLocker) eval(ctx context.Context, script string, keys []string, ar
 			return nil, unknown, err
 		case <-time.After(backoff):
 		}
+		backoff = min(2*backoff, 100*time.Millisecond)
 	}
+}
+
+// unreachable is the last dial error while the server cannot be reached, else nil.
+func (l *RedisLocker) unreachable() error {
+	if l.dialer == nil {
+		return nil
+	}
+	return l.dialer.lastError()
 }

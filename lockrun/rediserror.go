@@ -54,10 +54,13 @@ func (l *RedisLocker) userError(op string, err error) error {
 	case isAuthError(detail):
 		msg = fmt.Sprintf("%s authentication failed: %s (check the password in --redis-password-file / CRONLOCK_REDIS_PASSWORD_FILE or in --redis / CRONLOCK_REDIS_URL)", server, detail)
 	case strings.Contains(detail, "NOPERM"):
-		msg = fmt.Sprintf("%s refused: %s (the Redis ACL user needs EVAL, INFO, SCAN, GET, PTTL, SUBSCRIBE, SELECT for a database other than 0, and the %s* keys; see the README)", server, detail, l.prefix)
+		msg = fmt.Sprintf("%s refused: %s (the Redis ACL user needs EVAL with GET, SET, PEXPIRE, DEL, TIME, INFO inside it, SCAN, PTTL, SUBSCRIBE, SELECT for a database other than 0, and the %s* keys; see the README)", server, detail, l.prefix)
 	case strings.HasPrefix(detail, "OOM"):
 		// Only a new lock needs memory: renewals and releases go through on a full server.
 		msg = fmt.Sprintf("%s is full: %s (maxmemory reached under noeviction: no new lock can be taken until memory is freed on the server or maxmemory raised)", server, detail)
+	case isTimeout(err) && l.unreachable() != nil:
+		// The time ran out waiting for a connection: say why none could be made.
+		msg = fmt.Sprintf("%s unreachable: %s (check --redis / CRONLOCK_REDIS_URL)", server, l.unreachable())
 	case isTimeout(err):
 		msg = fmt.Sprintf("%s did not answer within %s: %s (check --redis / CRONLOCK_REDIS_URL, or raise --redis-timeout)", server, l.timeout, detail)
 	case isNetworkError(err):
@@ -69,6 +72,22 @@ func (l *RedisLocker) userError(op string, err error) error {
 	// does not echo a password back), so nothing is replaced in it: replacing the text of
 	// a short password ("1") would garble the message and show where the password was.
 	return &redisError{msg: msg, err: err}
+}
+
+// retryableRedisError reports an error of an operation that asking again later may cure:
+// the server could not be reached or did not answer in time, a connection broke, or it
+// was loading its data. Not a refusal (auth, ACL), an error reply, or a reply cronlock
+// does not understand.
+func retryableRedisError(err error) bool {
+	var re *redisError
+	if !errors.As(err, &re) || errors.Is(err, context.Canceled) || isAuthError(err.Error()) {
+		return false
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		return transientRedisError(rerr)
+	}
+	return isTimeout(re.err) || isNetworkError(re.err)
 }
 
 func isAuthError(msg string) bool {

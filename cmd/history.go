@@ -56,7 +56,7 @@ finished_at (RFC 3339, UTC), duration_ms, error, holder, fencing_token and backe
 --since and --until select runs by start time (--since inclusive, --until exclusive); each
 takes a duration ago (36h, 90m, 7d, 1d12h) or a time (2025-06-01, 2025-06-01 15:04,
 2025-06-01T15:04:05, RFC 3339), in local time or UTC with --utc.`,
-		Args: cobra.NoArgs,
+		Args: subcommandArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			s, path, err := historySettings(c, &flagPath)
 			if err != nil {

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/fatih/color"
 	"github.com/mattn/go-isatty"
@@ -221,7 +220,7 @@ func writeHistoryTable(o *historyOptions, runs []history.Run) error {
 	widths := make([]int, len(header))
 	for _, row := range rows {
 		for i, cell := range row {
-			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
+			widths[i] = max(widths[i], tty.Width(cell))
 		}
 	}
 	var b, line strings.Builder
@@ -230,7 +229,7 @@ func writeHistoryTable(o *historyOptions, runs []history.Run) error {
 			last := i == len(row)-1
 			pad := ""
 			if !last {
-				pad = strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell)+2)
+				pad = strings.Repeat(" ", widths[i]-tty.Width(cell)+2)
 			}
 			if i == statusCol && n > 0 && o.Color {
 				if attr, ok := statusColors[runs[n-1].Status]; ok {

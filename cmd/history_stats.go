@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/fatih/color"
 	"github.com/spf13/cobra"
@@ -231,7 +230,7 @@ func writeStatsTable(o *historyStatsOptions, stats []history.KeyStats) error {
 	widths := make([]int, len(header))
 	for _, row := range rows {
 		for i, cell := range row {
-			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
+			widths[i] = max(widths[i], tty.Width(cell))
 		}
 	}
 	var b strings.Builder
@@ -245,7 +244,7 @@ func writeStatsTable(o *historyStatsOptions, stats []history.KeyStats) error {
 				line.WriteString(cell)
 				continue
 			}
-			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell))
+			pad := strings.Repeat(" ", widths[i]-tty.Width(cell))
 			if right[i] {
 				line.WriteString(pad + cell)
 			} else {

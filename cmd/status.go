@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"text/tabwriter"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -117,11 +118,40 @@ func statusRun(o *statusOptions) error {
 		return err
 	}
 	fmt.Fprintf(o.Stdout, "locks held on %s:\n", locker.Describe())
-	tw := tabwriter.NewWriter(o.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tNODE\tPID\tRUN\tSINCE\tHELD\tFENCING TOKEN")
+	table := [][]string{{"KEY", "NODE", "PID", "RUN", "SINCE", "HELD", "FENCING TOKEN"}}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%v\t%d\n", tty.Escape(r.Key), tty.Escape(r.Node), r.PID, tty.Escape(r.RunID),
-			r.Since.Local().Format("2006-01-02 15:04:05 MST"), time.Duration(r.HeldMS)*time.Millisecond, r.FencingToken)
+		table = append(table, []string{tty.Escape(r.Key), tty.Escape(r.Node), strconv.Itoa(r.PID), tty.Escape(r.RunID),
+			r.Since.Local().Format("2006-01-02 15:04:05 MST"), (time.Duration(r.HeldMS) * time.Millisecond).String(),
+			strconv.FormatUint(r.FencingToken, 10)})
 	}
-	return tw.Flush()
+	_, err = io.WriteString(o.Stdout, alignColumns(table))
+	return err
+}
+
+// alignColumns lays rows out in columns two blanks apart, by display width
+// (tty.Width): text/tabwriter counts characters, so a node named 東京 pushed the
+// columns after it out of line.
+func alignColumns(rows [][]string) string {
+	var widths []int
+	for _, row := range rows {
+		for i, cell := range row {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], tty.Width(cell))
+		}
+	}
+	var b strings.Builder
+	for _, row := range rows {
+		var line strings.Builder
+		for i, cell := range row {
+			if i < len(row)-1 {
+				cell = tty.Pad(cell, widths[i]+2)
+			}
+			line.WriteString(cell)
+		}
+		b.WriteString(strings.TrimRight(line.String(), " "))
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

@@ -1,0 +1,78 @@
+package cmd
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"cronlock/tty"
+)
+
+// columnAt returns the display column (tty.Width of what precedes it) at which re first
+// matches in line, or -1.
+func columnAt(line string, re *regexp.Regexp) int {
+	loc := re.FindStringIndex(line)
+	if loc == nil {
+		return -1
+	}
+	return tty.Width(line[:loc[0]])
+}
+
+// TestTablesAlignByDisplayWidth: node names and commands with East Asian wide
+// characters (two columns each) and combining marks (none) must not push the columns
+// after them out of line, in history and in status. A table padded by counting
+// characters put STATUS two columns early on the 東京 row.
+func TestTablesAlignByDisplayWidth(t *testing.T) {
+	c := newCLI(t, "")
+	for _, node := range []string{"東京", "plain-node", "Ame\u0301lie"} {
+		if code, _, errs := c.run("run", "--backend", "local", "-k", "wide", "--node", node, "--", "echo", "日本語", "x"); code != 0 {
+			t.Fatalf("run on %s exited %d: %s", node, code, errs)
+		}
+	}
+	code, out, errs := c.run("history", "--key", "wide")
+	if code != 0 {
+		t.Fatalf("history exited %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("history table:\n%s", out)
+	}
+	for _, col := range []struct{ header, cell string }{
+		{"STATUS", "succeeded"}, {"EXIT", "0  "}, {"DURATION", "[0-9.]+m?s"},
+	} {
+		want := columnAt(lines[0], regexp.MustCompile(col.header))
+		for _, l := range lines[1:] {
+			// The cell is the first match after NODE's column: skip the time and key.
+			if got := columnAt(l[strings.Index(l, "wide"):], regexp.MustCompile(col.cell)) + tty.Width(l[:strings.Index(l, "wide")]); got != want {
+				t.Errorf("%s of %q at column %d, header at %d:\n%s", col.header, l, got, want, out)
+			}
+		}
+	}
+
+	// status: a lock held by a run on a node with a wide name.
+	job := c.command("run", "--backend", "local", "-k", "wide", "--node", "東京大阪", "--", "sleep", "30")
+	if err := job.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { job.Process.Kill(); job.Wait() }()
+	var status string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, status, _ = c.run("status", "--backend", "local")
+		if strings.Contains(status, "東京大阪") || time.Now().After(deadline) {
+			break
+		}
+	}
+	lines = strings.Split(strings.TrimRight(status, "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("status:\n%s", status)
+	}
+	for _, col := range []struct{ header, cell string }{{"PID", `\b[0-9]+\b`}, {"SINCE", `[0-9]{4}-[0-9]{2}-`}} {
+		want := columnAt(lines[1], regexp.MustCompile(col.header))
+		row := lines[2]
+		after := strings.Index(row, "東京大阪") + len("東京大阪")
+		if got := tty.Width(row[:after]) + columnAt(row[after:], regexp.MustCompile(col.cell)); got != want {
+			t.Errorf("status %s at column %d, header at %d:\n%s", col.header, got, want, status)
+		}
+	}
+}

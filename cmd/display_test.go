@@ -1,11 +1,13 @@
 package cmd
 
 import (
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"cronlock/history"
 	"cronlock/tty"
 )
 
@@ -73,6 +75,37 @@ func TestTablesAlignByDisplayWidth(t *testing.T) {
 		after := strings.Index(row, "東京大阪") + len("東京大阪")
 		if got := tty.Width(row[:after]) + columnAt(row[after:], regexp.MustCompile(col.cell)); got != want {
 			t.Errorf("status %s at column %d, header at %d:\n%s", col.header, got, want, status)
+		}
+	}
+}
+
+// TestJSONDurationsRoundAsTablesDo: a run of 12.6ms is 13ms in the table and must be
+// duration_ms 13 in --json, not 12 (JSON truncated, tables rounded); the same in
+// history stats, and history show.
+func TestJSONDurationsRoundAsTablesDo(t *testing.T) {
+	c := newCLI(t, "")
+	s, err := history.Open(filepath.Join(c.dir, "history.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now().Add(-time.Minute)
+	if err := s.Insert(&history.Run{Key: "round", Node: "clinode", Status: history.StatusSucceeded, ExitCode: new(int),
+		Command: []string{"true"}, StartedAt: started, FinishedAt: started.Add(12600 * time.Microsecond)}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for _, check := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"history", "--key", "round"}, " 13ms "},
+		{[]string{"history", "--key", "round", "--json"}, `"duration_ms":13,`},
+		{[]string{"history", "stats", "--key", "round"}, " 13ms "},
+		{[]string{"history", "stats", "--key", "round", "--json"}, `"p50_ms":13,"p95_ms":13,"max_ms":13,`},
+	} {
+		code, out, errs := c.run(check.args...)
+		if code != 0 || !strings.Contains(out, check.want) {
+			t.Errorf("cronlock %s: exit %d, want %q in:\n%s%s", strings.Join(check.args, " "), code, check.want, out, errs)
 		}
 	}
 }

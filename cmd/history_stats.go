@@ -159,7 +159,7 @@ func newStatsJSON(k history.KeyStats) statsJSON {
 		j.SuccessRate = &r
 	}
 	if k.Timed > 0 {
-		ms := func(d time.Duration) *int64 { v := d.Milliseconds(); return &v }
+		ms := func(d time.Duration) *int64 { v := history.Millis(d); return &v }
 		j.P50MS, j.P95MS, j.MaxMS = ms(k.P50), ms(k.P95), ms(k.Max)
 	}
 	when := func(t time.Time) *string {

@@ -1,8 +1,10 @@
 package cmd
 
 import (
+	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,6 +108,54 @@ func TestJSONDurationsRoundAsTablesDo(t *testing.T) {
 		code, out, errs := c.run(check.args...)
 		if code != 0 || !strings.Contains(out, check.want) {
 			t.Errorf("cronlock %s: exit %d, want %q in:\n%s%s", strings.Join(check.args, " "), code, check.want, out, errs)
+		}
+	}
+}
+
+// TestHistoryFooterSaysOlderRunsExist: the default view shows the newest 20 runs; when
+// more match, a line on stderr says how many and how to see them, so a reader does not
+// take 20 rows for the whole history. Not with --json (scripts), nor when all are shown.
+func TestHistoryFooterSaysOlderRunsExist(t *testing.T) {
+	c := newCLI(t, "")
+	s, err := history.Open(filepath.Join(c.dir, "history.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now().Add(-time.Hour)
+	for i := range 23 {
+		key := "many"
+		if i >= 21 {
+			key = "other"
+		}
+		at := started.Add(time.Duration(i) * time.Second)
+		if err := s.Insert(&history.Run{Key: key, Node: "clinode", Status: history.StatusSucceeded, ExitCode: new(int),
+			Command: []string{"true"}, StartedAt: at, FinishedAt: at.Add(time.Millisecond)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	const footer = "cronlock: %d of %d runs shown, the newest; --limit 0 shows all, --limit N the newest N\n"
+	for _, check := range []struct {
+		args   []string
+		rows   int
+		stderr string
+	}{
+		{[]string{"history"}, 20, fmt.Sprintf(footer, 20, 23)},
+		{[]string{"history", "--key", "many"}, 20, fmt.Sprintf(footer, 20, 21)},
+		{[]string{"history", "--key", "many", "-n", "5"}, 5, fmt.Sprintf(footer, 5, 21)},
+		{[]string{"history", "--key", "other"}, 2, ""},
+		{[]string{"history", "-n", "23"}, 23, ""},
+		{[]string{"history", "-n", "0"}, 23, ""},
+		{[]string{"history", "--json"}, 20, ""},
+	} {
+		code, out, errs := c.run(check.args...)
+		rows := strings.Count(out, "\n")
+		if !slices.Contains(check.args, "--json") {
+			rows-- // the header
+		}
+		if code != 0 || rows != check.rows || errs != check.stderr {
+			t.Errorf("cronlock %s: exit %d, %d rows, stderr %q; want 0, %d rows, stderr %q",
+				strings.Join(check.args, " "), code, rows, errs, check.rows, check.stderr)
 		}
 	}
 }

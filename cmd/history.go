@@ -151,7 +151,19 @@ func historyRun(o *historyOptions) error {
 	if o.JSON {
 		return writeHistoryJSON(o.Stdout, runs)
 	}
-	return writeHistoryTable(o, runs)
+	if err := writeHistoryTable(o, runs); err != nil {
+		return err
+	}
+	// The default view is the newest 20: say when there are older ones, or a reader
+	// takes the table for the whole history. On stderr, so that a script reading the
+	// table gets rows only; the count is paid only when the limit was reached.
+	if o.Limit > 0 && len(runs) == o.Limit {
+		total, err := s.Count(history.Filter{Key: o.Key, Status: o.Status, Node: o.Node, Since: o.Since, Until: o.Until})
+		if err == nil && total > len(runs) {
+			fmt.Fprintf(o.Stderr, "cronlock: %d of %d runs shown, the newest; --limit 0 shows all, --limit N the newest N\n", len(runs), total)
+		}
+	}
+	return nil
 }
 
 // noRuns says there is nothing to list: on stdout for people, on stderr with --json so

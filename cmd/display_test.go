@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -156,6 +158,22 @@ func TestHistoryFooterSaysOlderRunsExist(t *testing.T) {
 		if code != 0 || rows != check.rows || errs != check.stderr {
 			t.Errorf("cronlock %s: exit %d, %d rows, stderr %q; want 0, %d rows, stderr %q",
 				strings.Join(check.args, " "), code, rows, errs, check.rows, check.stderr)
+		}
+	}
+}
+
+// TestReadmeSpeaksOfTheProjectOnly: the README is the user's whole documentation; it
+// must not send readers to a document the repository does not have (a "SPEC", its §
+// numbers, "the contract") instead of saying what it says.
+func TestReadmeSpeaksOfTheProjectOnly(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{`\bSPEC\b`, `§`, `(?i)\bthe contract\b`, `(?i)\bthe spec(ification)?\b`} {
+		if loc := regexp.MustCompile(re).FindIndex(b); loc != nil {
+			line := bytes.Count(b[:loc[0]], []byte("\n")) + 1
+			t.Errorf("README.md line %d cites %q, which is not in the repository: say what it says instead", line, b[loc[0]:loc[1]])
 		}
 	}
 }

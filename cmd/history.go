@@ -50,7 +50,9 @@ func newHistoryCmd(stdout, stderr io.Writer) *cobra.Command {
 
 The table shows local times with their zone (--utc for UTC); --json prints one JSON object
 per line with id, key, node, pid, command, status, exit_code, signal, started_at,
-finished_at (RFC 3339, UTC), duration_ms, error, holder, fencing_token and backend.
+finished_at (RFC 3339, UTC), duration_ms, error, holder, fencing_token, backend and
+attempt (how many times the run asked for the lock). The newest 20 runs are shown unless
+--limit says otherwise; when more match, a line on stderr says how many.
 
 --since and --until select runs by start time (--since inclusive, --until exclusive); each
 takes a duration ago (36h, 90m, 7d, 1d12h) or a time (2025-06-01, 2025-06-01 15:04,

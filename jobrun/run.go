@@ -191,9 +191,19 @@ func (r *runner) run() int {
 	// through at once): the release is what a waiting host is held up by, and a failed
 	// release changes neither status nor exit code.
 	r.queueFinish()
-	if err := <-released; err != nil && !errors.Is(err, lockrun.ErrLockLost) {
+	// "released" only for a lock that was still this run's: after a loss, another run
+	// may hold the key, and -v must not suggest this run freed it.
+	switch err := <-released; {
+	case errors.Is(err, lockrun.ErrLockLost) && res.LossErr != nil:
+		r.verbosef("did not release %s: it was lost during the run, and is no longer this run's", o.Key)
+	case errors.Is(err, lockrun.ErrLockLost):
+		r.verbosef("did not release %s: it was no longer this run's lock (%v)", o.Key, err)
+	case err != nil:
 		r.infof("releasing %s failed: %v (a Redis lock expires by itself after --ttl %v)", o.Key, err, o.TTL)
-	} else {
+	case res.LossErr != nil:
+		// The local backend's lease still closes its descriptor of the replaced file.
+		r.verbosef("did not release %s: it was lost during the run; dropped what this run still held of it", o.Key)
+	default:
 		r.verbosef("released %s", o.Key)
 	}
 	r.rec.wait()

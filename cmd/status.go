@@ -51,15 +51,15 @@ func newStatusCmd(stdout, stderr io.Writer) *cobra.Command {
 
 // lockStatus is one held lock as status prints it.
 type lockStatus struct {
-	Key          string    `json:"key"`
-	Backend      string    `json:"backend"`
-	Node         string    `json:"node"`
-	PID          int       `json:"pid"`
-	RunID        string    `json:"run_id"`
-	Since        time.Time `json:"since"`
-	HeldMS       int64     `json:"held_ms"`
-	FencingToken uint64    `json:"fencing_token"`
-	TTLLeftMS    int64     `json:"ttl_left_ms,omitempty"`
+	Key          string     `json:"key"`
+	Backend      string     `json:"backend"`
+	Node         string     `json:"node"`
+	PID          int        `json:"pid"`
+	RunID        string     `json:"run_id"`
+	Since        *time.Time `json:"since"`   // null when unknown (a value cronlock did not write)
+	HeldMS       *int64     `json:"held_ms"` // null with since
+	FencingToken uint64     `json:"fencing_token"`
+	TTLLeftMS    int64      `json:"ttl_left_ms,omitempty"`
 }
 
 func statusRun(o *statusOptions) error {
@@ -91,9 +91,15 @@ func statusRun(o *statusOptions) error {
 	rows := make([]lockStatus, 0, len(keys))
 	for _, k := range keys {
 		h := held[k]
-		rows = append(rows, lockStatus{Key: k, Backend: locker.Describe(), Node: h.Node, PID: h.PID,
-			RunID: h.RunID, Since: h.Since.UTC(), HeldMS: now.Sub(h.Since).Milliseconds(),
-			FencingToken: h.FencingToken, TTLLeftMS: h.TTLLeft.Milliseconds()})
+		r := lockStatus{Key: k, Backend: locker.Describe(), Node: h.Node, PID: h.PID,
+			RunID: h.RunID, FencingToken: h.FencingToken, TTLLeftMS: h.TTLLeft.Milliseconds()}
+		// A lock value cronlock did not write (a SET by hand) has no acquisition time:
+		// unknown, not 0001-01-01 held for 292 years.
+		if !h.Since.IsZero() {
+			since, ms := h.Since.UTC(), now.Sub(h.Since).Milliseconds()
+			r.Since, r.HeldMS = &since, &ms
+		}
+		rows = append(rows, r)
 	}
 	if o.JSON {
 		for _, r := range rows {
@@ -120,9 +126,24 @@ func statusRun(o *statusOptions) error {
 	fmt.Fprintf(o.Stdout, "locks held on %s:\n", locker.Describe())
 	table := [][]string{{"KEY", "NODE", "PID", "RUN", "SINCE", "HELD", "FENCING TOKEN"}}
 	for _, r := range rows {
-		table = append(table, []string{tty.Escape(r.Key), tty.Escape(r.Node), strconv.Itoa(r.PID), tty.Escape(r.RunID),
-			r.Since.Local().Format("2006-01-02 15:04:05 MST"), (time.Duration(r.HeldMS) * time.Millisecond).String(),
-			strconv.FormatUint(r.FencingToken, 10)})
+		node, pid, run, since, heldFor, token := "-", "-", "-", "-", "-", "-"
+		if r.Node != "" {
+			node = tty.Escape(r.Node)
+		}
+		if r.PID > 0 {
+			pid = strconv.Itoa(r.PID)
+		}
+		if r.RunID != "" {
+			run = tty.Escape(r.RunID)
+		}
+		if r.Since != nil {
+			since = r.Since.Local().Format("2006-01-02 15:04:05 MST")
+			heldFor = (time.Duration(*r.HeldMS) * time.Millisecond).String()
+		}
+		if r.FencingToken > 0 {
+			token = strconv.FormatUint(r.FencingToken, 10)
+		}
+		table = append(table, []string{tty.Escape(r.Key), node, pid, run, since, heldFor, token})
 	}
 	_, err = io.WriteString(o.Stdout, alignColumns(table))
 	return err

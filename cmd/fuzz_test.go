@@ -40,7 +40,8 @@ func printable(s string, newlines bool) bool {
 func FuzzParseDuration(f *testing.F) {
 	for _, s := range []string{"90s", "30m", "1h30m", "0", " 60s ", "1.5h", "-1s", "-0", "+5s", "1", "",
 		"s", "1e3s", "9223372036854775807ns", "9223372036854775808ns", "2562047h47m16.854775807s",
-		"2562048h", "1µs", "1us", ".5s", "5.s", "\x1b[2J", "1s\x00", "1h\n", "0x10s", "∞"} {
+		"2562048h", "1µs", "1us", ".5s", "5.s", "\x1b[2J", "1s\x00", "1h\n", "0x10s", "∞",
+		"2d", "1d12h", "-1d", "0d", "36500d", "1.5d", "d"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/fatih/color"
 	"github.com/mattn/go-isatty"
@@ -53,7 +52,9 @@ func newHistoryCmd(stdout, stderr io.Writer) *cobra.Command {
 
 The table shows local times with their zone (--utc for UTC); --json prints one JSON object
 per line with id, key, node, pid, command, status, exit_code, signal, started_at,
-finished_at (RFC 3339, UTC), duration_ms, error, holder, fencing_token, backend and exit.
+finished_at (RFC 3339, UTC), duration_ms, error, holder, fencing_token, backend, exit and
+attempt (how many times the run asked for the lock). The newest 20 runs are shown unless
+--limit says otherwise; when more match, a line on stderr says how many.
 
 EXIT (exit in JSON) is the code cronlock returned, what cron saw: the job's own, 124 for
 a timeout, 127 for a missing command, the conflict code for a skip. exit_code is the
@@ -62,7 +63,7 @@ job's own code, null when it died of a signal or never started.
 --since and --until select runs by start time (--since inclusive, --until exclusive); each
 takes a duration ago (36h, 90m, 7d, 1d12h) or a time (2025-06-01, 2025-06-01 15:04,
 2025-06-01T15:04:05, RFC 3339), in local time or UTC with --utc.`,
-		Args: cobra.NoArgs,
+		Args: subcommandArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			s, path, err := historySettings(c, &flagPath)
 			if err != nil {
@@ -164,7 +165,19 @@ func historyRun(o *historyOptions) error {
 	if o.JSON {
 		return writeHistoryJSON(o.Stdout, runs)
 	}
-	return writeHistoryTable(o, runs)
+	if err := writeHistoryTable(o, runs); err != nil {
+		return err
+	}
+	// The default view is the newest 20: say when there are older ones, or a reader
+	// takes the table for the whole history. On stderr, so that a script reading the
+	// table gets rows only; the count is paid only when the limit was reached.
+	if o.Limit > 0 && len(runs) == o.Limit {
+		total, err := s.Count(history.Filter{Key: o.Key, Status: o.Status, Node: o.Node, Since: o.Since, Until: o.Until})
+		if err == nil && total > len(runs) {
+			fmt.Fprintf(o.Stderr, "cronlock: %d of %d runs shown, the newest; --limit 0 shows all, --limit N the newest N\n", len(runs), total)
+		}
+	}
+	return nil
 }
 
 // noRuns says there is nothing to list: on stdout for people, on stderr with --json so
@@ -236,7 +249,7 @@ func writeHistoryTable(o *historyOptions, runs []history.Run) error {
 	widths := make([]int, len(header))
 	for _, row := range rows {
 		for i, cell := range row {
-			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
+			widths[i] = max(widths[i], tty.Width(cell))
 		}
 	}
 	var b, line strings.Builder
@@ -245,7 +258,7 @@ func writeHistoryTable(o *historyOptions, runs []history.Run) error {
 			last := i == len(row)-1
 			pad := ""
 			if !last {
-				pad = strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell)+2)
+				pad = strings.Repeat(" ", widths[i]-tty.Width(cell)+2)
 			}
 			if i == statusCol && n > 0 && o.Color {
 				if attr, ok := statusColors[runs[n-1].Status]; ok {

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/fatih/color"
 	"github.com/spf13/cobra"
@@ -163,7 +162,7 @@ func newStatsJSON(k history.KeyStats) statsJSON {
 		j.SuccessRate = &r
 	}
 	if k.Timed > 0 {
-		ms := func(d time.Duration) *int64 { v := d.Milliseconds(); return &v }
+		ms := func(d time.Duration) *int64 { v := history.Millis(d); return &v }
 		j.P50MS, j.P95MS, j.MaxMS = ms(k.P50), ms(k.P95), ms(k.Max)
 	}
 	when := func(t time.Time) *string {
@@ -234,7 +233,7 @@ func writeStatsTable(o *historyStatsOptions, stats []history.KeyStats) error {
 	widths := make([]int, len(header))
 	for _, row := range rows {
 		for i, cell := range row {
-			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
+			widths[i] = max(widths[i], tty.Width(cell))
 		}
 	}
 	var b strings.Builder
@@ -248,7 +247,7 @@ func writeStatsTable(o *historyStatsOptions, stats []history.KeyStats) error {
 				line.WriteString(cell)
 				continue
 			}
-			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell))
+			pad := strings.Repeat(" ", widths[i]-tty.Width(cell))
 			if right[i] {
 				line.WriteString(pad + cell)
 			} else {

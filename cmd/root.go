@@ -117,6 +117,7 @@ func commandName(root *cobra.Command, args []string) string {
 }
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	var showVersion bool
 	root := &cobra.Command{
 		Use:   "cronlock",
 		Short: "Run cron jobs under a fleet-wide lock, with a history of every run",
@@ -130,9 +131,22 @@ file lock (one machine); every run is recorded in a local SQLite history.
 		PersistentPreRunE: func(c *cobra.Command, args []string) error {
 			return resolveLogFormat(c)
 		},
+		// Runnable so that Args is checked: an unknown command is a usage error with a
+		// suggestion on one line, and --version has somewhere to be answered.
+		Args: subcommandArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if showVersion {
+				_, err := fmt.Fprintln(stdout, versionString())
+				return err
+			}
+			return c.Help()
+		},
 	}
 	var logFormat string
 	addLogFormatFlag(root, &logFormat)
+	// Not cobra's Version field: that would read the build info in every process, and
+	// add -v, which is --verbose under run.
+	root.Flags().BoolVar(&showVersion, "version", false, "print cronlock's version (as cronlock version)")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{err} })
@@ -144,5 +158,6 @@ file lock (one machine); every run is recorded in a local SQLite history.
 		newVersionCmd(stdout),
 	)
 	root.CompletionOptions.HiddenDefaultCmd = false
+	setUpCompletion(root)
 	return root
 }

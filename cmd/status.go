@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"text/tabwriter"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -54,15 +55,15 @@ func newStatusCmd(stdout, stderr io.Writer) *cobra.Command {
 
 // lockStatus is one held lock as status prints it.
 type lockStatus struct {
-	Key          string    `json:"key"`
-	Backend      string    `json:"backend"`
-	Node         string    `json:"node"`
-	PID          int       `json:"pid"`
-	RunID        string    `json:"run_id"`
-	Since        time.Time `json:"since"`
-	HeldMS       int64     `json:"held_ms"`
-	FencingToken uint64    `json:"fencing_token"`
-	TTLLeftMS    int64     `json:"ttl_left_ms,omitempty"`
+	Key          string     `json:"key"`
+	Backend      string     `json:"backend"`
+	Node         string     `json:"node"`
+	PID          int        `json:"pid"`
+	RunID        string     `json:"run_id"`
+	Since        *time.Time `json:"since"`   // null when unknown (a value cronlock did not write)
+	HeldMS       *int64     `json:"held_ms"` // null with since
+	FencingToken uint64     `json:"fencing_token"`
+	TTLLeftMS    int64      `json:"ttl_left_ms,omitempty"`
 }
 
 func statusRun(o *statusOptions) error {
@@ -104,9 +105,15 @@ func statusRun(o *statusOptions) error {
 	rows := make([]lockStatus, 0, len(keys))
 	for _, k := range keys {
 		h := held[k]
-		rows = append(rows, lockStatus{Key: k, Backend: locker.Describe(), Node: h.Node, PID: h.PID,
-			RunID: h.RunID, Since: h.Since.UTC(), HeldMS: now.Sub(h.Since).Milliseconds(),
-			FencingToken: h.FencingToken, TTLLeftMS: h.TTLLeft.Milliseconds()})
+		r := lockStatus{Key: k, Backend: locker.Describe(), Node: h.Node, PID: h.PID,
+			RunID: h.RunID, FencingToken: h.FencingToken, TTLLeftMS: h.TTLLeft.Milliseconds()}
+		// A lock value cronlock did not write (a SET by hand) has no acquisition time:
+		// unknown, not 0001-01-01 held for 292 years.
+		if !h.Since.IsZero() {
+			since, ms := h.Since.UTC(), now.Sub(h.Since).Milliseconds()
+			r.Since, r.HeldMS = &since, &ms
+		}
+		rows = append(rows, r)
 	}
 	if o.JSON {
 		for _, r := range rows {
@@ -131,11 +138,55 @@ func statusRun(o *statusOptions) error {
 		return err
 	}
 	fmt.Fprintf(o.Stdout, "locks held on %s:\n", locker.Describe())
-	tw := tabwriter.NewWriter(o.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tNODE\tPID\tRUN\tSINCE\tHELD\tFENCING TOKEN")
+	table := [][]string{{"KEY", "NODE", "PID", "RUN", "SINCE", "HELD", "FENCING TOKEN"}}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%v\t%d\n", tty.Escape(r.Key), tty.Escape(r.Node), r.PID, tty.Escape(r.RunID),
-			r.Since.Local().Format("2006-01-02 15:04:05 MST"), time.Duration(r.HeldMS)*time.Millisecond, r.FencingToken)
+		node, pid, run, since, heldFor, token := "-", "-", "-", "-", "-", "-"
+		if r.Node != "" {
+			node = tty.Escape(r.Node)
+		}
+		if r.PID > 0 {
+			pid = strconv.Itoa(r.PID)
+		}
+		if r.RunID != "" {
+			run = tty.Escape(r.RunID)
+		}
+		if r.Since != nil {
+			since = r.Since.Local().Format("2006-01-02 15:04:05 MST")
+			heldFor = (time.Duration(*r.HeldMS) * time.Millisecond).String()
+		}
+		if r.FencingToken > 0 {
+			token = strconv.FormatUint(r.FencingToken, 10)
+		}
+		table = append(table, []string{tty.Escape(r.Key), node, pid, run, since, heldFor, token})
 	}
-	return tw.Flush()
+	_, err = io.WriteString(o.Stdout, alignColumns(table))
+	return err
+}
+
+// alignColumns lays rows out in columns two blanks apart, by display width
+// (tty.Width): text/tabwriter counts characters, so a node named 東京 pushed the
+// columns after it out of line.
+func alignColumns(rows [][]string) string {
+	var widths []int
+	for _, row := range rows {
+		for i, cell := range row {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], tty.Width(cell))
+		}
+	}
+	var b strings.Builder
+	for _, row := range rows {
+		var line strings.Builder
+		for i, cell := range row {
+			if i < len(row)-1 {
+				cell = tty.Pad(cell, widths[i]+2)
+			}
+			line.WriteString(cell)
+		}
+		b.WriteString(strings.TrimRight(line.String(), " "))
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

@@ -15,7 +15,8 @@ import (
 // The time and age values of the command line and the settings: --since and --until of
 // history and history stats (parseSinceUntil), --older-than of history prune (ageValue),
 // CRONLOCK_HISTORY_RETENTION (parseRetention), and the plain durations of --ttl, --wait,
-// --timeout, --grace, --min-hold, --stale-after and --redis-timeout (durationValue).
+// --timeout, --grace, --min-hold, --stale-after and --redis-timeout (durationValue) and
+// their settings. Every one of them takes Go syntax with an optional leading day part.
 
 // durationValue is a time.Duration flag whose errors say what a duration looks like.
 type durationValue struct {
@@ -37,16 +38,20 @@ func (v durationValue) Set(s string) error {
 	return nil
 }
 
-// parseDuration accepts Go durations ("90s", "1h30m") and a bare "0".
+// parseDuration accepts Go durations ("90s", "1h30m"), a bare "0", and a leading day
+// part ("2d", "1d12h"), as every duration of the command line and the settings does: a
+// --timeout of a day should not have to be written 24h when --since takes 1d.
 func parseDuration(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration; write it like 90s, 30m or 1h30m", s)
+	v := strings.TrimSpace(s)
+	if d, ok := parseAgo(v); ok {
+		return d, nil
 	}
-	if d < 0 {
-		return 0, fmt.Errorf("%q is negative", s)
+	if rest, ok := strings.CutPrefix(v, "-"); ok {
+		if _, ok := parseAgo(rest); ok {
+			return 0, fmt.Errorf("%q is negative", s)
+		}
 	}
-	return d, nil
+	return 0, fmt.Errorf("%q is not a duration; write it like 90s, 30m, 1h30m, 2d or 1d12h", s)
 }
 
 // whenForms is what --since and --until accept, for the error message.

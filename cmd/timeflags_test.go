@@ -29,14 +29,25 @@ func TestParseDuration(t *testing.T) {
 		{"0s", 0, ""},
 		{"2562047h47m16.854775807s", math.MaxInt64, ""},
 		{"-1s", 0, `"-1s" is negative`},
-		{"90", 0, `"90" is not a duration; write it like 90s, 30m or 1h30m`},
+		{"90", 0, `"90" is not a duration; write it like 90s, 30m, 1h30m, 2d or 1d12h`},
 		{"banana", 0, "not a duration"},
 		{"", 0, "not a duration"},
 		{"2562048h", 0, "not a duration"},
-		// Unlike --since, --older-than and CRONLOCK_HISTORY_RETENTION, these flags take Go
-		// syntax only: no day part (README, "Configuration").
-		{"2d", 0, `"2d" is not a duration`},
-		{"1d12h", 0, "not a duration"},
+		// Every duration takes days too, as --since does.
+		{"2d", 48 * time.Hour, ""},
+		{"1d12h", 36 * time.Hour, ""},
+		{" 1d ", 24 * time.Hour, ""},
+		{"0d", 0, ""},
+		{"7d30m15s", 7*24*time.Hour + 30*time.Minute + 15*time.Second, ""},
+		{"36500d", 36500 * 24 * time.Hour, ""},
+		{"-1d", 0, `"-1d" is negative`},
+		{"-1d12h", 0, "negative"},
+		{"1.5d", 0, "not a duration"},
+		{"1h2d", 0, "not a duration"},
+		{"2 d", 0, "not a duration"},
+		{"1w", 0, "not a duration"},
+		{"36501d", 0, "not a duration"},
+		{"36500d2562047h", 0, "not a duration"},
 	} {
 		got, err := parseDuration(c.in)
 		if c.err == "" && (err != nil || got != c.want) {
@@ -62,6 +73,8 @@ func TestDurationValue(t *testing.T) {
 		{"0s", true, 0, "must be more than 0"},
 		{"-5s", false, 0, "negative"},
 		{"soon", true, 0, "not a duration"},
+		{"1d", true, 24 * time.Hour, ""},
+		{"0d", true, 0, "must be more than 0"},
 	} {
 		d := 7 * time.Second // what a failed Set must leave alone
 		err := durationValue{d: &d, positive: c.positive}.Set(c.in)

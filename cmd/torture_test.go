@@ -3,7 +3,7 @@ package cmd
 // TestTorture is a fault-injection test with a referee: simulated hosts loop `cronlock
 // run` on a few shared keys while a nemesis breaks Redis, the network and the cronlock
 // processes themselves, and a referee checks afterwards that no two jobs ran at once on a
-// key (except where the contract says only the fencing token protects), that fencing
+// key (except where the README's guarantees say only the fencing token protects), that fencing
 // tokens rose, that no job process outlived its cronlock, that every run has a history row
 // whose status matches its exit code, and that no cronlock hung.
 //

@@ -63,7 +63,15 @@ func unlockRun(o *unlockOptions) error {
 		_, err = fmt.Fprintf(o.Stdout, "%s was not held on %s; nothing removed\n", o.Key, locker.Describe())
 		return err
 	}
-	_, err = fmt.Fprintf(o.Stdout, "removed %s from %s: it was held by %s since %s (fencing token %d)\n",
-		o.Key, locker.Describe(), tty.Escape(h.String()), h.Since.Local().Format(time.RFC3339), h.FencingToken)
+	// A value cronlock did not write has neither time nor token: say nothing of them.
+	since, token := "", ""
+	if !h.Since.IsZero() {
+		since = " since " + h.Since.Local().Format(time.RFC3339)
+	}
+	if h.FencingToken > 0 {
+		token = fmt.Sprintf(" (fencing token %d)", h.FencingToken)
+	}
+	_, err = fmt.Fprintf(o.Stdout, "removed %s from %s: it was held by %s%s%s\n",
+		o.Key, locker.Describe(), tty.Escape(h.String()), since, token)
 	return err
 }

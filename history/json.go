@@ -50,7 +50,7 @@ func (r Run) MarshalJSON() ([]byte, error) {
 	if !r.FinishedAt.IsZero() {
 		fin := r.FinishedAt.UTC().Format(time.RFC3339Nano)
 		j.FinishedAt = &fin
-		ms := r.Duration().Milliseconds()
+		ms := Millis(r.Duration())
 		j.DurationMS = &ms
 	}
 	// Commands are full of & < >: keep them readable rather than \u0026.
@@ -97,3 +97,7 @@ func EscapeControls(b []byte) []byte {
 	}
 	return out
 }
+
+// Millis is d in whole milliseconds, rounded to the nearest as the tables round it: a
+// 12.6ms run is 13ms in the table and must not be 12 in --json.
+func Millis(d time.Duration) int64 { return d.Round(time.Millisecond).Milliseconds() }

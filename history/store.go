@@ -233,27 +233,8 @@ func (s *Store) upsert(r *Run) error {
 // List returns the runs that match f, newest first (by start time, then by insertion
 // order). Output is not loaded; use Get for that.
 func (s *Store) List(f Filter) ([]Run, error) {
-	var where []string
-	var args []any
-	if f.Key != "" {
-		where, args = append(where, "key = ?"), append(args, f.Key)
-	}
-	if f.Status != "" {
-		where, args = append(where, "status = ?"), append(args, f.Status)
-	}
-	if f.Node != "" {
-		where, args = append(where, "node = ?"), append(args, f.Node)
-	}
-	if !f.Since.IsZero() {
-		where, args = append(where, "started_at >= ?"), append(args, f.Since.UnixNano())
-	}
-	if !f.Until.IsZero() {
-		where, args = append(where, "started_at < ?"), append(args, f.Until.UnixNano())
-	}
-	q := `SELECT ` + s.selectColumns() + ` FROM runs`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
+	where, args := f.where()
+	q := `SELECT ` + s.selectColumns() + ` FROM runs` + where
 	limit := f.Limit
 	if limit <= 0 {
 		limit = -1
@@ -278,6 +259,42 @@ func (s *Store) List(f Filter) ([]Run, error) {
 		return nil, describe(s.path, fmt.Errorf("list runs: %w", err))
 	}
 	return out, nil
+}
+
+// Count returns how many runs match f, whatever its Limit: how many a limited List
+// left out.
+func (s *Store) Count(f Filter) (int, error) {
+	where, args := f.where()
+	var n int
+	if err := s.db.QueryRow(`SELECT count(*) FROM runs`+where, args...).Scan(&n); err != nil {
+		return 0, describe(s.path, fmt.Errorf("count runs: %w", err))
+	}
+	return n, nil
+}
+
+// where is the WHERE clause of f ("" for none) and its arguments; Limit is not in it.
+func (f Filter) where() (string, []any) {
+	var where []string
+	var args []any
+	if f.Key != "" {
+		where, args = append(where, "key = ?"), append(args, f.Key)
+	}
+	if f.Status != "" {
+		where, args = append(where, "status = ?"), append(args, f.Status)
+	}
+	if f.Node != "" {
+		where, args = append(where, "node = ?"), append(args, f.Node)
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, "started_at >= ?"), append(args, f.Since.UnixNano())
+	}
+	if !f.Until.IsZero() {
+		where, args = append(where, "started_at < ?"), append(args, f.Until.UnixNano())
+	}
+	if len(where) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(where, " AND "), args
 }
 
 // Get returns one run with its output tail, or ErrNotFound.

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -191,9 +192,19 @@ func (r *runner) run() int {
 	// through at once): the release is what a waiting host is held up by, and a failed
 	// release changes neither status nor exit code.
 	r.queueFinish()
-	if err := <-released; err != nil && !errors.Is(err, lockrun.ErrLockLost) {
+	// "released" only for a lock that was still this run's: after a loss, another run
+	// may hold the key, and -v must not suggest this run freed it.
+	switch err := <-released; {
+	case errors.Is(err, lockrun.ErrLockLost) && res.LossErr != nil:
+		r.verbosef("did not release %s: it was lost during the run, and is no longer this run's", o.Key)
+	case errors.Is(err, lockrun.ErrLockLost):
+		r.verbosef("did not release %s: it was no longer this run's lock (%v)", o.Key, err)
+	case err != nil:
 		r.infof("releasing %s failed: %v (a Redis lock expires by itself after --ttl %v)", o.Key, err, o.TTL)
-	} else {
+	case res.LossErr != nil:
+		// The local backend's lease still closes its descriptor of the replaced file.
+		r.verbosef("did not release %s: it was lost during the run; dropped what this run still held of it", o.Key)
+	default:
 		r.verbosef("released %s", o.Key)
 	}
 	r.rec.wait()
@@ -283,18 +294,41 @@ func (r *runner) reportSkip(held *lockrun.HeldError) {
 	o := r.o
 	h := held.Holder
 	if h != nil && o.StaleAfter > 0 && !h.Since.IsZero() && time.Since(h.Since) > o.StaleAfter {
-		age := time.Since(h.Since).Round(time.Second)
-		if age > time.Hour {
-			age = age.Round(time.Minute)
-		}
-		r.errorf("%s held by %s (pid %d, run %s) for %v, longer than --stale-after %v: is that job hung? See cronlock status --key %s",
-			o.Key, tty.Escape(h.Node), h.PID, tty.Escape(h.RunID), age, o.StaleAfter, o.Key)
+		r.errorf("%s held by %s (pid %d, run %s) for %s, longer than --stale-after %s: is that job hung? See cronlock status --key %s",
+			o.Key, tty.Escape(h.Node), h.PID, tty.Escape(h.RunID), heldFor(time.Since(h.Since)), shortDuration(o.StaleAfter), o.Key)
 		return
 	}
 	if o.Verbose || (!o.Quiet && tty.IsTerminal(o.Stderr)) {
 		// The holder's names come from another host: escaped, as on every display.
 		r.say(logline.Verbose, true, "skipped: "+tty.Escape(held.Error()))
 	}
+}
+
+// heldFor writes how long a lock has been held at a precision that fits its size: a
+// short --stale-after (200ms) must not meet "held for 0s", nor a day-old hang
+// "26h0m12.345s".
+func heldFor(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		return shortDuration(d.Round(time.Second))
+	}
+	return shortDuration(d.Round(time.Minute))
+}
+
+// shortDuration is d.String() without the zero units it ends with: 24h, not 24h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // fail records an error row, says msg and returns code.

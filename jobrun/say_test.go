@@ -7,6 +7,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"cronlock/internal/proctest"
 )
@@ -56,5 +57,30 @@ func TestShouldWarn(t *testing.T) {
 	}
 	if note := run.repeatNote(); note != "" {
 		t.Fatalf("on a terminal the warning ends with %q", note)
+	}
+}
+
+func TestHeldFor(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		312*time.Millisecond + 400*time.Microsecond:   "312ms",
+		999 * time.Millisecond:                        "999ms",
+		1149 * time.Millisecond:                       "1.1s",
+		12*time.Second + 340*time.Millisecond:         "12.3s",
+		90*time.Second + 400*time.Millisecond:         "1m30s",
+		5 * time.Minute:                               "5m",
+		26*time.Hour + 12*time.Second:                 "26h",
+		26*time.Hour + 3*time.Minute + 40*time.Second: "26h4m",
+	} {
+		if got := heldFor(d); got != want {
+			t.Errorf("heldFor(%v) = %q, want %q", d, got, want)
+		}
+	}
+	for d, want := range map[time.Duration]string{
+		24 * time.Hour: "24h", 200 * time.Millisecond: "200ms", 90 * time.Minute: "1h30m",
+		time.Minute: "1m", 61 * time.Second: "1m1s", 0: "0s",
+	} {
+		if got := shortDuration(d); got != want {
+			t.Errorf("shortDuration(%v) = %q, want %q", d, got, want)
+		}
 	}
 }

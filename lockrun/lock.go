@@ -48,8 +48,12 @@ type Holder struct {
 	TTLLeft time.Duration `json:"ttl_left_ms"`
 }
 
-// String names the holder for messages and history rows: "node (pid P, run R)".
+// String names the holder for messages and history rows: "node (pid P, run R)", or
+// only what is known of a holder cronlock did not write (no pid 0, no empty run).
 func (h Holder) String() string {
+	if h.PID == 0 && h.RunID == "" {
+		return h.Node
+	}
 	return fmt.Sprintf("%s (pid %d, run %s)", h.Node, h.PID, h.RunID)
 }
 
@@ -62,6 +66,9 @@ type HeldError struct {
 func (e *HeldError) Error() string {
 	if e.Holder == nil {
 		return fmt.Sprintf("%s is held by another run", e.Key)
+	}
+	if e.Holder.Since.IsZero() {
+		return fmt.Sprintf("%s held by %s", e.Key, e.Holder) // not "since 0001-01-01"
 	}
 	return fmt.Sprintf("%s held by %s since %s", e.Key, e.Holder, e.Holder.Since.Format(time.RFC3339))
 }

@@ -44,6 +44,7 @@ need redis-server redis-server
 need flock util-linux
 
 work=$(mktemp -d)
+: >"$work/none.conf" # empty, so that the machine's own config is not read (a missing one is an error)
 redis_pid=
 etcd_pid=
 shm_dir= # output_files' folder on tmpfs
@@ -449,7 +450,6 @@ CGO_ENABLED=0 go build -trimpath -o "$work/benchtools" ./scripts/benchtools
 bin="$work/cronlock"
 bt="$work/benchtools"
 export CRONLOCK_CONFIG="$work/none.conf" CRONLOCK_HISTORY="$work/history.db" CRONLOCK_LOCK_DIR="$work/locks"
-: >"$work/none.conf" # empty, so that the machine's own config is not read (a missing one is an error)
 
 # The hand-written wrapper cronlock replaces: SET NX PX with a random token, run, then a
 # token-checked Lua release.

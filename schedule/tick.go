@@ -114,7 +114,43 @@ func (s *Schedule) segmentAt(sec int64) segment {
 	if !end.IsZero() {
 		seg.end = end.Unix()
 	}
+	if seg.start <= sec && sec < seg.end {
+		return seg
+	}
+	// Past the zone file's last transition Go derives bounds from the zone's rule and, in
+	// a leap year, ends the year a day early (go1.26: ZoneBounds of 2040-12-31T12:00Z in
+	// Europe/London ends at 2040-12-31T00:00Z). Find the bounds from offsets instead.
+	seg.start = s.edge(sec, seg.off, -1)
+	seg.end = s.edge(sec, seg.off, +1) + 1
 	return seg
+}
+
+func (s *Schedule) offsetAt(sec int64) int64 {
+	_, off := time.Unix(sec, 0).In(s.loc).Zone()
+	return int64(off)
+}
+
+// edge returns the last second in direction dir (+1 or -1) from sec that still has the
+// offset off, looking up to about a year: farther bounds are only the rule's year ends.
+func (s *Schedule) edge(sec, off, dir int64) int64 {
+	in, step := sec, int64(3600)
+	for step < 400*86400 && s.offsetAt(in+dir*step) == off {
+		in += dir * step
+		step *= 2
+	}
+	if step >= 400*86400 {
+		return in
+	}
+	out := in + dir*step // has another offset; the edge is between in and out
+	for (out-in)*dir > 1 {
+		mid := in + (out-in)/2
+		if s.offsetAt(mid) == off {
+			in = mid
+		} else {
+			out = mid
+		}
+	}
+	return in
 }
 
 func floorMinute(sec int64) int64 {

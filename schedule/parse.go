@@ -66,16 +66,23 @@ func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
-// descriptors are Debian cron's shorthands, as the five fields they stand for. Debian
-// sets HR_STAR for @hourly, so @hourly is a wildcard expression for daylight saving.
-var descriptors = map[string]string{
-	"@yearly":   "0 0 1 1 *",
-	"@annually": "0 0 1 1 *",
-	"@monthly":  "0 0 1 * *",
-	"@weekly":   "0 0 * * 0",
-	"@daily":    "0 0 * * *",
-	"@midnight": "0 0 * * *",
-	"@hourly":   "0 * * * *",
+// descriptor returns the five fields a Debian cron shorthand stands for. (A switch, not a
+// map: a map would cost every cronlock start a package init.) Debian sets HR_STAR for
+// @hourly, so @hourly is a wildcard expression for daylight saving.
+func descriptor(d string) (string, bool) {
+	switch d {
+	case "@yearly", "@annually":
+		return "0 0 1 1 *", true
+	case "@monthly":
+		return "0 0 1 * *", true
+	case "@weekly":
+		return "0 0 * * 0", true
+	case "@daily", "@midnight":
+		return "0 0 * * *", true
+	case "@hourly":
+		return "0 * * * *", true
+	}
+	return "", false
 }
 
 const fieldHelp = "5 fields (minute hour day-of-month month day-of-week) or @yearly @annually @monthly @weekly @daily @midnight @hourly"
@@ -92,7 +99,7 @@ func parseFields(fields []string) (*Schedule, error) {
 		case d == "@every":
 			return nil, fmt.Errorf("@every is not crontab(5) and has no fixed ticks: write the fields, e.g. */5 * * * *")
 		}
-		five, ok := descriptors[d]
+		five, ok := descriptor(d)
 		if !ok {
 			return nil, fmt.Errorf("unknown descriptor %q: crontab(5) has @yearly @annually @monthly @weekly @daily @midnight @hourly", fields[0])
 		}

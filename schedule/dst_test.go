@@ -143,3 +143,30 @@ func TestPrevDST(t *testing.T) {
 		}
 	}
 }
+
+// TestRuleYears: past a zone file's last transition Go computes offsets from the zone's
+// rule, and go1.26's ZoneBounds ends a leap year a day early there (2040-12-31T00:00Z in
+// Europe/London), which once made Next loop forever.
+func TestRuleYears(t *testing.T) {
+	tests := []struct{ expr, zone, now, prev, next string }{
+		{"*/15 * * * *", "Europe/London", "2040-12-31T00:00:00Z", "2040-12-31T00:00:00Z", "2040-12-31T00:15:00Z"},
+		{"*/15 * * * *", "Europe/London", "2040-12-31T12:07:00Z", "2040-12-31T12:00:00Z", "2040-12-31T12:15:00Z"},
+		{"0 0 * * *", "Europe/London", "2040-12-30T23:59:59Z", "2040-12-30T00:00:00Z", "2040-12-31T00:00:00Z"},
+		{"0 0 1 1 *", "Europe/Berlin", "2040-12-31T12:00:00Z", "2039-12-31T23:00:00Z", "2040-12-31T23:00:00Z"},
+		{"30 2 * * *", "Europe/Berlin", "2044-03-27T12:00:00Z", "2044-03-27T01:00:00Z", "2044-03-28T00:30:00Z"},
+		{"30 2 * * *", "Europe/Berlin", "2044-10-30T01:45:00Z", "2044-10-30T00:30:00Z", "2044-10-31T01:30:00Z"},
+	}
+	for _, tc := range tests {
+		s, err := Parse(tc.expr, tc.zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := mustTime(t, tc.now)
+		if got := s.Prev(now); !got.Equal(mustTime(t, tc.prev)) {
+			t.Errorf("%q in %s: Prev(%s) = %s, want %s", tc.expr, tc.zone, tc.now, got, tc.prev)
+		}
+		if got := s.Next(now); !got.Equal(mustTime(t, tc.next)) {
+			t.Errorf("%q in %s: Next(%s) = %s, want %s", tc.expr, tc.zone, tc.now, got, tc.next)
+		}
+	}
+}

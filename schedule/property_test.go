@@ -169,6 +169,8 @@ func FuzzTick(f *testing.F) {
 			f.Add(e, r.Int64(), uint8(r.Uint32()))
 		}
 	}
+	// The last day of a leap year in Europe/London, where go1.26's ZoneBounds is wrong.
+	f.Add("*/15 * * * *", int64(2240524800-631152000), uint8(7))
 	f.Fuzz(func(t *testing.T, expr string, at int64, zone uint8) {
 		loc := propertyZones[int(zone)%len(propertyZones)]
 		if strings.Contains(strings.ToLower(expr), "cron_tz=") {

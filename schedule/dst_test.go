@@ -94,9 +94,10 @@ func TestDST(t *testing.T) {
 			"10-04 02:30+11:00 10-05 02:15+11:00"},
 		{"01:45 in a half-hour repeat", "45 1 * * *", "Australia/Lord_Howe", "2026-04-04 12:00", "2026-04-06 12:00",
 			"04-05 01:45+11:00 04-06 01:45+10:30"},
-		// Samoa skipped Dec 30, 2011: that day's fixed times tick as the 31st begins.
+		// Samoa skipped Dec 30, 2011: a jump of more than 3 hours is a clock change to
+		// Debian's cron, which then runs nothing of the skipped day.
 		{"a skipped day", "0 12 * * *", "Pacific/Apia", "2011-12-29 00:00", "2011-12-31 23:00",
-			"12-29 12:00-10:00 12-31 00:00+14:00 12-31 12:00+14:00"},
+			"12-29 12:00-10:00 12-31 12:00+14:00"},
 		{"hourly over a skipped day", "0 */8 * * *", "Pacific/Apia", "2011-12-29 15:00", "2011-12-31 09:00",
 			"12-29 16:00-10:00 12-31 00:00+14:00 12-31 08:00+14:00"},
 	}

@@ -123,6 +123,11 @@ func (o *oracle) isTick(t time.Time) bool {
 		if offThen == offNow {
 			return true
 		}
+		// Debian's cron repeats nothing after a jump back of more than 3 h (a minute's
+		// wake-up finding the clock more than 180 minutes back): then it is no repeat.
+		if time.Duration(offThen-offNow)*time.Second-time.Minute > 3*time.Hour {
+			return true
+		}
 		w := wallOf(lt)
 		for u := t.Add(-time.Minute); u.After(t.Add(-6 * time.Hour)); u = u.Add(-time.Minute) {
 			if wallOf(u.In(o.loc)).Equal(w) {
@@ -134,6 +139,9 @@ func (o *oracle) isTick(t time.Time) bool {
 	// A gap ending at t: the wall clock jumped over minutes, any of which matching ticks at t.
 	before := wallOf(t.Add(-time.Minute).In(o.loc))
 	now := wallOf(lt)
+	if now.Sub(before) > 3*time.Hour {
+		return false // a clock change to Debian's cron, not daylight saving: nothing skipped runs
+	}
 	for c := before.Add(time.Minute); c.Before(now); c = c.Add(time.Minute) {
 		if o.matchesTime(c) {
 			return true

@@ -82,15 +82,19 @@ func (s *Schedule) Next(after time.Time) time.Time {
 // zone's offset changed. If the clock went back, the wall-clock times seg repeats were
 // ticks already: wallLo is raised past them. If it went forward, the skipped times
 // [gapLo, gapHi] each tick at seg.start, the first instant after the gap; otherwise the
-// gap is empty (gapHi < gapLo).
+// gap is empty (gapHi < gapLo). Debian's cron takes a jump of more than three hours
+// (cron wakes a minute later and finds the clock more than 180 minutes on, or back) for
+// a clock change, not daylight saving: it runs only what matches the new time, so such
+// a gap has no ticks and such a repeat ticks again.
 func (s *Schedule) fixedRule(seg segment, wallLo int64) (newLo, gapLo, gapHi int64) {
 	prev := s.segmentAt(seg.start - 1)
 	prevWallEnd := seg.start + prev.off // exclusive: the wall clock as prev ends
 	segWallStart := seg.start + seg.off
-	switch {
-	case prevWallEnd > segWallStart:
+	const large = 180 * 60
+	switch jump := segWallStart - prevWallEnd + 60; {
+	case jump < 0 && jump >= -large:
 		return max(wallLo, ceilMinute(prevWallEnd)), 0, -1
-	case prevWallEnd < segWallStart:
+	case jump > 60 && jump <= large:
 		return wallLo, ceilMinute(prevWallEnd), segWallStart - 1
 	}
 	return wallLo, 0, -1

@@ -1,0 +1,63 @@
+// Package schedule reads crontab(5) schedules and finds their ticks.
+//
+// Its one job is crontab(5) expressions, zones, and the previous tick at or before an
+// instant (and the next one after it), with Debian cron's daylight-saving rules: an
+// expression whose minute or hour field starts with "*" (and @hourly) matches wall-clock
+// times as they happen, so a repeated hour has two ticks and a skipped hour none; any
+// other expression matches each wall-clock time once, at its first occurrence, and a time
+// inside a spring-forward gap at the first instant after the gap.
+//
+// The package is pure: the only I/O is reading the zone of /etc/localtime, the zone the
+// cron daemon uses, when no zone is given. It never reads $TZ (and never uses time.Local,
+// which does): in a crontab, TZ= changes a job's environment, not when cron fires it. It
+// does not run anything, claim ticks or know about locks; its callers do.
+package schedule
+
+import (
+	"strings"
+	"time"
+)
+
+// A Schedule is a parsed crontab expression with the zone its wall-clock times are read
+// in. Make one with Parse; the zero Schedule is not usable. A Schedule is immutable and
+// safe for concurrent use.
+type Schedule struct {
+	expr string // normalised, without the CRON_TZ= prefix
+	zone string
+	loc  *time.Location
+
+	minute uint64 // bits 0-59
+	hour   uint32 // bits 0-23
+	dom    uint32 // bits 1-31
+	month  uint16 // bits 1-12
+	dow    uint8  // bits 0-6, Sunday = 0 (7 is folded into 0)
+
+	// domStar and dowStar are Vixie cron's DOM_STAR and DOW_STAR: the field's text starts
+	// with "*". When either is set a day must match both fields, otherwise either.
+	domStar, dowStar bool
+	// wild is Vixie cron's MIN_STAR|HR_STAR: it decides the daylight-saving rule.
+	wild bool
+}
+
+// String returns the expression as Parse read it, normalised: lowercase, fields separated
+// by one space, without a CRON_TZ= prefix (Zone names the zone). Parse(s.String(),
+// s.Zone()) gives an equal Schedule.
+func (s *Schedule) String() string { return s.expr }
+
+// Zone returns the name of the zone the schedule's wall-clock times are read in: the
+// CRON_TZ= prefix, else the tz given to Parse, else the name /etc/localtime points to
+// (such as "Europe/Berlin"; "/etc/localtime" when it is a copy rather than a link, "UTC"
+// when it is missing).
+func (s *Schedule) Zone() string { return s.zone }
+
+// Location returns the zone as a *time.Location, for showing a tick in local time.
+func (s *Schedule) Location() *time.Location { return s.loc }
+
+// Wildcard reports whether the expression matches wall-clock times as they happen (its
+// minute or hour field starts with "*", or it is @hourly): then a repeated hour has two
+// ticks and a skipped hour none. Otherwise it is a fixed-time expression.
+func (s *Schedule) Wildcard() bool { return s.wild }
+
+func normalise(fields []string) string {
+	return strings.ToLower(strings.Join(fields, " "))
+}

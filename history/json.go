@@ -21,6 +21,7 @@ type jsonRun struct {
 	Status       string   `json:"status"`
 	ExitCode     *int     `json:"exit_code"`
 	Signal       *string  `json:"signal"`
+	ScheduledFor *string  `json:"scheduled_for"` // before started_at: the tick, then when the run began
 	StartedAt    string   `json:"started_at"`
 	FinishedAt   *string  `json:"finished_at"`
 	DurationMS   *int64   `json:"duration_ms"`
@@ -30,7 +31,6 @@ type jsonRun struct {
 	Exit         *int     `json:"exit"`
 	Backend      string   `json:"backend"`
 	Attempt      int      `json:"attempt"`
-	ScheduledFor *string  `json:"scheduled_for"`
 }
 
 // MarshalJSON encodes r in the documented JSON shape: times in RFC 3339 UTC, nulls for

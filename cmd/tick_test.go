@@ -19,6 +19,7 @@ import (
 
 // tickRow is the part of `history --json` the tick tests read.
 type tickRow struct {
+	ID           string  `json:"id"`
 	Status       string  `json:"status"`
 	Holder       string  `json:"holder"`
 	Error        string  `json:"error"`
@@ -233,6 +234,10 @@ func TestStartDeadline(t *testing.T) {
 	r := checkRow(t, hosts[0], "missed", "", tick)
 	if r.Exit == nil || *r.Exit != 3 {
 		t.Errorf("missed row: exit %v; want 3", r.Exit)
+	}
+	if code, out, _ := hosts[0].run("history", "show", r.ID, "--utc"); code != 0 ||
+		!strings.Contains(out, "scheduled for:  "+rfc(tick)+"\n") || !strings.Contains(out, "status:         missed\n") {
+		t.Errorf("history show of the missed run (exit %d):\n%s", code, out)
 	}
 	if b, _ := os.ReadFile(filepath.Join(metrics, "cronlock_billing.prom")); !strings.Contains(string(b),
 		`cronlock_last_status{key="billing",node="vmA",status="missed"} 1`) {

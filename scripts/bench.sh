@@ -422,13 +422,13 @@ tick_ab() {
 	$run -- true
 	$run --schedule '* * * * *' -- true
 	for round in 1 2 3 4 5 6; do
-		local -a cmds=(-n "plain" "$run -- true" -n "schedule" "$run --schedule '* * * * *' -- true")
+		local -a tcmds=(-n "plain" "$run -- true" -n "schedule" "$run --schedule '* * * * *' -- true")
 		if [ $((round % 2)) = 0 ]; then
-			reverse_commands cmds
-			cmds=("${reversed[@]}")
+			reverse_commands tcmds
+			tcmds=("${reversed[@]}")
 		fi
 		echo "bench.sh: tick round $round of 6" >&2
-		hyperfine -N --warmup 10 --runs 100 --prepare "$prep" --export-json "$work/tick-$round.json" "${cmds[@]}" >&2
+		hyperfine -N --warmup 10 --runs 100 --prepare "$prep" --export-json "$work/tick-$round.json" "${tcmds[@]}" >&2
 	done
 	BENCH_WORK="$work" python3 - <<'PY'
 import json, os, statistics

@@ -52,8 +52,9 @@ func newHistoryCmd(stdout, stderr io.Writer) *cobra.Command {
 
 The table shows local times with their zone (--utc for UTC); --json prints one JSON object
 per line with id, key, node, pid, command, status, exit_code, signal, started_at,
-finished_at (RFC 3339, UTC), duration_ms, error, holder, fencing_token, backend, exit and
-attempt (how many times the run asked for the lock). The newest 20 runs are shown unless
+finished_at (RFC 3339, UTC), duration_ms, error, holder, fencing_token, backend, exit,
+attempt (how many times the run asked for the lock) and scheduled_for (the --schedule
+tick, RFC 3339 UTC, null without one). The newest 20 runs are shown unless
 --limit says otherwise; when more match, a line on stderr says how many.
 
 EXIT (exit in JSON) is the code cronlock returned, what cron saw: the job's own, 124 for
@@ -237,7 +238,7 @@ func writeHistoryTable(o *historyOptions, runs []history.Run) error {
 			exit = r.Signal
 		}
 		note := r.Error
-		if r.Status == history.StatusSkipped && r.Holder != "" {
+		if r.Status == history.StatusSkipped && r.Holder != "" && r.Error == "" { // a tick skip says so in Error
 			note = "held by " + r.Holder
 		}
 		rows = append(rows, []string{

@@ -98,6 +98,13 @@ func historyShowRun(o *historyShowOptions) error {
 	if r.Exit != nil {
 		cronExit = strconv.Itoa(*r.Exit)
 	}
+	sched := "-" // the tick in UTC, as cron on other hosts saw it, and in the display zone
+	if !r.ScheduledFor.IsZero() {
+		sched = r.ScheduledFor.UTC().Format(time.RFC3339)
+		if loc != time.UTC {
+			sched += " (" + r.ScheduledFor.In(loc).Format("2006-01-02 15:04 MST") + ")"
+		}
+	}
 	token := "-"
 	if r.FencingToken != 0 {
 		token = strconv.FormatUint(r.FencingToken, 10)
@@ -118,6 +125,7 @@ func historyShowRun(o *historyShowOptions) error {
 		{"pid", pidLine(r)},
 		{"backend", orDash(r.Backend)},
 		{"attempt", strconv.Itoa(max(r.Attempt, 1))},
+		{"scheduled for", sched},
 		{"started", when(r.StartedAt)},
 		{"finished", when(r.FinishedAt)},
 		{"duration", formatDuration(r)},

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"cronlock/jobrun"
 	"cronlock/lockrun"
+	"cronlock/schedule"
 	"cronlock/tty"
 )
 
@@ -21,6 +23,8 @@ type runOptions struct {
 	backendOptions
 	job        jobrun.Options
 	OnLockLost string // kill or continue
+	Schedule   string // --schedule EXPR; "" = none
+	TZ         string // --tz / CRONLOCK_TZ
 
 	captureSet bool // --capture was given: a terminal does not change it
 }
@@ -30,6 +34,10 @@ var runTwins = map[string]string{
 	"ttl":     "CRONLOCK_TTL",
 	"history": "CRONLOCK_HISTORY",
 	"node":    "CRONLOCK_NODE",
+	// No CRONLOCK_SCHEDULE: a schedule belongs to one crontab line, and one setting
+	// for a whole machine would give every job the same ticks.
+	"tz":       "CRONLOCK_TZ",
+	"max-skew": "CRONLOCK_MAX_SKEW",
 
 	"metrics-dir": "CRONLOCK_METRICS_DIR",
 	// Only run takes locks, so only run can be refused for a server that evicts them.
@@ -39,7 +47,7 @@ var runTwins = map[string]string{
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &runOptions{OnLockLost: "kill", job: jobrun.Options{TTL: 60 * time.Second,
-		Grace: 10 * time.Second, StaleAfter: 24 * time.Hour, Capture: 64 << 10}}
+		Grace: 10 * time.Second, StaleAfter: 24 * time.Hour, Capture: 64 << 10, MaxSkew: 30 * time.Second}}
 	j := &o.job
 	c := &cobra.Command{
 		Use:   "run [flags] -- COMMAND [ARG...]",
@@ -99,7 +107,11 @@ skipped (exit --conflict-exit-code, 0 by default) and recorded in the history.`,
 	f.Var(durationValue{d: &j.Wait}, "wait", "how long to wait for a held lock; 0 skips at once")
 	f.Var(durationValue{d: &j.Timeout}, "timeout", "longest run time, then stop the job and exit 124; 0 = none")
 	f.Var(durationValue{d: &j.Grace}, "grace", "time between SIGTERM and SIGKILL when cronlock stops the job")
-	f.Var(durationValue{d: &j.MinHold}, "min-hold", "keep the lock at least this long after acquiring it (clock skew between hosts)")
+	f.Var(durationValue{d: &j.MinHold}, "min-hold", "keep the lock at least this long after acquiring it (--schedule is the better cure for hosts whose cron fires seconds apart)")
+	f.StringVar(&o.Schedule, "schedule", "", "the crontab schedule of this line (5 fields or @daily…): the job runs at most once per tick across the fleet")
+	f.StringVar(&o.TZ, "tz", "", "zone of --schedule (env CRONLOCK_TZ; default the zone of /etc/localtime, as cron uses; never $TZ)")
+	f.Var(durationValue{d: &j.MaxSkew}, "max-skew", "with --schedule on Redis, refuse to run when this host's clock is this far from Redis's (env CRONLOCK_MAX_SKEW); 0 = no check")
+	f.Var(durationValue{d: &j.StartDeadline}, "start-deadline", "with --schedule, a run that would start more than this after its tick is missed, not run; 0 = none")
 	f.StringVar(&o.OnLockLost, "on-lock-lost", o.OnLockLost, "kill: stop the job and exit 125; continue: warn and let it finish")
 	f.IntVar(&j.ConflictExitCode, "conflict-exit-code", 0, "exit code when the lock is held elsewhere")
 	f.Var(durationValue{d: &j.StaleAfter}, "stale-after", "warn on every skip once the holder has held the lock this long; 0 = never")
@@ -157,6 +169,9 @@ func (o *runOptions) resolve(c *cobra.Command, s *settings) error {
 	if err := checkMetricsDir(j.MetricsDir); err != nil {
 		return err
 	}
+	if err := o.resolveSchedule(f); err != nil {
+		return err
+	}
 	if j.Node == "" {
 		j.Node, _ = os.Hostname()
 		if j.Node == "" {
@@ -164,6 +179,26 @@ func (o *runOptions) resolve(c *cobra.Command, s *settings) error {
 		}
 	}
 	o.captureSet = f.Changed("capture")
+	return nil
+}
+
+// resolveSchedule parses --schedule in its zone. The tick flags mean nothing without it:
+// given on the command line they are refused rather than ignored (their settings, which
+// a whole machine shares, are).
+func (o *runOptions) resolveSchedule(f *pflag.FlagSet) error {
+	if !f.Changed("schedule") {
+		for _, name := range []string{"tz", "max-skew", "start-deadline"} {
+			if f.Changed(name) {
+				return fmt.Errorf("--%s works only with --schedule: give the crontab schedule of this line, e.g. --schedule '0 9 * * *'", name)
+			}
+		}
+		return nil
+	}
+	s, err := schedule.Parse(o.Schedule, o.TZ)
+	if err != nil {
+		return fmt.Errorf("--schedule %q: %w", o.Schedule, err)
+	}
+	o.job.Schedule = s
 	return nil
 }
 

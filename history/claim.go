@@ -41,6 +41,7 @@ type claimRecord struct {
 	Attempt      int    `json:"attempt"`
 	BootID       []byte `json:"boot_id"`
 	PIDStart     uint64 `json:"pid_start"`
+	ScheduledFor int64  `json:"scheduled_for,omitempty"` // Unix ns; 0 = none
 }
 
 // Claim creates and locks the per-run file of r in the history file at path, with r's start
@@ -63,7 +64,8 @@ func Claim(path string, r Run) error {
 	}
 	rec, err := json.Marshal(claimRecord{ID: r.ID, Key: r.Key, Node: []byte(r.Node), PID: r.PID,
 		Command: encodeArgv(r.Command), StartedAt: r.StartedAt.UnixNano(), Backend: r.Backend,
-		FencingToken: r.FencingToken, Attempt: r.Attempt, BootID: r.BootID, PIDStart: r.PIDStart})
+		FencingToken: r.FencingToken, Attempt: r.Attempt, BootID: r.BootID, PIDStart: r.PIDStart,
+		ScheduledFor: unixNanoOr0(r.ScheduledFor)})
 	if err != nil {
 		return fmt.Errorf("history: claim run %s: %w", r.ID, err)
 	}
@@ -117,7 +119,23 @@ func readClaim(f *os.File) (r Run, ok bool) {
 	}
 	return Run{ID: c.ID, Key: c.Key, Node: string(c.Node), PID: c.PID, Command: decodeArgv(c.Command),
 		StartedAt: time.Unix(0, c.StartedAt), Backend: c.Backend, FencingToken: c.FencingToken,
-		Attempt: c.Attempt, BootID: c.BootID, PIDStart: c.PIDStart}, true
+		Attempt: c.Attempt, BootID: c.BootID, PIDStart: c.PIDStart, ScheduledFor: timeOr0(c.ScheduledFor)}, true
+}
+
+// unixNanoOr0 is t in Unix nanoseconds, 0 for the zero time.
+func unixNanoOr0(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// timeOr0 is the UTC time of ns Unix nanoseconds, the zero time for 0.
+func timeOr0(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
 }
 
 // AddLive writes the running row of every live run that has claimed its per-run file

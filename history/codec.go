@@ -16,10 +16,11 @@ import (
 
 // runColumns are the columns of runs, in the order of rowArgs and scanRun.
 const runColumns = `id, key, node, pid, command, status, exit_code, signal, started_at,
-	finished_at, error, holder, fencing_token, backend, attempt, boot_id, pid_start, exit`
+	finished_at, error, holder, fencing_token, backend, attempt, boot_id, pid_start, exit,
+	scheduled_for`
 
 // runValues is the placeholder list for runColumns.
-const runValues = `(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+const runValues = `(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
 // selfStart is when this process started (procfs.Stat.StartTime), read once; 0 when
 // /proc cannot tell.
@@ -72,7 +73,10 @@ func prepare(r *Run) error {
 }
 
 func rowArgs(r *Run) []any {
-	var exit, fin, cronExit any
+	var exit, fin, cronExit, sched any
+	if !r.ScheduledFor.IsZero() {
+		sched = r.ScheduledFor.UnixNano()
+	}
 	if r.ExitCode != nil {
 		exit = int64(*r.ExitCode)
 	}
@@ -85,7 +89,7 @@ func rowArgs(r *Run) []any {
 	return []any{r.ID, r.Key, r.Node, int64(r.PID), encodeArgv(r.Command), r.Status, exit, r.Signal,
 		r.StartedAt.UnixNano(), fin, r.Error, r.Holder,
 		int64(r.FencingToken), // bit for bit: database/sql refuses uint64 ≥ 2^63
-		r.Backend, int64(r.Attempt), nonNil(r.BootID), int64(r.PIDStart), cronExit}
+		r.Backend, int64(r.Attempt), nonNil(r.BootID), int64(r.PIDStart), cronExit, sched}
 }
 
 // nonNil keeps NOT NULL blob columns from receiving NULL.
@@ -164,13 +168,14 @@ func scanRun(sc scanner, extra ...any) (Run, error) {
 		cmd       []byte
 		exit, fin sql.NullInt64
 		cronExit  sql.NullInt64
+		sched     sql.NullInt64
 		started   int64
 		token     int64
 		attempt   int64
 		pidStart  int64
 	)
 	dest := append([]any{&r.ID, &r.Key, &r.Node, &pid, &cmd, &r.Status, &exit, &r.Signal,
-		&started, &fin, &r.Error, &r.Holder, &token, &r.Backend, &attempt, &r.BootID, &pidStart, &cronExit}, extra...)
+		&started, &fin, &r.Error, &r.Holder, &token, &r.Backend, &attempt, &r.BootID, &pidStart, &cronExit, &sched}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return r, err
 	}
@@ -183,6 +188,9 @@ func scanRun(sc scanner, extra ...any) (Run, error) {
 	if cronExit.Valid {
 		c := int(cronExit.Int64)
 		r.Exit = &c
+	}
+	if sched.Valid {
+		r.ScheduledFor = time.Unix(0, sched.Int64).UTC()
 	}
 	r.StartedAt = time.Unix(0, started)
 	if fin.Valid {

@@ -10,7 +10,8 @@ import (
 // jsonRun is the shape of one line of `cronlock history --json`, whose fields the README
 // lists. Pointers are null when there is no value: exit_code without an exit of the child,
 // exit while running, for abandoned runs and rows from before it was recorded, signal
-// without a signal, finished_at and duration_ms while the end is unknown.
+// without a signal, finished_at and duration_ms while the end is unknown, scheduled_for
+// without --schedule.
 type jsonRun struct {
 	ID           string   `json:"id"`
 	Key          string   `json:"key"`
@@ -20,6 +21,7 @@ type jsonRun struct {
 	Status       string   `json:"status"`
 	ExitCode     *int     `json:"exit_code"`
 	Signal       *string  `json:"signal"`
+	ScheduledFor *string  `json:"scheduled_for"` // before started_at: the tick, then when the run began
 	StartedAt    string   `json:"started_at"`
 	FinishedAt   *string  `json:"finished_at"`
 	DurationMS   *int64   `json:"duration_ms"`
@@ -42,6 +44,10 @@ func (r Run) MarshalJSON() ([]byte, error) {
 	}
 	if j.Command == nil {
 		j.Command = []string{}
+	}
+	if !r.ScheduledFor.IsZero() {
+		t := r.ScheduledFor.UTC().Format(time.RFC3339)
+		j.ScheduledFor = &t
 	}
 	if r.Signal != "" {
 		sig := r.Signal

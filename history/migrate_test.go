@@ -214,3 +214,67 @@ func fileVersion(t *testing.T, path string) int {
 	}
 	return v
 }
+
+// TestMigrateFromV3: a file of schema v3 (before scheduled_for) gains the column on open;
+// its old rows have no tick, and a new row keeps its tick to the nanosecond in UTC. The
+// same file read-only (not migrated) reads with no tick.
+func TestMigrateFromV3(t *testing.T) {
+	path, _ := v1File(t)
+	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	for _, m := range migrations[1:3] {
+		if _, err := db.Exec(m); err != nil {
+			t.Fatalf("schema v2/v3: %v", err)
+		}
+	}
+	if _, err := db.Exec(`PRAGMA user_version = 3`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	ro, err := openMode(path, "mode=ro")
+	if err != nil {
+		t.Fatalf("read-only open of a v3 file: %v", err)
+	}
+	runs, err := ro.List(Filter{})
+	if err != nil || len(runs) != 2 || !runs[0].ScheduledFor.IsZero() {
+		t.Fatalf("read-only v3 file: %d runs, %v, tick %v; want 2 runs without tick", len(runs), err, runs)
+	}
+	ro.Close()
+	if v := fileVersion(t, path); v != 3 {
+		t.Fatalf("user_version %d after a read-only open, want 3", v)
+	}
+
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("open a v3 file: %v", err)
+	}
+	defer s.Close()
+	if v := userVersion(t, s); v != 4 || len(migrations) != 4 {
+		t.Fatalf("user_version %d after open (%d migrations), want 4", v, len(migrations))
+	}
+	old, err := s.Get("0195520a-1b00-7000-8000-000000000001")
+	if err != nil || !old.ScheduledFor.IsZero() {
+		t.Fatalf("v3 row after migration: tick %v, %v; want none", old.ScheduledFor, err)
+	}
+	tick := time.Date(2026, 12, 1, 9, 0, 0, 0, time.FixedZone("CET", 3600))
+	r := &Run{Key: "k", Node: "n", Command: []string{"true"}, Status: StatusSkipped, ScheduledFor: tick}
+	if err := s.Insert(r); err != nil {
+		t.Fatalf("Insert with a tick: %v", err)
+	}
+	got, err := s.Get(r.ID)
+	if err != nil || !got.ScheduledFor.Equal(tick) || got.ScheduledFor.Location() != time.UTC {
+		t.Fatalf("tick read back as %v (%v); want %v in UTC", got.ScheduledFor, err, tick)
+	}
+	b, _ := got.MarshalJSON()
+	if !bytes.Contains(b, []byte(`"scheduled_for":"2026-12-01T08:00:00Z"`)) {
+		t.Errorf("--json line %s lacks scheduled_for in RFC 3339 UTC", b)
+	}
+	b, _ = old.MarshalJSON()
+	if !bytes.Contains(b, []byte(`"scheduled_for":null`)) {
+		t.Errorf("--json line of a run without tick %s: want scheduled_for null", b)
+	}
+}

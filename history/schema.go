@@ -76,4 +76,10 @@ CREATE TABLE meta (
 	`
 ALTER TABLE runs ADD COLUMN exit INTEGER;
 `,
+	// v4: the schedule tick a run was for (--schedule), so that "did the 09:00 run
+	// happen" has an answer that does not depend on when cron fired. NULL without
+	// --schedule, and for rows written before v4.
+	`
+ALTER TABLE runs ADD COLUMN scheduled_for INTEGER; -- Unix nanoseconds, UTC instant
+`,
 }

@@ -14,11 +14,14 @@ const (
 	StatusSkipped     = "skipped"
 	StatusError       = "error"
 	StatusAbandoned   = "abandoned"
+	// StatusMissed: a --schedule run that started more than --start-deadline after its
+	// tick, so its job was not started (the tick was claimed, so it is missed once).
+	StatusMissed = "missed"
 )
 
 // Statuses lists every status a row can have.
 var Statuses = []string{StatusRunning, StatusSucceeded, StatusFailed, StatusTimeout,
-	StatusLockLost, StatusInterrupted, StatusSkipped, StatusError, StatusAbandoned}
+	StatusLockLost, StatusInterrupted, StatusSkipped, StatusError, StatusAbandoned, StatusMissed}
 
 // ValidStatus reports whether s is one of Statuses.
 func ValidStatus(s string) bool {
@@ -35,7 +38,7 @@ func ValidStatus(s string) bool {
 // always keep. The others are not failures: succeeded is a success, skipped and running
 // say nothing about the job (yet), and interrupted (stopped by a signal someone sent
 // cronlock) is neither a success nor a failure. Callers must not modify it.
-var FailureStatuses = []string{StatusFailed, StatusTimeout, StatusLockLost, StatusError, StatusAbandoned}
+var FailureStatuses = []string{StatusFailed, StatusTimeout, StatusLockLost, StatusError, StatusAbandoned, StatusMissed}
 
 // CountsAsFailure reports whether status is one of FailureStatuses.
 func CountsAsFailure(status string) bool {

@@ -25,6 +25,7 @@ type Run struct {
 	Signal       string    // "SIGTERM" when the child died from a signal, else ""
 	StartedAt    time.Time // Start and Insert use time.Now() when zero
 	FinishedAt   time.Time // zero while running, and for abandoned runs (unknown)
+	ScheduledFor time.Time // the --schedule tick the run was for (UTC); zero without --schedule and in rows before schema v4
 	Error        string    // why the run failed, for people
 	Holder       string    // for skipped: who holds the lock
 	FencingToken uint64    // 0 = none
@@ -91,8 +92,11 @@ type Store struct {
 // of an older schema, which cannot be migrated, lacks the newer columns.
 func (s *Store) selectColumns() string {
 	cols := runColumns
+	if s.version < 4 {
+		cols = strings.Replace(cols, "scheduled_for", "NULL", 1)
+	}
 	if s.version < 3 {
-		cols = strings.TrimSuffix(cols, ", exit") + ", NULL"
+		cols = strings.Replace(cols, ", exit,", ", NULL,", 1)
 	}
 	if s.version < 2 {
 		cols = strings.Replace(cols, "attempt, boot_id, pid_start", "1, x'', 0", 1)
@@ -208,7 +212,7 @@ func (s *Store) upsert(r *Run) error {
 			error = excluded.error, holder = excluded.holder,
 			fencing_token = excluded.fencing_token, backend = excluded.backend,
 			attempt = excluded.attempt, boot_id = excluded.boot_id, pid_start = excluded.pid_start,
-			exit = excluded.exit`, rowArgs(r)...)
+			exit = excluded.exit, scheduled_for = excluded.scheduled_for`, rowArgs(r)...)
 	if err != nil {
 		return describe(s.path, fmt.Errorf("record run %s: %w", r.ID, err))
 	}

@@ -519,19 +519,21 @@ func TestJSONShape(t *testing.T) {
 	}{
 		{"finished", Run{ID: "id1", Key: "k", Node: "n", PID: 7, Command: []string{"a", "b c"},
 			Status: StatusFailed, ExitCode: intp(2), Exit: intp(125), StartedAt: start, FinishedAt: start.Add(1234 * time.Millisecond),
+			ScheduledFor: start.Add(-30 * time.Second),
 			FencingToken: 1 << 60, Backend: "local /run/cronlock", Error: "e", Output: []byte("x")},
 			map[string]any{"id": "id1", "key": "k", "node": "n", "pid": 7.0, "command": []any{"a", "b c"},
 				"status": "failed", "exit_code": 2.0, "signal": nil, "started_at": "2025-06-01T07:00:00Z",
 				"finished_at": "2025-06-01T07:00:01.234Z", "duration_ms": 1234.0, "error": "e", "holder": "",
-				"fencing_token": float64(1 << 60), "backend": "local /run/cronlock", "attempt": 1.0, "exit": 125.0}},
+				"fencing_token": float64(1 << 60), "backend": "local /run/cronlock", "attempt": 1.0, "exit": 125.0,
+				"scheduled_for": "2025-06-01T06:59:30Z"}},
 		{"running", Run{ID: "id2", Key: "k", Node: "n", PID: 8, Status: StatusRunning, StartedAt: start},
 			map[string]any{"id": "id2", "key": "k", "node": "n", "pid": 8.0, "command": []any{},
 				"status": "running", "exit_code": nil, "signal": nil, "started_at": "2025-06-01T07:00:00Z",
-				"finished_at": nil, "duration_ms": nil, "error": "", "holder": "", "fencing_token": 0.0, "backend": "", "attempt": 1.0, "exit": nil}},
+				"finished_at": nil, "duration_ms": nil, "error": "", "holder": "", "fencing_token": 0.0, "backend": "", "attempt": 1.0, "exit": nil, "scheduled_for": nil}},
 		{"signalled", Run{ID: "id3", Status: StatusInterrupted, Signal: "SIGTERM", StartedAt: start, FinishedAt: start},
 			map[string]any{"id": "id3", "key": "", "node": "", "pid": 0.0, "command": []any{},
 				"status": "interrupted", "exit_code": nil, "signal": "SIGTERM", "started_at": "2025-06-01T07:00:00Z",
-				"finished_at": "2025-06-01T07:00:00Z", "duration_ms": 0.0, "error": "", "holder": "", "fencing_token": 0.0, "backend": "", "attempt": 1.0, "exit": nil}},
+				"finished_at": "2025-06-01T07:00:00Z", "duration_ms": 0.0, "error": "", "holder": "", "fencing_token": 0.0, "backend": "", "attempt": 1.0, "exit": nil, "scheduled_for": nil}},
 	}
 	for _, c := range cases {
 		b, err := c.run.MarshalJSON()

@@ -142,7 +142,7 @@ func (r *runner) queueFinish() {
 // recordInsert writes a run that ended before its child started (skipped, error,
 // interrupted) in one go, and waits for it.
 func (r *runner) recordInsert() {
-	r.row.FinishedAt = time.Now()
+	r.row.FinishedAt = wallNow()
 	row := *r.row
 	r.rec.do(func(s *history.Store) error { return s.Insert(&row) })
 	r.rec.wait()

@@ -26,6 +26,7 @@ import (
 	"cronlock/history"
 	"cronlock/lockrun"
 	"cronlock/logline"
+	"cronlock/schedule"
 	"cronlock/tty"
 )
 
@@ -44,6 +45,17 @@ type Options struct {
 	ContinueOnLoss   bool
 	ConflictExitCode int           // the exit code of a skipped run
 	StaleAfter       time.Duration // a skip past a holder this old is always said; 0 = never
+
+	// Schedule is the crontab schedule of the line (--schedule); nil = none. The run's
+	// tick is then its latest instant at or before the start, and the run is skipped
+	// when that tick was already claimed (SPEC §9).
+	Schedule *schedule.Schedule
+	// MaxSkew is --max-skew: with Schedule on Redis, the largest clock skew from the
+	// server allowed (also at most a quarter of the time between ticks); 0 = no check.
+	MaxSkew time.Duration
+	// StartDeadline is --start-deadline: a run that starts (or would start, after a
+	// --wait) more than this after its tick is missed; 0 = none.
+	StartDeadline time.Duration
 
 	// Open connects the lock backend; its error is the run's (status error, exit 125).
 	Open func() (lockrun.Locker, error)
@@ -79,7 +91,7 @@ type Options struct {
 // Run does one locked, supervised, recorded run and returns the exit code: the job's
 // own, or one of the Exit codes, or ConflictExitCode for a skipped run.
 func Run(o *Options) int {
-	r := &runner{o: o, started: time.Now()}
+	r := &runner{o: o, started: wallNow()}
 	code := r.run()
 	r.recordMetrics(code) // the outcome is final here: lock released, row written
 	return code
@@ -98,6 +110,7 @@ type runner struct {
 	startRowAfter func() <-chan time.Time
 	row           *history.Run
 	locker        lockrun.Locker
+	tick          time.Time // the run's schedule tick (UTC); zero without --schedule
 }
 
 func (r *runner) run() int {
@@ -122,8 +135,13 @@ func (r *runner) run() int {
 	for _, w := range o.Warnings {
 		r.infof("%s", w)
 	}
+	// The tick, once, from the clock read at start: before any wait, so that a run that
+	// waited past the next tick is still the run of the tick cron started it for.
+	if o.Schedule != nil {
+		r.tick = o.Schedule.Prev(r.started).UTC()
+	}
 	r.row = &history.Run{ID: r.runID, Key: o.Key, Node: o.Node, PID: os.Getpid(),
-		Command: o.Command, StartedAt: r.started, Attempt: 1}
+		Command: o.Command, StartedAt: r.started, Attempt: 1, ScheduledFor: r.tick}
 	r.openHistory()
 
 	locker, err := o.Open()
@@ -134,6 +152,9 @@ func (r *runner) run() int {
 	defer locker.Close()
 	r.row.Backend = locker.Describe()
 
+	if r.pastDeadline(r.started) {
+		return r.missed()
+	}
 	lease, code, done := r.acquire(sig)
 	if done {
 		return code
@@ -154,14 +175,18 @@ func (r *runner) run() int {
 	keeper.Run(ctx)
 
 	job := lockrun.Job{
-		Argv: o.Command, Env: childEnv(o, r.runID, lease.FencingToken()),
+		Argv: o.Command, Env: childEnv(o, r.runID, lease.FencingToken(), r.tick),
 		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
 		Capture: int(o.Capture), Grace: o.Grace, Timeout: o.Timeout,
 		Guard: guard, ContinueOnLoss: o.ContinueOnLoss,
 	}
 	res := lockrun.Supervise(context.Background(), job, sig, keeper, nil)
 	stopKeeper()
-	r.row.FinishedAt = time.Now()
+	r.row.FinishedAt = wallNow()
+	if !res.Started {
+		// 126, 127: the job never ran, so the tick is not used up; the next host runs it.
+		lease.GiveBackTick()
+	}
 
 	// The job's processes are all gone: only now may the lock go, and it goes now, before
 	// the rest of the job's output has reached a slow reader. A local lock with
@@ -216,19 +241,21 @@ func (r *runner) run() int {
 func (r *runner) acquire(sig *lockrun.Signals) (lease lockrun.Lease, code int, done bool) {
 	o := r.o
 	var tries atomic.Int32
-	req := lockrun.Request{Key: o.Key, TTL: o.TTL, Wait: o.Wait, MinHold: o.MinHold,
-		Node: o.Node, PID: os.Getpid(), RunID: r.runID, OnTry: func() {
-			if tries.Add(1) == 2 && o.Verbose { // on Acquire's goroutine: no status (see say)
-				r.say(logline.Verbose, false, fmt.Sprintf("%s is held; trying again for up to %s", o.Key, o.Wait))
-			}
-		},
-		// The lock was taken without the eviction check (an ACL without +info): every run
-		// would say so, and cron would mail each one; once an hour says it as well.
-		Warn: func(err error) {
-			if !o.Quiet && r.shouldWarn("redis", r.row.Backend, err) { // on Acquire's goroutine: no status
-				r.say(logline.Warn, false, "warning: "+err.Error()+r.repeatNote())
-			}
-		}}
+	req := r.request()
+	wait, cut := r.waitFor()
+	req.Wait = wait
+	req.OnTry = func() {
+		if tries.Add(1) == 2 && o.Verbose { // on Acquire's goroutine: no status (see say)
+			r.say(logline.Verbose, false, fmt.Sprintf("%s is held; trying again for up to %s", o.Key, wait))
+		}
+	}
+	// The lock was taken without the eviction check (an ACL without +info): every run
+	// would say so, and cron would mail each one; once an hour says it as well.
+	req.Warn = func(err error) {
+		if !o.Quiet && r.shouldWarn("redis", r.row.Backend, err) { // on Acquire's goroutine: no status
+			r.say(logline.Warn, false, "warning: "+err.Error()+r.repeatNote())
+		}
+	}
 	type result struct {
 		lease lockrun.Lease
 		err   error
@@ -255,6 +282,7 @@ func (r *runner) acquire(sig *lockrun.Signals) (lease lockrun.Lease, code int, d
 			r.row.Attempt = max(1, int(tries.Load()))
 			if res.lease != nil {
 				rctx, c2 := context.WithTimeout(context.Background(), o.OpTimeout)
+				res.lease.GiveBackTick() // the job never started
 				res.lease.Release(rctx)
 				c2()
 			}
@@ -270,9 +298,15 @@ func (r *runner) acquire(sig *lockrun.Signals) (lease lockrun.Lease, code int, d
 		}
 	}
 	var held *lockrun.HeldError
+	var tick *lockrun.TickError
 	switch {
 	case res.err == nil:
 		return res.lease, 0, false
+	case errors.As(res.err, &tick):
+		return nil, r.tickSkip(tick), true
+	case errors.As(res.err, &held) && cut:
+		// The wait ran out at tick + --start-deadline, not at --wait: the run is missed.
+		return nil, r.missed(), true
 	case errors.As(res.err, &held):
 		r.row.Status = history.StatusSkipped
 		if held.Holder != nil {
@@ -342,13 +376,18 @@ func (r *runner) fail(code int, format string, args ...any) int {
 	return code
 }
 
-// childEnv is cronlock's environment plus the run's own variables.
-func childEnv(o *Options, runID string, token uint64) []string {
+// childEnv is cronlock's environment plus the run's own variables. A
+// CRONLOCK_SCHEDULED_FOR inherited from an outer run is dropped when this run has no tick.
+func childEnv(o *Options, runID string, token uint64, tick time.Time) []string {
 	add := map[string]string{
 		"CRONLOCK_KEY":           o.Key,
 		"CRONLOCK_RUN_ID":        runID,
 		"CRONLOCK_NODE":          o.Node,
 		"CRONLOCK_FENCING_TOKEN": strconv.FormatUint(token, 10),
+		"CRONLOCK_SCHEDULED_FOR": "",
+	}
+	if !tick.IsZero() {
+		add["CRONLOCK_SCHEDULED_FOR"] = tick.UTC().Format(time.RFC3339)
 	}
 	env := make([]string, 0, len(os.Environ())+len(add))
 	for _, kv := range os.Environ() {
@@ -364,7 +403,9 @@ func childEnv(o *Options, runID string, token uint64) []string {
 		}
 	}
 	for k, v := range add {
-		env = append(env, k+"="+v)
+		if v != "" {
+			env = append(env, k+"="+v)
+		}
 	}
 	return env
 }

@@ -21,6 +21,7 @@ type fakeLease struct {
 }
 
 func (f *fakeLease) FencingToken() uint64              { return 1 }
+func (f *fakeLease) GiveBackTick()                     {}
 func (f *fakeLease) TTL() time.Duration                { return f.ttl }
 func (f *fakeLease) Sent() time.Duration               { return f.sent }
 func (f *fakeLease) Release(ctx context.Context) error { return nil }

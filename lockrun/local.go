@@ -195,6 +195,18 @@ func (l *LocalLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 			}
 			continue
 		}
+		if got && !req.Tick.IsZero() {
+			if t := readLocalTick(fd); t.claimedFor(req) {
+				// Counted under the lock, in place; the count is a nicety, so a failed
+				// write changes nothing.
+				if r := readLocalRecord(fd); r != nil && r.Tick != nil {
+					r.Tick.Skips++
+					t = r.Tick
+					writeLocalRecord(fd, r)
+				}
+				return nil, t.tickError(req) // the deferred close drops the flock
+			}
+		}
 		if got {
 			lease, err := l.newLease(fd, path, req, sent)
 			if err != nil {
@@ -204,6 +216,13 @@ func (l *LocalLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 			return lease, nil
 		}
 
+		// Held: a holder that claimed this tick (or a later one) makes this a tick skip,
+		// as on Redis, where the tick is checked before the lock.
+		if !req.Tick.IsZero() {
+			if r := heldRecord(fd); r != nil && r.Tick.claimedFor(req) {
+				return nil, r.Tick.tickError(req)
+			}
+		}
 		now := time.Now()
 		if !now.Before(deadline) {
 			return nil, &HeldError{Key: req.Key, Holder: heldRecordHolder(fd)}
@@ -241,8 +260,15 @@ func (l *LocalLocker) newLease(fd int, path string, req Request, sent time.Durat
 	// back) and the wall clock in microseconds (it rises even when the file and its token
 	// were lost, as /run is emptied by a reboot).
 	token := uint64(max(now.UnixMicro(), 0))
-	if r := readLocalRecord(fd); r != nil && r.FencingToken+1 > token {
-		token = r.FencingToken + 1
+	var tick *localTick
+	if r := readLocalRecord(fd); r != nil {
+		if r.FencingToken+1 > token {
+			token = r.FencingToken + 1
+		}
+		tick = r.Tick // a run without --schedule leaves the claim as it was
+	}
+	if !req.Tick.IsZero() {
+		tick = claimTick(tick, req, false)
 	}
 	rec := &localRecord{
 		FencingToken: token,
@@ -252,13 +278,72 @@ func (l *LocalLocker) newLease(fd int, path string, req Request, sent time.Durat
 		RunID:        req.RunID,
 		Acquired:     formatLocalTime(now),
 		Renewed:      formatLocalTime(now),
+		Tick:         tick,
 	}
 	if err := writeLocalRecord(fd, rec); err != nil {
 		// Without the stored token the next holder could get a smaller one; fail rather
 		// than hand out a token that may not rise.
 		return nil, fmt.Errorf("write lock file %s: %w; free space in that folder, or set --lock-dir or CRONLOCK_LOCK_DIR to another one", path, err)
 	}
-	return &localLease{token: token, acquired: now, sent: sent, minHold: req.MinHold, path: path, fd: fd, rec: rec}, nil
+	return &localLease{token: token, acquired: now, sent: sent, minHold: req.MinHold, path: path, fd: fd, rec: rec,
+		runID: req.RunID}, nil
+}
+
+// ClaimMissed claims req.Tick as missed in the lock file, under the flock, and lets the
+// flock go at once. A lock held by a running job cannot be written: then the tick stays
+// unclaimed (nil is returned, the run is missed all the same), unless the holder claimed
+// it, which is *TickError.
+func (l *LocalLocker) ClaimMissed(ctx context.Context, req Request) error {
+	if err := ValidKey(req.Key); err != nil {
+		return err
+	}
+	if req.Tick.IsZero() {
+		return fmt.Errorf("claim a missed tick of %s: no tick given", req.Key)
+	}
+	path := l.LockPath(req.Key)
+	fd, err := l.openLockFile(path, true)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if req.OnTry != nil {
+		req.OnTry()
+	}
+	got, err := tryFlock(fd)
+	if err != nil {
+		return fmt.Errorf("flock %s: %w", path, err)
+	}
+	r := heldRecord(fd)
+	if !got {
+		if r != nil && r.Tick.claimedFor(req) {
+			return r.Tick.tickError(req)
+		}
+		return nil
+	}
+	if same, err := samePathFile(fd, path); err != nil || !same {
+		return nil // replaced under us: nobody's lock file, nothing to claim
+	}
+	if r == nil {
+		r = &localRecord{Key: req.Key}
+	}
+	if r.Tick.claimedFor(req) {
+		r.Tick.Skips++
+		writeLocalRecord(fd, r)
+		return r.Tick.tickError(req)
+	}
+	r.Tick = claimTick(r.Tick, req, true)
+	if err := writeLocalRecord(fd, r); err != nil {
+		return fmt.Errorf("write lock file %s: %w; free space in that folder, or set --lock-dir or CRONLOCK_LOCK_DIR to another one", path, err)
+	}
+	return nil
+}
+
+// readLocalTick is the tick record of the lock file open as fd, nil when none.
+func readLocalTick(fd int) *localTick {
+	if r := readLocalRecord(fd); r != nil {
+		return r.Tick
+	}
+	return nil
 }
 
 // Inspect returns the holder of key, or nil when nobody holds it. It never creates a lock

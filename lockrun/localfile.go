@@ -57,6 +57,46 @@ type localRecord struct {
 	RunID        string `json:"run_id"`
 	Acquired     string `json:"acquired"`
 	Renewed      string `json:"renewed"`
+	// Tick is the last schedule tick claimed for the key (--schedule): written, like the
+	// rest, only under the flock, in place. Runs without --schedule keep it as it is.
+	Tick *localTick `json:"tick,omitempty"`
+}
+
+// localTick is the local backend's tick record, the same facts as Redis's.
+type localTick struct {
+	TickUS int64  `json:"tick_us"` // UTC microseconds
+	PrevUS int64  `json:"prev_us"` // the tick it replaced, for giving back; 0 = none
+	Expr   string `json:"expr"`
+	TZ     string `json:"tz"`
+	Node   string `json:"node"`
+	RunID  string `json:"run_id"`
+	Skips  int    `json:"skips"`
+	Missed bool   `json:"missed"`
+}
+
+// claimedFor reports whether t records a claim of req's tick or a later one by another
+// run; such a run is skipped.
+func (t *localTick) claimedFor(req Request) bool {
+	return t != nil && t.RunID != req.RunID && t.TickUS >= req.Tick.UnixMicro()
+}
+
+// tickError describes t's claim to a run of req that it skips.
+func (t *localTick) tickError(req Request) *TickError {
+	return &TickError{Key: req.Key, Tick: req.Tick, Claimed: time.UnixMicro(t.TickUS).UTC(),
+		Node: t.Node, RunID: t.RunID, Missed: t.Missed, Skips: t.Skips}
+}
+
+// claim is the record of req's tick, claimed now, replacing prev.
+func claimTick(prev *localTick, req Request, missed bool) *localTick {
+	t := &localTick{TickUS: req.Tick.UnixMicro(), Expr: req.Schedule, TZ: req.Zone,
+		Node: req.Node, RunID: req.RunID, Missed: missed}
+	if prev != nil {
+		t.PrevUS = prev.TickUS
+		if prev.RunID == req.RunID {
+			t.PrevUS = prev.PrevUS
+		}
+	}
+	return t
 }
 
 const localTimeFormat = "2006-01-02T15:04:05.000000Z07:00"
@@ -184,9 +224,18 @@ func tryFlock(fd int) (bool, error) {
 // heldRecordHolder reads the holder of a lock that another process holds. A record being
 // written at that moment can be unreadable; a short retry usually finds it whole.
 func heldRecordHolder(fd int) *Holder {
+	if r := heldRecord(fd); r != nil {
+		return r.holder()
+	}
+	return nil
+}
+
+// heldRecord reads the record of a lock file another process may be writing, retrying
+// a moment for a record caught half written.
+func heldRecord(fd int) *localRecord {
 	for i := 0; ; i++ {
 		if r := readLocalRecord(fd); r != nil {
-			return r.holder()
+			return r
 		}
 		if i == 2 {
 			return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -16,6 +17,8 @@ type localLease struct {
 	sent     time.Duration // the clock just before the flock that took it
 	minHold  time.Duration // immutable
 	path     string        // immutable
+	runID    string        // immutable
+	giveBack atomic.Bool   // Release gives the tick back (GiveBackTick)
 
 	mu  sync.Mutex   // guards fd and rec: Renew and Release may run in different goroutines
 	fd  int          // -1 once released
@@ -63,6 +66,10 @@ func (ls *localLease) Renew(ctx context.Context) error {
 	return nil
 }
 
+// GiveBackTick makes Release give the run's tick claim back, at once: its job never
+// started, so the next run may run the tick.
+func (ls *localLease) GiveBackTick() { ls.giveBack.Store(true) }
+
 // Release lets the lock go. When MinHold has not passed since acquisition, Release first
 // blocks until it has: the simplest way to keep holding it, since the lock is the open
 // descriptor (handing the descriptor to a lingering process would leave a holder record
@@ -70,7 +77,8 @@ func (ls *localLease) Renew(ctx context.Context) error {
 // error says MinHold was cut short. Release after Release does nothing.
 func (ls *localLease) Release(ctx context.Context) error {
 	var cut error
-	if wait := ls.minHold - time.Since(ls.acquired); wait > 0 {
+	giveBack := ls.giveBack.Load()
+	if wait := ls.minHold - time.Since(ls.acquired); wait > 0 && !giveBack {
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
@@ -83,6 +91,18 @@ func (ls *localLease) Release(ctx context.Context) error {
 	defer ls.mu.Unlock()
 	if ls.fd < 0 {
 		return nil
+	}
+	if giveBack && ls.rec.Tick != nil && ls.rec.Tick.RunID == ls.runID {
+		rec := *ls.rec
+		rec.Tick = nil
+		if p := ls.rec.Tick.PrevUS; p != 0 {
+			t := *ls.rec.Tick
+			t.TickUS, t.PrevUS, t.RunID, t.Node = p, 0, "", ""
+			rec.Tick = &t
+		}
+		if same, _ := samePathFile(ls.fd, ls.path); same {
+			writeLocalRecord(ls.fd, &rec) // best effort, as on Redis: the lock goes anyway
+		}
 	}
 	// LOCK_UN frees the lock even if the descriptor was somehow duplicated; close alone
 	// would not then. The file and its record (the token) stay for the next holder.

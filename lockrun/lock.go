@@ -34,6 +34,82 @@ type Request struct {
 	// Warn, when set, gets what the caller should hear although the lock was taken (an
 	// *EvictionCheckError); it is called on Acquire's goroutine. nil drops them.
 	Warn func(error)
+
+	// Tick is the schedule tick this run is for (--schedule); zero = none. Acquire then
+	// claims it together with the lock, and returns *TickError instead when this tick or
+	// a later one was claimed by another run (SPEC §9). The caller computes it once, at
+	// start-up; the backend only compares instants.
+	Tick time.Time
+	// Schedule and Zone are stored with the claim, for people reading the record.
+	Schedule, Zone string
+	// MaxSkew: with a Tick, a backend with a server clock (Redis) refuses with
+	// *SkewError when Now differs from it by more than this; 0 = no check.
+	MaxSkew time.Duration
+	// Now is this host's wall clock (the skew check, the holder's "since"); nil =
+	// time.Now.
+	Now func() time.Time
+}
+
+// now is the request's wall clock.
+func (r *Request) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// TickError is returned by Acquire and ClaimMissed when the run's tick, or a later one,
+// was already claimed by another run: the tick was run (or missed) elsewhere.
+type TickError struct {
+	Key     string
+	Tick    time.Time // the tick this run was for
+	Claimed time.Time // the tick the claim is for: Tick or later
+	Node    string    // who claimed it
+	RunID   string
+	Missed  bool // the claim was a missed run's: the job did not run for it
+	Skips   int  // runs skipped for the claimed tick so far, this one included
+}
+
+func (e *TickError) Error() string {
+	what := "already run"
+	if e.Missed {
+		what = "already missed"
+	}
+	later := ""
+	if !e.Claimed.IsZero() && e.Claimed.After(e.Tick) {
+		later = fmt.Sprintf(" (a later tick, %s, was claimed)", e.Claimed.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("tick %s of %s %s by %s%s", e.Tick.UTC().Format(time.RFC3339), e.Key, what, e.Claimer(), later)
+}
+
+// Claimer names who claimed the tick: "node (run R)".
+func (e *TickError) Claimer() string {
+	if e.RunID == "" {
+		return e.Node
+	}
+	return fmt.Sprintf("%s (run %s)", e.Node, e.RunID)
+}
+
+// SkewError is returned by Acquire when this host's wall clock is too far from the
+// server's: a fast clock would claim the next tick early and make the fleet skip it.
+type SkewError struct {
+	Key    string
+	Server string
+	Skew   time.Duration // this host's clock minus the server's (+ = ahead)
+	Max    time.Duration
+}
+
+func (e *SkewError) Error() string {
+	dir := "ahead of"
+	d := e.Skew
+	if d < 0 {
+		dir, d = "behind", -d
+	}
+	if d >= time.Second {
+		d = d.Round(100 * time.Millisecond)
+	}
+	return fmt.Sprintf("%s: this host's clock is %s %s %s's, more than the %s allowed (--max-skew, and at most a quarter of the time between ticks), so it could claim the wrong tick; sync the clock with NTP (timedatectl timesync-status, chronyc tracking)",
+		e.Key, d, dir, e.Server, e.Max)
 }
 
 // Holder describes who holds a lock, as the backend recorded it when it was acquired.
@@ -83,6 +159,10 @@ type Locker interface {
 	Inspect(ctx context.Context, key string) (*Holder, error)
 	// List returns every lock held right now, by key.
 	List(ctx context.Context) (map[string]Holder, error)
+	// ClaimMissed claims req.Tick as missed without taking the lock: a run past its
+	// start deadline does not start, and a second such run must find the tick claimed.
+	// It returns *TickError when the tick (or a later one) was already claimed.
+	ClaimMissed(ctx context.Context, req Request) error
 	// Unlock force-releases key and returns the holder it removed (nil: nothing held).
 	// Backends that cannot remove another process's lock return an error naming the holder.
 	Unlock(ctx context.Context, key string, force bool) (*Holder, error)
@@ -111,4 +191,7 @@ type Lease interface {
 	Renew(ctx context.Context) error
 	// Release lets the lock go (honouring MinHold). It never removes another holder's lock.
 	Release(ctx context.Context) error
+	// GiveBackTick makes Release give the run's tick claim back (and not honour MinHold):
+	// its job never started, so the next host may run the tick.
+	GiveBackTick()
 }

@@ -21,6 +21,8 @@ import (
 //	                        holder (see lockValue); present while the lock is held
 //	<prefix>{KEY}:fence     string, no TTL: the last fencing token handed out
 //	<prefix>{KEY}:released  pub/sub channel: "released" is published when the lock is freed
+//	<prefix>{KEY}:tick      string, 400-day TTL: a JSON object, the last schedule tick
+//	                        claimed (--schedule) and by whom (see acquire.lua)
 //
 // Holder metadata lives in the lock's own value, not in a sibling key, so that it expires
 // with the lock in the same instant and Inspect reads both in one GET.
@@ -215,6 +217,7 @@ func (l *RedisLocker) Close() error {
 func (l *RedisLocker) lockKey(key string) string  { return l.prefix + "{" + key + "}:lock" }
 func (l *RedisLocker) fenceKey(key string) string { return l.prefix + "{" + key + "}:fence" }
 func (l *RedisLocker) channel(key string) string  { return l.prefix + "{" + key + "}:released" }
+func (l *RedisLocker) tickKey(key string) string  { return l.prefix + "{" + key + "}:tick" }
 
 // newToken returns 128 random bits from crypto/rand, in hex.
 func newToken() (string, error) {
@@ -247,7 +250,7 @@ func (l *RedisLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 		return nil, err
 	}
 	if req.Wait <= 0 {
-		lease, held, err := l.acquireOnce(ctx, req, token)
+		lease, held, err := l.acquireOnce(ctx, req, token, "")
 		if err != nil {
 			return nil, err
 		}
@@ -282,7 +285,7 @@ func (l *RedisLocker) acquireWait(ctx context.Context, req Request, token string
 	defer timer.Stop()
 	for {
 		// Each attempt gets the full operation time-out even when the wait is almost over.
-		lease, held, err := l.acquireOnce(ctx, req, token)
+		lease, held, err := l.acquireOnce(ctx, req, token, "")
 		if err != nil && (!retryableRedisError(err) || ctx.Err() != nil) {
 			return nil, err
 		}
@@ -364,26 +367,53 @@ func (l *RedisLocker) subscribe(ctx context.Context, key string, wake chan<- str
 // when the lock already holds it. It returns the lease, or the holder when the lock is held
 // by another token. When no reply came and the retries ran out, it releases the lock in
 // case the script did run, so the fleet is not blocked for a TTL.
-func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token string) (*redisLease, *Holder, error) {
+func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token, mode string) (*redisLease, *Holder, error) {
 	keys := []string{l.lockKey(req.Key), l.fenceKey(req.Key)}
+	args := []any{token, durMS(req.TTL), req.Node, req.PID, req.RunID, req.now().UnixMilli(), l.allowArg()}
+	if !req.Tick.IsZero() {
+		keys = append(keys, l.tickKey(req.Key))
+		args = append(args, req.Tick.UnixMicro(), durMS(req.MaxSkew), req.Schedule, req.Zone, mode)
+	}
 	if req.OnTry != nil {
 		req.OnTry()
 	}
 	// Read before the first send: when a retry inside eval finds the lock already ours,
 	// its PX was set by the attempt sent here.
 	sent := clockOr(l.now)()
-	res, unknown, err := l.eval(ctx, acquireScript(), keys,
-		token, durMS(req.TTL), req.Node, req.PID, req.RunID, time.Now().UnixMilli(), l.allowArg())
+	res, unknown, err := l.eval(ctx, acquireScript(), keys, args...)
 	if err != nil {
 		// A release cannot reach a server that no dial reaches either.
 		if unknown && l.unreachable() == nil {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
-			l.c.Eval(rctx, releaseScript(), keys[:1], token, 0, l.channel(req.Key)) // best effort
+			l.releaseEval(rctx, req.Key, token, 0, req.RunID, !req.Tick.IsZero()) // best effort, the tick too
 			cancel()
 		}
 		return nil, nil, l.userError("take lock "+req.Key, err)
 	}
 	return l.acquireReply(ctx, req, token, sent, res)
+}
+
+// releaseEval runs release.lua for token; with giveBack, a tick claimed by runID is
+// given back too (the job never started).
+func (l *RedisLocker) releaseEval(ctx context.Context, key, token string, minHold time.Duration, runID string, giveBack bool) (any, error) {
+	keys := []string{l.lockKey(key)}
+	args := []any{token, durMS(minHold), l.channel(key)}
+	if giveBack {
+		keys = append(keys, l.tickKey(key))
+		args = append(args, runID)
+	}
+	res, _, err := l.eval(ctx, releaseScript(), keys, args...)
+	return res, err
+}
+
+// ClaimMissed claims req.Tick as missed, in one acquire script that takes no lock: the
+// skew is checked as for Acquire, and *TickError says the tick was already claimed.
+func (l *RedisLocker) ClaimMissed(ctx context.Context, req Request) error {
+	if req.Tick.IsZero() {
+		return fmt.Errorf("claim a missed tick of %s: no tick given", req.Key)
+	}
+	_, _, err := l.acquireOnce(ctx, req, "", "missed")
+	return err
 }
 
 // eval runs one script, retrying network errors and transient server states (LOADING,

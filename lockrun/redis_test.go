@@ -111,12 +111,12 @@ func TestRedisAcquireIsIdempotentForItsToken(t *testing.T) {
 	ctx := context.Background()
 	req := redisTestReq("idem")
 
-	first, held, err := l.acquireOnce(ctx, req, "token-one")
+	first, held, err := l.acquireOnce(ctx, req, "token-one", "")
 	if err != nil || held != nil {
 		t.Fatalf("first acquire: %v, held %v", err, held)
 	}
 	// The same token again, as a retry whose first reply was lost would send it.
-	again, held, err := l.acquireOnce(ctx, req, "token-one")
+	again, held, err := l.acquireOnce(ctx, req, "token-one", "")
 	if err != nil || held != nil {
 		t.Fatalf("repeated acquire with the same token: %v, held %+v", err, held)
 	}
@@ -124,7 +124,7 @@ func TestRedisAcquireIsIdempotentForItsToken(t *testing.T) {
 		t.Fatalf("fence changed on a repeated acquire: %d then %d", first.FencingToken(), again.FencingToken())
 	}
 	// Another token is refused.
-	_, held, err = l.acquireOnce(ctx, req, "token-two")
+	_, held, err = l.acquireOnce(ctx, req, "token-two", "")
 	if err != nil || held == nil || held.FencingToken != first.FencingToken() {
 		t.Fatalf("other token: err %v, held %+v", err, held)
 	}

@@ -2,6 +2,7 @@ package lockrun
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -89,7 +90,7 @@ func (l *RedisLocker) acquireReply(ctx context.Context, req Request, token strin
 		fence, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
-			l.c.Eval(rctx, releaseScript(), []string{l.lockKey(req.Key)}, token, 0, l.channel(req.Key)) // best effort
+			l.releaseEval(rctx, req.Key, token, 0, req.RunID, !req.Tick.IsZero()) // best effort
 			cancel()
 			return nil, nil, fmt.Errorf("take lock %s: %s sent the fencing token %q, not a number below 2^64; the lock was let go", req.Key, server, s)
 		}
@@ -98,7 +99,13 @@ func (l *RedisLocker) acquireReply(ctx context.Context, req Request, token strin
 				req.Warn(&EvictionCheckError{Server: server, Reply: w})
 			}
 		}
-		return &redisLease{l: l, key: req.Key, token: token, ttl: req.TTL, minHold: req.MinHold, fence: fence, sent: sent}, nil, nil
+		return &redisLease{l: l, key: req.Key, token: token, ttl: req.TTL, minHold: req.MinHold, fence: fence, sent: sent,
+			runID: req.RunID, ticked: !req.Tick.IsZero()}, nil, nil
+	case 2:
+		raw, _ := r[1].(string)
+		return nil, nil, tickErrorOf(req, raw)
+	case 3:
+		return nil, nil, nil // ClaimMissed: the tick is this run's
 	case 0:
 		value, _ := r[1].(string)
 		var pttl int64
@@ -117,10 +124,39 @@ func (l *RedisLocker) acquireReply(ctx context.Context, req Request, token strin
 				return nil, nil, &EvictionError{Server: server, Policy: a, MaxMemory: maxmem}
 			case "fence":
 				return nil, nil, &FenceError{Server: server, Counter: l.fenceKey(req.Key), Value: b, Max: a == "max"}
+			case "skew":
+				skew, _ := strconv.ParseInt(a, 10, 64)
+				maxMS, _ := strconv.ParseInt(b, 10, 64)
+				return nil, nil, &SkewError{Key: req.Key, Server: server, Skew: time.Duration(skew) * time.Millisecond, Max: time.Duration(maxMS) * time.Millisecond}
 			}
 		}
 	}
 	return nil, nil, fmt.Errorf("take lock %s: unexpected reply %v from %s", req.Key, res, server)
+}
+
+// tickRecord is the JSON value of <prefix>{KEY}:tick (acquire.lua writes it).
+type tickRecord struct {
+	TickUS string `json:"tick_us"`
+	PrevUS string `json:"prev_us"`
+	Expr   string `json:"expr"`
+	TZ     string `json:"tz"`
+	Node   string `json:"node"`
+	RunID  string `json:"run_id"`
+	Skips  int    `json:"skips"`
+	Missed bool   `json:"missed"`
+}
+
+// tickErrorOf reads the tick record a skipped run found; what cannot be read stays empty.
+func tickErrorOf(req Request, raw string) *TickError {
+	e := &TickError{Key: req.Key, Tick: req.Tick}
+	var rec tickRecord
+	if json.Unmarshal([]byte(raw), &rec) == nil {
+		e.Node, e.RunID, e.Missed, e.Skips = rec.Node, rec.RunID, rec.Missed, rec.Skips
+		if us, err := strconv.ParseInt(rec.TickUS, 10, 64); err == nil {
+			e.Claimed = time.UnixMicro(us).UTC()
+		}
+	}
+	return e
 }
 
 // Eviction reads the server's memory settings and returns its maxmemory-policy when it

@@ -3,19 +3,26 @@ package lockrun
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
 // redisLease is a held Redis lock.
 type redisLease struct {
-	l       *RedisLocker
-	key     string
-	token   string
-	ttl     time.Duration
-	minHold time.Duration
-	fence   uint64
-	sent    time.Duration // the clock just before the acquire that took it was sent
+	l        *RedisLocker
+	key      string
+	token    string
+	ttl      time.Duration
+	minHold  time.Duration
+	fence    uint64
+	sent     time.Duration // the clock just before the acquire that took it was sent
+	runID    string
+	ticked   bool        // the acquire claimed a schedule tick
+	giveBack atomic.Bool // Release gives the tick back (GiveBackTick)
 }
+
+// GiveBackTick makes Release give the tick back and ignore MinHold: the job never started.
+func (s *redisLease) GiveBackTick() { s.giveBack.Store(true) }
 
 // FencingToken is max(stored counter + 1, Redis time in µs) at acquisition.
 func (s *redisLease) FencingToken() uint64 { return s.fence }
@@ -44,7 +51,11 @@ func (s *redisLease) Renew(ctx context.Context) error {
 // keeps the lock until MinHold after acquisition instead. It returns an error wrapping
 // ErrLockLost when the lock was no longer ours (nothing is removed then).
 func (s *redisLease) Release(ctx context.Context) error {
-	res, _, err := s.l.eval(ctx, releaseScript(), []string{s.l.lockKey(s.key)}, s.token, durMS(s.minHold), s.l.channel(s.key))
+	minHold, giveBack := s.minHold, s.ticked && s.giveBack.Load()
+	if giveBack {
+		minHold = 0 // the next host is to run the tick now, not be held off
+	}
+	res, err := s.l.releaseEval(ctx, s.key, s.token, minHold, s.runID, giveBack)
 	if err != nil {
 		return s.l.userError("release lock "+s.key, err)
 	}

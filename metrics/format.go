@@ -29,7 +29,7 @@ const (
 // series for each (1 for the last run's, 0 for the others), and cronlock_runs_total
 // starts each at 0, so a series never appears out of nowhere: `== 1` alerts and
 // increase() see the first failure too.
-var metricStatuses = []string{"succeeded", "failed", "timeout", "lock_lost", "interrupted", "skipped", "error"}
+var metricStatuses = []string{"succeeded", "failed", "timeout", "lock_lost", "interrupted", "skipped", "error", "missed"}
 
 // previous are the values carried over from the previous file.
 type previous struct {

@@ -275,6 +275,7 @@ cronlock_last_status{key="k",node="n",status="error"} 0
 cronlock_last_status{key="k",node="n",status="failed"} 1
 cronlock_last_status{key="k",node="n",status="interrupted"} 0
 cronlock_last_status{key="k",node="n",status="lock_lost"} 0
+cronlock_last_status{key="k",node="n",status="missed"} 0
 cronlock_last_status{key="k",node="n",status="new"} 0
 cronlock_last_status{key="k",node="n",status="skipped"} 0
 cronlock_last_status{key="k",node="n",status="succeeded"} 0
@@ -288,6 +289,7 @@ cronlock_runs_total{key="k",node="n",status="error"} 0
 cronlock_runs_total{key="k",node="n",status="failed"} 1
 cronlock_runs_total{key="k",node="n",status="interrupted"} 0
 cronlock_runs_total{key="k",node="n",status="lock_lost"} 0
+cronlock_runs_total{key="k",node="n",status="missed"} 0
 cronlock_runs_total{key="k",node="n",status="new"} 2
 cronlock_runs_total{key="k",node="n",status="skipped"} 0
 cronlock_runs_total{key="k",node="n",status="succeeded"} 1234567

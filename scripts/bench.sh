@@ -28,6 +28,12 @@
 # Redis, `version`), in six interleaved rounds of 100 runs each, the order of the two
 # builds alternating, so that a drifting machine favours neither. Prints medians of all
 # rounds and the new/old ratio, in about four minutes.
+#
+# `scripts/bench.sh tick` measures what --schedule costs a short Redis run: the same build,
+# `run -- true` with and without `--schedule '* * * * *'`, in six interleaved rounds of 100
+# runs, the order alternating; before every run (of both kinds, so that both pay it) the
+# tick record is deleted, so that each --schedule run claims a tick rather than skipping.
+# Prints both medians and their ratio (the goal: within 5%), in about two minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -407,6 +413,47 @@ for name in dict.fromkeys(k.split("|", 1)[1] for k in times):
     print(f"| `cronlock {name}` | {o:.2f} | {n:.2f} | {n/o:.3f} |")
 PY
 }
+tick_ab() {
+	local round
+	go build -trimpath -o "$work/cronlock" .
+	export CRONLOCK_CONFIG="$work/none.conf" CRONLOCK_HISTORY="$work/tick.db" CRONLOCK_NODE=bench
+	: >"$work/none.conf"
+	local run="$work/cronlock run --redis $redis_url -k ab-tick"
+	local prep="redis-cli -p $port DEL cronlock:{ab-tick}:tick"
+	$run -- true
+	$run --schedule '* * * * *' -- true
+	for round in 1 2 3 4 5 6; do
+		local -a tcmds=(-n "plain" "$run -- true" -n "schedule" "$run --schedule '* * * * *' -- true")
+		if [ $((round % 2)) = 0 ]; then
+			reverse_commands tcmds
+			tcmds=("${reversed[@]}")
+		fi
+		echo "bench.sh: tick round $round of 6" >&2
+		hyperfine -N --warmup 10 --runs 100 --prepare "$prep" --export-json "$work/tick-$round.json" "${tcmds[@]}" >&2
+	done
+	BENCH_WORK="$work" python3 - <<'PY'
+import json, os, statistics
+work = os.environ["BENCH_WORK"]
+times = {}
+for r in range(1, 7):
+    for res in json.load(open(f"{work}/tick-{r}.json"))["results"]:
+        times.setdefault(res["command"], []).extend(res["times"])
+p = statistics.median(times["plain"]) * 1000
+s = statistics.median(times["schedule"]) * 1000
+print("A short Redis run (`run -- true`, history on) with and without `--schedule '* * * * *'`: "
+      "medians of 600 runs each, six interleaved rounds of 100, the tick record deleted before "
+      "every run (`scripts/bench.sh tick`).\n")
+print("| run | median ms |")
+print("|---|---|")
+print(f"| without --schedule | {p:.2f} |")
+print(f"| with --schedule | {s:.2f} |")
+print(f"| with / without | {s/p:.3f} |")
+PY
+}
+if [ "${1:-}" = tick ]; then
+	tick_ab
+	exit 0
+fi
 if [ "${1:-}" = ab ]; then
 	[ -n "${2:-}" ] || { echo "usage: scripts/bench.sh ab REV" >&2; exit 2; }
 	ab_compare "$2"

@@ -5,6 +5,14 @@
 -- ARGV[1] token, ARGV[2] ttl in ms, ARGV[3] node, ARGV[4] pid, ARGV[5] run id,
 -- ARGV[6] the holder's wall clock in ms (reported as "since"),
 -- ARGV[7] '1' when the user allows a server that can evict keys (no INFO is read then)
+-- With --schedule (SPEC §9), also:
+-- KEYS[3] the tick record (a JSON string, 400-day TTL): tick_us, prev_us (the tick it
+--   replaced, for giving back), expr, tz, node, run_id, skips, missed
+-- ARGV[8] the run's tick in UTC microseconds ('' = no schedule: KEYS[3] is not read),
+-- ARGV[9] the largest clock skew allowed in ms ('0' = no check), ARGV[10] EXPR,
+-- ARGV[11] zone, ARGV[12] 'missed' to claim the tick alone, as missed, without the lock
+--
+-- The order is SPEC §9's: refusals that write nothing, the clock skew, the tick, the lock.
 --
 -- Returns {1, fence, warn} when the lock is ours: taken now, or already held by this very
 --   token (a retried acquire whose first reply was lost, go-redis #2985). fence is a
@@ -14,16 +22,82 @@
 -- Returns {-1, 'evict', policy, maxmemory} when the server can evict the lock, and
 --   {-1, 'fence', why, counter} when the counter cannot give a larger token that fits in
 --   64 bits (why: 'garbage' or 'max'). Nothing is written in either case.
+-- Returns {-1, 'skew', skew_ms, max_ms} when the host's clock (ARGV[6]) is more than
+--   ARGV[9] ms away from the server's TIME. Nothing is written.
+-- Returns {2, record} when this tick, or a later one, was claimed by another run: the
+--   tick record as it now is (its skip count raised). Nothing else is written.
+-- Returns {3, ''} when ARGV[12] is 'missed' and the tick was claimed for this run.
 
 -- Needed before Redis 5 to write after TIME; a no-op (or absent) since.
 if redis.replicate_commands then redis.replicate_commands() end
 
+local missedMode = ARGV[12] == 'missed'
 local cur = redis.call('GET', KEYS[1])
-if cur then
+if cur and not missedMode then
   local ok, h = pcall(cjson.decode, cur)
   if ok and type(h) == 'table' and h.token == ARGV[1] then
     return {1, h.fence, ''}
   end
+end
+
+local function greater(a, b) -- a > b, both decimal strings without leading zeros
+  if #a ~= #b then return #a > #b end
+  return a > b
+end
+
+local t = redis.call('TIME')
+local nowS = t[1] .. string.format('%06d', tonumber(t[2]))
+
+-- The tick: a fast clock would claim the next tick early and make the fleet skip it, so
+-- the skew is checked first. A record of this tick or a later one, not this run's own
+-- (a retried acquire), means the tick was run: a skip, counted in the record.
+local tickUs = ARGV[8] or ''
+local rec
+if tickUs ~= '' then
+  local maxSkew = tonumber(ARGV[9]) or 0
+  if maxSkew > 0 then
+    local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    local skew = (tonumber(ARGV[6]) or nowMs) - nowMs
+    if math.abs(skew) > maxSkew then
+      return {-1, 'skew', string.format('%.0f', skew), ARGV[9]}
+    end
+  end
+  local raw = redis.call('GET', KEYS[3])
+  if raw then
+    local ok, r = pcall(cjson.decode, raw)
+    if ok and type(r) == 'table' and type(r.tick_us) == 'string' and string.match(r.tick_us, '^%d+$') then
+      rec = r
+    end
+  end
+  if rec and rec.run_id ~= ARGV[5] and not greater(tickUs, rec.tick_us) then
+    rec.skips = (tonumber(rec.skips) or 0) + 1
+    local v = cjson.encode(rec)
+    -- pcall: a full server must not turn a skip into an error; the count is a nicety.
+    redis.pcall('SET', KEYS[3], v, 'KEEPTTL', 'XX')
+    return {2, v}
+  end
+end
+
+-- A new claim resets the record; prev_us lets a run whose job never started give the
+-- tick back. 400 days: the record of a retired job must not stay on a noeviction server.
+local function claimTick(missed)
+  local prev = ''
+  if rec then
+    prev = rec.tick_us
+    if rec.run_id == ARGV[5] then prev = rec.prev_us or '' end
+  end
+  redis.call('SET', KEYS[3], cjson.encode({
+    tick_us = tickUs, prev_us = prev, expr = ARGV[10], tz = ARGV[11], node = ARGV[3],
+    run_id = ARGV[5], skips = 0, missed = missed, claimed_us = nowS,
+  }), 'PX', 34560000000)
+end
+
+if missedMode then
+  claimTick(true)
+  return {3, ''}
+end
+
+if cur then
   return {0, cur, redis.call('PTTL', KEYS[1])}
 end
 
@@ -51,10 +125,6 @@ end
 -- microseconds, so that it keeps rising even when Redis restarted without its data.
 -- Decimal strings throughout: a double would repeat tokens past 2^53.
 local MAX = '18446744073709551615' -- 2^64 - 1, the largest token the job's uint64 holds
-local function greater(a, b) -- a > b, both decimal strings without leading zeros
-  if #a ~= #b then return #a > #b end
-  return a > b
-end
 local function inc(s) -- s + 1
   local i = #s
   while i > 0 and string.sub(s, i, i) == '9' do i = i - 1 end
@@ -62,8 +132,6 @@ local function inc(s) -- s + 1
   return string.sub(s, 1, i - 1) .. string.char(string.byte(s, i) + 1) .. string.rep('0', #s - i)
 end
 
-local t = redis.call('TIME')
-local nowS = t[1] .. string.format('%06d', tonumber(t[2]))
 local fence = nowS
 local stored = redis.call('GET', KEYS[2])
 if stored then
@@ -76,7 +144,10 @@ if stored then
   end
   if greater(n, fence) then fence = n end
 end
+-- The first write: a full server refuses it before anything was written, and once a
+-- script has written, Redis lets it finish, so tick and lock are claimed together.
 redis.call('SET', KEYS[2], fence)
+if tickUs ~= '' then claimTick(false) end
 
 local v = cjson.encode({
   token = ARGV[1], fence = fence, node = ARGV[3], pid = tonumber(ARGV[4]) or 0,

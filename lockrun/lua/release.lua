@@ -2,12 +2,27 @@
 --
 -- KEYS[1] the lock, ARGV[1] token, ARGV[2] min hold in ms (0 = none),
 -- ARGV[3] the release channel
+-- KEYS[2] the tick record and ARGV[4] a run id, when the run's job never started: a tick
+--   claimed by that run is given back (its tick_us restored to prev_us), lock or no lock.
 --
 -- Returns {1, 0} when the lock was deleted (and announced on the channel),
 -- {2, ms} when it is kept for the ms left of the min hold (measured on the Redis clock, the
 -- clock that also counts the PX), {0, 0} when the lock is missing or not ours (lost).
 
 if redis.replicate_commands then redis.replicate_commands() end
+
+if KEYS[2] and ARGV[4] and ARGV[4] ~= '' then
+  local raw = redis.call('GET', KEYS[2])
+  local ok, r = pcall(cjson.decode, raw or '')
+  if ok and type(r) == 'table' and r.run_id == ARGV[4] then
+    if type(r.prev_us) == 'string' and r.prev_us ~= '' then
+      r.tick_us, r.prev_us, r.given_back, r.run_id, r.node = r.prev_us, '', ARGV[4], '', ''
+      redis.call('SET', KEYS[2], cjson.encode(r), 'KEEPTTL', 'XX')
+    else
+      redis.call('DEL', KEYS[2])
+    end
+  end
+end
 
 local cur = redis.call('GET', KEYS[1])
 if not cur then return {0, 0} end

@@ -1,0 +1,8 @@
+package jobrun
+
+import "time"
+
+// wallNow is the wall clock of a run: its start, its tick, the clock it shows Redis for
+// the skew check, its end. Only a test build moves it (testclock_on.go); in every other
+// build it is time.Now, whatever the environment says.
+var wallNow = time.Now

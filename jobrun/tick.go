@@ -1,0 +1,130 @@
+package jobrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"cronlock/history"
+	"cronlock/lockrun"
+	"cronlock/logline"
+	"cronlock/tty"
+)
+
+// lateSkip is how long after its tick a tick skip stays silent: cron on the hosts of a
+// fleet fires within seconds of each other, so a skip later than this is a host whose
+// --schedule does not match its crontab line, or whose cron is far behind.
+const lateSkip = time.Minute
+
+// request is the lock request of this run, with its tick when it has one.
+func (r *runner) request() lockrun.Request {
+	o := r.o
+	req := lockrun.Request{Key: o.Key, TTL: o.TTL, Wait: o.Wait, MinHold: o.MinHold,
+		Node: o.Node, PID: os.Getpid(), RunID: r.runID, Now: wallNow}
+	if o.Schedule != nil {
+		req.Tick, req.Schedule, req.Zone = r.tick, o.Schedule.String(), o.Schedule.Zone()
+		// A clock ahead by a quarter of the interval could claim the next tick early:
+		// every-minute jobs need a tighter bound than --max-skew's default.
+		req.MaxSkew = o.MaxSkew
+		if next := o.Schedule.Next(r.tick); o.MaxSkew > 0 && next.After(r.tick) {
+			req.MaxSkew = min(o.MaxSkew, next.Sub(r.tick)/4)
+		}
+	}
+	return req
+}
+
+// waitFor is how long the acquire may wait for a held lock: --wait, cut short at
+// tick + --start-deadline, after which the run would start too late (cut is then true).
+func (r *runner) waitFor() (wait time.Duration, cut bool) {
+	o := r.o
+	if r.tick.IsZero() || o.StartDeadline <= 0 || o.Wait <= 0 {
+		return o.Wait, false
+	}
+	left := r.tick.Add(o.StartDeadline).Sub(wallNow())
+	if left < o.Wait {
+		return max(left, 0), true
+	}
+	return o.Wait, false
+}
+
+// pastDeadline reports whether a job starting at t would start more than
+// --start-deadline after the run's tick.
+func (r *runner) pastDeadline(t time.Time) bool {
+	return !r.tick.IsZero() && r.o.StartDeadline > 0 && t.Sub(r.tick) > r.o.StartDeadline
+}
+
+// missed ends a run that would start past its deadline: it claims the tick as missed,
+// so that a tick has at most one missed entry (a run that finds the tick claimed is a
+// plain tick skip), records it and says so: a missed run is news, never silent.
+func (r *runner) missed() int {
+	o := r.o
+	late := wallNow().Sub(r.tick)
+	ctx, cancel := context.WithTimeout(context.Background(), o.OpTimeout+time.Second)
+	err := r.locker.ClaimMissed(ctx, r.request())
+	cancel()
+	var te *lockrun.TickError
+	switch {
+	case errors.As(err, &te):
+		return r.tickSkip(te)
+	case err != nil:
+		return r.fail(ExitFailed, "%v", err)
+	}
+	r.row.Status = history.StatusMissed
+	r.row.Error = fmt.Sprintf("%s: missed the %s tick: it would start %s after it, later than --start-deadline %s; the job was not run (was cron or this host down or busy?)",
+		o.Key, r.tickName(), heldFor(late), shortDuration(o.StartDeadline))
+	code := o.ConflictExitCode
+	r.row.Exit = &code
+	r.recordInsert()
+	r.errorf("%s", r.row.Error)
+	return code
+}
+
+// tickSkip records a run whose tick (or a later one) another run claimed. It is silent
+// as a held skip is, while the start is within a minute of the tick; later, one line
+// says so whatever -q says: a host that keeps finding its tick taken has a --schedule
+// that does not match its crontab line.
+func (r *runner) tickSkip(e *lockrun.TickError) int {
+	o := r.o
+	r.row.Status = history.StatusSkipped
+	r.row.Holder = e.Claimer()
+	r.row.Error = e.Error()
+	code := o.ConflictExitCode
+	r.row.Exit = &code
+	r.recordInsert()
+	what := "already run"
+	if e.Missed {
+		what = "already missed"
+	}
+	line := fmt.Sprintf("%s: tick %s %s by %s", o.Key, r.tickName(), what, tty.Escape(e.Claimer()))
+	if e.Claimed.After(r.tick) {
+		line = fmt.Sprintf("%s: tick %s skipped: the later tick %s was already run by %s", o.Key, r.tickName(), r.zoned(e.Claimed), tty.Escape(e.Claimer()))
+	}
+	switch {
+	case r.started.Sub(r.tick) > lateSkip:
+		r.errorf("%s; does --schedule match the crontab line?", line)
+	case o.Verbose || (!o.Quiet && tty.IsTerminal(o.Stderr)):
+		r.say(logline.Verbose, true, "skipped: "+line)
+	}
+	return code
+}
+
+// tickName is the run's tick as people read it, in the schedule's zone.
+func (r *runner) tickName() string { return r.zoned(r.tick) }
+
+// zoned is t in the schedule's zone: the time of day when it is on the day the run
+// started, else the date too.
+func (r *runner) zoned(t time.Time) string {
+	loc := time.UTC
+	if r.o.Schedule != nil {
+		if l, err := time.LoadLocation(r.o.Schedule.Zone()); err == nil {
+			loc = l
+		}
+	}
+	t = t.In(loc)
+	if s := r.started.In(loc); s.YearDay() == t.YearDay() && s.Year() == t.Year() {
+		return t.Format("15:04 MST")
+	}
+	return t.Format("2006-01-02 15:04 MST")
+}

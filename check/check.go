@@ -399,3 +399,11 @@ func onNode(node string) string {
 	}
 	return " on " + node
 }
+
+// ExitCode is the plugin exit code of s: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+func ExitCode(s State) int {
+	if s < OK || s > Unknown {
+		return int(Unknown)
+	}
+	return int(s)
+}

@@ -154,6 +154,7 @@ file lock (one machine); every run is recorded in a local SQLite history.
 		newRunCmd(stdout, stderr),
 		newHistoryCmd(stdout, stderr),
 		newStatusCmd(stdout, stderr),
+		newCheckCmd(stdout, stderr),
 		newUnlockCmd(stdout, stderr),
 		newVersionCmd(stdout),
 	)

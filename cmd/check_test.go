@@ -1,0 +1,90 @@
+package cmd
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Tests of `cronlock check` (SPEC §10) through the built binary, on the local backend.
+// The clock is the test build's CRONLOCK_TEST_CLOCK_OFFSET, which check reads as run does.
+
+// checkLine is the plugin's status line: state, key, summary, perfdata in the plugin format.
+var checkLine = regexp.MustCompile(`^CRONLOCK (OK|WARNING|CRITICAL|UNKNOWN) - [^|\n]+( \| ([^'= ]+=(U|[0-9.]+)(s)?(;[0-9.]*){0,4} ?)+)?\n$`)
+
+func (h *fleetHost) check(off time.Duration, args ...string) (int, string) {
+	h.t.Helper()
+	code, out, errs := h.at(off, append([]string{"check"}, args...)...)
+	if !checkLine.MatchString(out) && !strings.HasPrefix(out, "{") {
+		h.t.Fatalf("check %v printed %q (stderr %q): want one plugin status line", args, out, errs)
+	}
+	return code, out
+}
+
+func TestCheckLocal(t *testing.T) {
+	h := newFleet(t, "local", "vmA")[0]
+	// Every minute, so that the test clock moves from tick to tick; the grace is 5m.
+	sched := []string{"--schedule", "* * * * *"}
+	if code, out := h.check(0, "--key", "billing"); code != 3 || !strings.Contains(out, "never recorded") && !strings.Contains(out, "no run of this key was ever recorded") {
+		t.Fatalf("never-seen key: exit %d %q; want 3 UNKNOWN", code, out)
+	}
+	if code, _, errs := h.at(0, append(append([]string{"run", "--key", "billing"}, sched...), "--", "true")...); code != 0 {
+		t.Fatalf("run: %d %s", code, errs)
+	}
+	// The schedule comes from the tick record the run left.
+	if code, out := h.check(0, "--key", "billing"); code != 0 || !strings.HasPrefix(out, "CRONLOCK OK - billing: ") {
+		t.Fatalf("after a success of the current tick: exit %d %q; want 0 OK", code, out)
+	}
+	// Ten minutes later the tick due (now - 5m) has no run: CRITICAL.
+	if code, out := h.check(10*time.Minute, "--key", "billing"); code != 2 || !strings.Contains(out, "no successful run for the ") {
+		t.Fatalf("tick + grace passed without a run: exit %d %q; want 2 CRITICAL", code, out)
+	}
+	// --schedule wins over the tick record: for @yearly, the success covers this year's tick.
+	if code, out := h.check(10*time.Minute, "--key", "billing", "--schedule", "@yearly"); code != 0 || !strings.Contains(out, "-01-01 00:00 tick") {
+		t.Fatalf("--schedule @yearly after this year's success: exit %d %q; want 0 OK", code, out)
+	}
+	// A run of a later tick that fails: CRITICAL, and failures counted.
+	if code, _, _ := h.at(2*time.Minute, append(append([]string{"run", "--key", "billing"}, sched...), "--", "false")...); code != 1 {
+		t.Fatalf("failing run exited %d", code)
+	}
+	code, out := h.check(2*time.Minute, "--key", "billing")
+	if code != 2 || !strings.Contains(out, "ended failed") || !strings.Contains(out, "failures=1") {
+		t.Fatalf("after a failure: exit %d %q; want 2 CRITICAL with failures=1", code, out)
+	}
+	// --json: one object with the same verdict.
+	code, out = h.check(2*time.Minute, "--key", "billing", "--json")
+	var j struct {
+		State    string   `json:"state"`
+		ExitCode int      `json:"exit_code"`
+		Key      string   `json:"key"`
+		Reasons  []string `json:"reasons"`
+		Due      *string  `json:"due"`
+		Failures int      `json:"failures"`
+		Perfdata string   `json:"perfdata"`
+	}
+	if err := json.Unmarshal([]byte(out), &j); err != nil || code != 2 || j.State != "CRITICAL" || j.ExitCode != 2 ||
+		j.Key != "billing" || j.Due == nil || j.Failures != 1 || !strings.HasPrefix(j.Perfdata, "age=") || len(j.Reasons) == 0 {
+		t.Fatalf("--json: exit %d %q (%v); want a CRITICAL object", code, out, err)
+	}
+}
+
+func TestCheckBadInputIsUnknown(t *testing.T) {
+	h := newFleet(t, "local", "vmA")[0]
+	for _, args := range [][]string{
+		{},
+		{"--key", "bad key"},
+		{"--key", "billing", "--nope"},
+		{"--key", "billing", "--grace", "soon"},
+		{"--key", "billing", "--max-age", "-1h"},
+		{"--key", "billing", "--schedule", "61 * * * *"},
+		{"--key", "billing", "extra"},
+		{"--key", "billing", "--history", "relative.db"},
+	} {
+		code, out := h.check(0, args...)
+		if code != 3 || !strings.HasPrefix(out, "CRONLOCK UNKNOWN - ") {
+			t.Errorf("check %q: exit %d %q; want 3 with an UNKNOWN line", args, code, out)
+		}
+	}
+}

@@ -303,3 +303,113 @@ func TestFleetRoundTrips(t *testing.T) {
 		t.Errorf("LLEN of the record: %s; want 1", l)
 	}
 }
+
+// TestFleetRunningThenAbandoned: a run that holds the lock shows as running; once its
+// cronlock is SIGKILLed and the lock expires, its claimed tick has no entry and shows as
+// abandoned.
+func TestFleetRunningThenAbandoned(t *testing.T) {
+	hosts := newFleet(t, "redis", "vmA")
+	off, tick := inMinute()
+	dir := t.TempDir()
+	h := hosts[0]
+	h.env = append(h.env, "CRONLOCK_TEST_CLOCK_OFFSET="+off.String())
+	a := h.command("run", "-k", "billing", "--ttl", "1s", "--schedule", "* * * * *", "--",
+		"sh", "-c", "touch "+dir+"/a; sleep 30")
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Process.Kill()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(dir + "/a"); err == nil {
+			break
+		}
+		if i > 500 {
+			t.Fatal("the job did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	m := monitor(t, h)
+	if rows := fleetRows(t, m, "--key", "billing"); len(rows) != 1 || rows[0].Status != "running" ||
+		rows[0].ScheduledFor == nil || *rows[0].ScheduledFor != rfc(tick) || rows[0].Node != "vmA" {
+		t.Fatalf("while the run holds the lock: %+v; want one running entry of vmA for %s", rows, rfc(tick))
+	}
+	a.Process.Kill()
+	a.Wait()
+	// The lease (1 s) runs out on the Redis clock.
+	lock := strings.TrimSuffix(runsKey(h.cli, "billing"), "runs") + "lock"
+	for i := 0; ; i++ {
+		if v, _ := redistest.Do(redistest.Addr(t), "EXISTS", lock); v == "0" {
+			break
+		}
+		if i > 300 {
+			t.Fatal("the lock did not expire")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	rows := fleetRows(t, m, "--key", "billing")
+	if len(rows) != 1 || rows[0].Status != "abandoned" || rows[0].ScheduledFor == nil || *rows[0].ScheduledFor != rfc(tick) {
+		t.Fatalf("after the kill and the expiry: %+v; want one abandoned entry for %s", rows, rfc(tick))
+	}
+}
+
+// TestFleetSlowReader: when cronlock's stdout is a pipe nobody reads yet, the lock goes
+// as soon as the job ends, and the entry follows once the output is through, with the
+// final outcome.
+func TestFleetSlowReader(t *testing.T) {
+	hosts := newFleet(t, "redis", "vmA")
+	h := hosts[0]
+	dir := t.TempDir()
+	// 1.5 MiB: more than the pipe to the reader holds (cronlock grows it to 1 MiB), less
+	// than both pipes on the way: the job ends while cronlock still has output to pass on.
+	const size = 3 << 19
+	c := h.command("run", "-k", "billing", "--", "sh", "-c", "head -c "+strconv.Itoa(size)+" /dev/zero; touch "+dir+"/done")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stdout = w
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	lock := strings.TrimSuffix(runsKey(h.cli, "billing"), "runs") + "lock"
+	list := runsKey(h.cli, "billing")
+	for i := 0; ; i++ {
+		if _, err := os.Stat(dir + "/done"); err == nil {
+			break
+		}
+		if i > 500 {
+			t.Fatal("the job did not end")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The lock goes although the reader has not read a byte; the entry waits.
+	for i := 0; ; i++ {
+		if held, _ := redistest.Do(redistest.Addr(t), "EXISTS", lock); held == "0" {
+			break
+		}
+		if i > 500 {
+			t.Fatal("the lock was kept while the output waited for its reader")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n, _ := redistest.Do(redistest.Addr(t), "LLEN", list); n != "0" {
+		t.Errorf("entry written before the output was through (LLEN %s): its outcome was not final", n)
+	}
+	b := make([]byte, 64<<10)
+	total := 0
+	for {
+		n, err := r.Read(b)
+		total += n
+		if err != nil {
+			break
+		}
+	}
+	if err := c.Wait(); err != nil || total != size {
+		t.Fatalf("cronlock: %v (read %d bytes)", err, total)
+	}
+	rows := fleetRows(t, monitor(t, h), "--key", "billing")
+	if len(rows) != 1 || rows[0].Status != "succeeded" || rows[0].FinishedAt == nil {
+		t.Fatalf("entries %+v; want one succeeded run", rows)
+	}
+}

@@ -111,6 +111,7 @@ type runner struct {
 	row           *history.Run
 	locker        lockrun.Locker
 	tick          time.Time // the run's schedule tick (UTC); zero without --schedule
+	refused       bool      // the backend answered the acquire with a refusal (status error)
 }
 
 func (r *runner) run() int {
@@ -339,6 +340,9 @@ func (r *runner) acquire(sig *lockrun.Signals) (lease lockrun.Lease, code int, d
 		r.reportSkip(held)
 		return nil, o.ConflictExitCode, true
 	default:
+		// Only a refusal is worth a line in the fleet's record: a server that did not
+		// answer would not take the entry either, and the run says so already.
+		r.refused = refusal(res.err)
 		return nil, r.fail(ExitFailed, "%v", res.err), true
 	}
 }
@@ -394,7 +398,9 @@ func (r *runner) fail(code int, format string, args ...any) int {
 	r.row.Exit = &code
 	r.recordInsert()
 	r.errorf("%s", msg)
-	r.recordFleetNoLock()
+	if r.refused {
+		r.recordFleetNoLock()
+	}
 	return code
 }
 

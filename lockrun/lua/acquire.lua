@@ -81,8 +81,9 @@ if tickUs ~= '' then
     -- The claimer's run may have ended before this host's cron fired: its entry gets the
     -- count too. Only the newest entry is looked at, so this costs one LINDEX.
     if KEYS[4] and rec.run_id and rec.run_id ~= '' then
-      local head = redis.call('LINDEX', KEYS[4], 0)
-      if head and string.find(head, '{"id":"' .. rec.run_id .. '"', 1, true) == 1 then
+      -- pcall: an ACL without list rights must not turn a skip into an error.
+      local head = redis.pcall('LINDEX', KEYS[4], 0)
+      if type(head) == 'string' and string.find(head, '{"id":"' .. rec.run_id .. '"', 1, true) == 1 then
         local n = string.gsub(head, ',"k":%d+}$', ',"k":' .. string.format('%d', rec.skips) .. '}')
         redis.pcall('LSET', KEYS[4], 0, n)
       end

@@ -413,3 +413,28 @@ func TestFleetSlowReader(t *testing.T) {
 		t.Fatalf("entries %+v; want one succeeded run", rows)
 	}
 }
+
+// TestFleetWriteRefused: a server that refuses the entry (an ACL without list rights)
+// changes neither the run's status nor its exit code, and the lock is released; the
+// warning says so once, then not again within the hour, and never names the password.
+func TestFleetWriteRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	if _, err := srv.Do("ACL", "SETUSER", "cronlock", "on", ">fleet-pass-7731", "resetkeys", "~*", "resetchannels", "&*",
+		"-@all", "+eval", "+get", "+set", "+del", "+pexpire", "+pttl", "+time", "+publish", "+info", "+lrange", "+exists"); err != nil {
+		t.Fatal(err)
+	}
+	c := newCLI(t, "redis://cronlock:fleet-pass-7731@"+srv.Addr+"/0")
+	for i, wantWarn := range []bool{true, false} {
+		code, out, errs := c.run("run", "-k", "acl", "--", "echo", "ran")
+		if code != 0 || out != "ran\n" || strings.Contains(errs, "fleet-pass") ||
+			(strings.Count(errs, "\n") == 1 && strings.Contains(errs, "fleet's record")) != wantWarn || (!wantWarn && errs != "") {
+			t.Fatalf("run %d: exit %d, stdout %q, stderr %q; want 0, ran, and a warning %v", i+1, code, out, errs, wantWarn)
+		}
+		if rows := c.history("acl"); rows[0].Status != "succeeded" {
+			t.Fatalf("run %d: status %s; want succeeded", i+1, rows[0].Status)
+		}
+	}
+	if v, _ := srv.Do("EXISTS", strings.TrimPrefix(prefixOf(c), "CRONLOCK_PREFIX=")+"{acl}:lock"); v != "0" {
+		t.Error("the lock was kept after the refused write")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +27,9 @@ type backendOptions struct {
 	// AllowEviction lets run take a lock on a Redis that can evict keys (run's
 	// --allow-eviction / CRONLOCK_ALLOW_EVICTION); status and unlock never refuse one.
 	AllowEviction bool
+	// FleetKeep is CRONLOCK_FLEET_KEEP: entries of the fleet's record kept per key
+	// (a setting only: it is the fleet's, not one run's); 0 = the default.
+	FleetKeep int
 
 	urlFromFlag bool // the URL came from --redis, where ps shows it
 }
@@ -50,11 +54,22 @@ func (o *backendOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LockDir, "lock-dir", "", "folder of the local backend's lock files (env CRONLOCK_LOCK_DIR; default /run/cronlock for root, else /tmp/cronlock-UID)")
 }
 
+// maxFleetKeep bounds CRONLOCK_FLEET_KEEP: at 512 bytes an entry, 100000 entries are
+// 50 MB per key, already more than a lock server should hold for one job.
+const maxFleetKeep = 100000
+
 // resolve fills unset flags from the settings and checks the combination.
 func (o *backendOptions) resolve(fs *pflag.FlagSet, s *settings) error {
 	o.urlFromFlag = fs.Changed("redis")
 	if err := s.apply(fs, backendTwins); err != nil {
 		return err
+	}
+	if v, ok := s.vals["CRONLOCK_FLEET_KEEP"]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 || n > maxFleetKeep {
+			return fmt.Errorf("CRONLOCK_FLEET_KEEP=%q (from %s): give a whole number of entries from 1 to %d (default %d)", v, s.source["CRONLOCK_FLEET_KEEP"], maxFleetKeep, lockrun.DefaultFleetKeep)
+		}
+		o.FleetKeep = n
 	}
 	if err := s.checkAbsPath(fs, "lock-dir", "CRONLOCK_LOCK_DIR", o.LockDir, lockrun.DefaultLockDir()); err != nil {
 		return err
@@ -119,7 +134,7 @@ func (o *backendOptions) open() (lockrun.Locker, error) {
 		}
 		return lockrun.NewLocalLocker(dir)
 	}
-	ro := lockrun.RedisOptions{URL: o.RedisURL, Timeout: o.RedisTimeout, Prefix: o.Prefix, AllowEviction: o.AllowEviction}
+	ro := lockrun.RedisOptions{URL: o.RedisURL, Timeout: o.RedisTimeout, Prefix: o.Prefix, AllowEviction: o.AllowEviction, FleetKeep: o.FleetKeep}
 	if o.PasswordFile != "" {
 		pw, err := readPasswordFile(o.PasswordFile)
 		if err != nil {

@@ -182,34 +182,34 @@ func checkJSONOf(r check.Result) checkJSON {
 func checkRun(o *checkOptions) error {
 	in := check.Input{Key: o.Key, MaxAge: o.MaxAge, Grace: o.Grace, Now: o.Now}
 	var recorded *schedule.Schedule
-	if o.Backend == "redis" {
-		// TODO(fleet): the fleet record (branch fleet: lockrun.FleetEntry and
-		// (*RedisLocker).Fleet) is wired here at merge: fleetRuns(ctx, locker, key), and
-		// the schedule from the Redis tick record. Until then check cannot answer for a
-		// fleet, and says so rather than answering from this host's history alone.
-		return showCheck(o, check.UnknownResult(o.Key, "fleet record not available: this cronlock cannot read the fleet's runs from Redis yet; use --backend local with --history to check this host's runs"))
-	}
 	locker, err := o.open()
 	if err != nil {
 		return checkUnknown(o, err)
 	}
 	defer locker.Close()
-	if ll, ok := locker.(*lockrun.LocalLocker); ok {
-		tr, err := ll.TickRecord(o.Key)
-		if err != nil {
-			return checkUnknown(o, err)
+	var tr *lockrun.TickRecord
+	switch l := locker.(type) {
+	case *lockrun.RedisLocker:
+		// The fleet's view: every host's runs from the fleet's record, from any host.
+		ctx := context.Background()
+		if tr, err = l.TickRecord(ctx, o.Key); err == nil {
+			in.Runs, err = fleetRuns(ctx, l, o.Key)
 		}
-		if tr != nil {
-			in.Seen = true
-			if tr.Expr != "" {
-				if recorded, err = schedule.Parse(tr.Expr, tr.TZ); err != nil {
-					return checkUnknown(o, fmt.Errorf("the tick record's schedule %q (%s): %v; give --schedule", tr.Expr, tr.TZ, err))
-				}
-			}
+	case *lockrun.LocalLocker:
+		if tr, err = l.TickRecord(o.Key); err == nil {
+			in.Runs, err = o.localRuns()
 		}
 	}
-	if in.Runs, err = o.localRuns(); err != nil {
+	if err != nil {
 		return checkUnknown(o, err)
+	}
+	if tr != nil {
+		in.Seen = true
+		if tr.Expr != "" {
+			if recorded, err = schedule.Parse(tr.Expr, tr.TZ); err != nil {
+				return checkUnknown(o, fmt.Errorf("the tick record's schedule %q (%s): %v; give --schedule", tr.Expr, tr.TZ, err))
+			}
+		}
 	}
 	in.Schedule = recorded
 	if o.Schedule != "" {
@@ -253,35 +253,21 @@ func (o *checkOptions) localRuns() ([]check.Run, error) {
 	return runs, nil
 }
 
-// fleetRecord is the part of one entry of the fleet's record (<prefix>{key}:runs) that
-// check reads. TODO(fleet): becomes lockrun.FleetEntry from branch fleet at merge.
-type fleetRecord struct {
-	Node         string
-	Status       string
-	ScheduledFor time.Time
-	StartedAt    time.Time // Redis TIME at acquire
-	FinishedAt   time.Time // Redis TIME at release
-	Duplicate    bool      // marked by the fleet reader: same tick, or overlapping
-}
-
-// fleetReader reads the newest limit entries of a key's fleet record, newest first; the
-// planned (*lockrun.RedisLocker).Fleet matches it.
-type fleetReader interface {
-	Fleet(ctx context.Context, key string, limit int) ([]fleetRecord, error)
-}
-
-// fleetRuns gathers the fleet's runs of key for the verdict.
-func fleetRuns(ctx context.Context, fr fleetReader, key string) ([]check.Run, error) {
-	entries, err := fr.Fleet(ctx, key, checkRecords)
+// fleetRuns gathers the fleet's runs of key for the verdict: the newest entries of its
+// record (with the lock's holder as running, and DUPLICATE marks).
+func fleetRuns(ctx context.Context, l *lockrun.RedisLocker, key string) ([]check.Run, error) {
+	entries, err := l.Fleet(ctx, key, checkRecords)
 	if err != nil {
 		return nil, err
 	}
 	runs := make([]check.Run, 0, len(entries))
 	for _, e := range entries {
-		runs = append(runs, check.Run{Status: e.Status, Started: e.StartedAt, Finished: e.FinishedAt,
-			ScheduledFor: e.ScheduledFor, Node: e.Node, Duplicate: e.Duplicate})
+		r := check.Run{Status: e.Status, Started: e.Started(), ScheduledFor: e.ScheduledFor(),
+			Node: e.Node, Duplicate: e.Duplicate}
+		if e.Status != "running" && e.Status != history.StatusAbandoned {
+			r.Finished = e.Finished()
+		}
+		runs = append(runs, r)
 	}
 	return runs, nil
 }
-
-var _ = fleetRuns // TODO(fleet): used by checkRun once the fleet record is merged

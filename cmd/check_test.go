@@ -2,10 +2,14 @@ package cmd
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"cronlock/internal/proctest"
+	"cronlock/internal/redistest"
 )
 
 // Tests of `cronlock check` (SPEC §10) through the built binary, on the local backend.
@@ -86,5 +90,69 @@ func TestCheckBadInputIsUnknown(t *testing.T) {
 		if code != 3 || !strings.HasPrefix(out, "CRONLOCK UNKNOWN - ") {
 			t.Errorf("check %q: exit %d %q; want 3 with an UNKNOWN line", args, code, out)
 		}
+	}
+}
+
+// TestCheckFleet: on Redis, check answers for the fleet from any host — here a monitoring
+// host that never ran the job and has no history of it — with the schedule from the
+// Redis tick record; a failure on another host is CRITICAL; a real overlap is flagged;
+// an unreachable Redis is UNKNOWN.
+func TestCheckFleet(t *testing.T) {
+	hosts := newFleet(t, "redis", "vmA", "vmB", "mon")
+	a, b, mon := hosts[0], hosts[1], hosts[2]
+	sched := []string{"--schedule", "* * * * *"}
+	if code, out := mon.check(0, "--key", "billing"); code != 3 {
+		t.Fatalf("never-seen key: exit %d %q; want 3 UNKNOWN", code, out)
+	}
+	if code, _, errs := a.at(0, append(append([]string{"run", "--key", "billing"}, sched...), "--", "true")...); code != 0 {
+		t.Fatalf("vmA run: %d %s", code, errs)
+	}
+	if code, out := mon.check(0, "--key", "billing"); code != 0 || !strings.HasPrefix(out, "CRONLOCK OK - billing: ") {
+		t.Fatalf("the monitoring host after vmA's success: exit %d %q; want 0 OK from the fleet's record", code, out)
+	}
+	if rows := mon.history("billing"); len(rows) != 0 {
+		t.Fatalf("the monitoring host has local rows %+v: the test proves nothing", rows)
+	}
+	if code, out := mon.check(10*time.Minute, "--key", "billing"); code != 2 || !strings.Contains(out, "no successful run for the ") {
+		t.Fatalf("ten minutes on: exit %d %q; want 2 CRITICAL", code, out)
+	}
+	if code, _, errs := b.at(2*time.Minute, append(append([]string{"run", "--key", "billing", "--max-skew", "0"}, sched...), "--", "false")...); code != 1 {
+		t.Fatalf("vmB's failing run exited %d: %s", code, errs)
+	}
+	if code, out := mon.check(2*time.Minute, "--key", "billing"); code != 2 || !strings.Contains(out, "failures=1") {
+		t.Fatalf("after vmB's failure: exit %d %q; want 2 CRITICAL with failures=1", code, out)
+	}
+
+	// A real overlap: the lock deleted under a run that may continue, a second host runs.
+	ready := filepath.Join(a.dir, "ready")
+	holder := a.command("run", "--key", "dup", "--on-lock-lost", "continue", "--ttl", "1s", "--",
+		"sh", "-c", `touch "$0"; sleep 1.5`, ready)
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	proctest.WaitFile(t, ready)
+	key := envOf(a.env, "CRONLOCK_PREFIX") + "{dup}:lock"
+	t.Cleanup(func() {
+		for _, k := range []string{"fence", "runs"} {
+			redistest.Do(redistest.Addr(t), "DEL", envOf(a.env, "CRONLOCK_PREFIX")+"{dup}:"+k)
+		}
+	})
+	if n, err := redistest.Do(redistest.Addr(t), "DEL", key); err != nil || n != "1" {
+		t.Fatalf("deleting the lock: %q %v", n, err)
+	}
+	if code, _, errs := b.run("run", "--key", "dup", "--", "true"); code != 0 {
+		t.Fatalf("vmB during the overlap: %d %s", code, errs)
+	}
+	holder.Wait()
+	if code, out := mon.check(0, "--key", "dup", "--max-age", "1h"); code == 0 || !strings.Contains(strings.ToLower(out), "duplicate") {
+		t.Fatalf("after an overlap: exit %d %q; want a verdict naming the duplicate", code, out)
+	}
+
+	// Redis down: UNKNOWN, exit 3.
+	down := *mon.cli
+	down.env = append(append([]string(nil), mon.env...), "CRONLOCK_REDIS_URL=redis://127.0.0.1:1/0", "CRONLOCK_REDIS_TIMEOUT=300ms")
+	code, out, _ := down.run("check", "--key", "billing")
+	if code != 3 || !strings.HasPrefix(out, "CRONLOCK UNKNOWN - ") {
+		t.Fatalf("Redis down: exit %d %q; want 3 UNKNOWN", code, out)
 	}
 }

@@ -420,6 +420,9 @@ func TestReadmeACL(t *testing.T) {
 			if code, _, errs := c.run("run", "-k", "acl", "--wait", "2s", "--min-hold", "10s", "--", "true"); code != 0 || errs != "" {
 				t.Fatalf("run --wait --min-hold: exit %d, stderr %q", code, errs)
 			}
+			if code, out, errs := c.run("history", "--fleet", "--key", "acl"); code != 0 || strings.Count(out, "succeeded") != 2 || errs != "" {
+				t.Fatalf("history --fleet: exit %d, stdout %q, stderr %q", code, out, errs)
+			}
 			if code, out, errs := c.run("status"); code != 0 || !strings.Contains(out, "acl") || errs != "" {
 				t.Fatalf("status: exit %d, stdout %q, stderr %q", code, out, errs)
 			}

@@ -32,6 +32,7 @@ var configNames = []string{
 	"CRONLOCK_REDIS_TIMEOUT", "CRONLOCK_PREFIX", "CRONLOCK_HISTORY", "CRONLOCK_NODE",
 	"CRONLOCK_LOCK_DIR", "CRONLOCK_METRICS_DIR", "CRONLOCK_LOG_FORMAT",
 	"CRONLOCK_HISTORY_RETENTION", "CRONLOCK_ALLOW_EVICTION", "CRONLOCK_TZ", "CRONLOCK_MAX_SKEW",
+	"CRONLOCK_FLEET_KEEP",
 }
 
 // loadSettings reads the config file and overlays the environment. Only the default file

@@ -45,6 +45,8 @@ var historyTwins = map[string]string{"history": "CRONLOCK_HISTORY"}
 func newHistoryCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &historyOptions{Limit: 20, Stdout: stdout, Stderr: stderr}
 	var flagPath, since, until string
+	var fleet bool
+	bo := &backendOptions{}
 	c := &cobra.Command{
 		Use:   "history [flags]",
 		Short: "List recorded runs, newest first",
@@ -63,9 +65,19 @@ job's own code, null when it died of a signal or never started.
 
 --since and --until select runs by start time (--since inclusive, --until exclusive); each
 takes a duration ago (36h, 90m, 7d, 1d12h) or a time (2025-06-01, 2025-06-01 15:04,
-2025-06-01T15:04:05, RFC 3339), in local time or UTC with --utc.`,
+2025-06-01T15:04:05, RFC 3339), in local time or UTC with --utc.
+
+--fleet lists every host's runs from the fleet's record in Redis instead of this
+machine's file: any host with the Redis URL can read it. Its table shows each run's tick
+and marks DUPLICATE two runs of one key that claimed the same tick or held the lock at
+overlapping times (on the Redis clock); --json adds "duplicate", "skips", "tries". A
+claimed tick whose lock expired without an entry shows as abandoned, a run still holding
+the lock as running.`,
 		Args: subcommandArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			if fleet {
+				return historyFleetCmd(c, o, bo, since, until)
+			}
 			s, path, err := historySettings(c, &flagPath)
 			if err != nil {
 				return err
@@ -100,10 +112,36 @@ takes a duration ago (36h, 90m, 7d, 1d12h) or a time (2025-06-01, 2025-06-01 15:
 	f.BoolVar(&o.UTC, "utc", false, "show times in UTC")
 	f.StringVar(&since, "since", "", "only runs started at or after this time or this long ago (2025-06-01, 7d, 36h)")
 	f.StringVar(&until, "until", "", "only runs started before this time or this long ago")
+	f.BoolVar(&fleet, "fleet", false, "every host's runs, from the fleet's record in Redis")
+	bo.addFlags(f)
 	c.AddCommand(newHistoryShowCmd(stdout))
 	c.AddCommand(newHistoryStatsCmd(stdout, stderr))
 	c.AddCommand(newHistoryPruneCmd(stdout, stderr))
 	return c
+}
+
+// historyFleetCmd checks history's flags for --fleet and runs it.
+func historyFleetCmd(c *cobra.Command, o *historyOptions, bo *backendOptions, since, until string) error {
+	if c.Flags().Changed("history") {
+		return &usageError{fmt.Errorf("--history and --fleet do not go together: --fleet reads the record in Redis, not a file")}
+	}
+	if o.Limit < 0 {
+		return &usageError{fmt.Errorf("--limit must be 0 (all) or more, not %d", o.Limit)}
+	}
+	if o.Status != "" && !history.ValidStatus(o.Status) {
+		return &usageError{fmt.Errorf("--status %q is not one of %s", o.Status, strings.Join(history.Statuses, ", "))}
+	}
+	if o.Key != "" {
+		if err := checkKey(o.Key); err != nil {
+			return err
+		}
+	}
+	var err error
+	if o.Since, o.Until, err = parseSinceUntil(since, until, o.UTC, time.Now()); err != nil {
+		return err
+	}
+	o.LogFormat = logFormatOf(c)
+	return historyFleetRun(c, o, bo)
 }
 
 // historyOff says why a history command has nothing to read.

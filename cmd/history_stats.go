@@ -39,6 +39,8 @@ func newHistoryStatsCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &historyStatsOptions{Stdout: stdout, Stderr: stderr}
 	var flagPath, since, until string
 	last := history.DefaultStatsLast
+	var fleet bool
+	bo := &backendOptions{}
 	c := &cobra.Command{
 		Use:   "stats [flags]",
 		Short: "Per key: counts, success rate, durations, last success and failure",
@@ -59,15 +61,37 @@ show as x and interrupted runs as !. Skipped runs are ·, running runs ?.
 
 --since and --until take a duration ago (36h, 90m, 7d, 1d12h) or a time (2025-06-01,
 2025-06-01 15:04, 2025-06-01T15:04:05, RFC 3339), in local time or UTC with --utc; they
-select runs by start time, --since inclusive, --until exclusive.`,
+select runs by start time, --since inclusive, --until exclusive.
+
+--fleet summarises every host's runs from the fleet's record in Redis (at most the
+CRONLOCK_FLEET_KEEP newest runs of each key are kept there).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			if last < 0 {
+				return &usageError{fmt.Errorf("--last must be 0 (every run) or more, not %d", last)}
+			}
+			if fleet {
+				if c.Flags().Changed("history") {
+					return &usageError{fmt.Errorf("--history and --fleet do not go together: --fleet reads the record in Redis, not a file")}
+				}
+				if o.Filter.Key != "" {
+					if err := checkKey(o.Filter.Key); err != nil {
+						return err
+					}
+				}
+				var err error
+				if o.Filter.Since, o.Filter.Until, err = parseSinceUntil(since, until, o.UTC, time.Now()); err != nil {
+					return err
+				}
+				o.Filter.Last = last // 0 = every entry kept
+				o.LogFormat = logFormatOf(c)
+				f, _ := stdout.(*os.File)
+				o.Spark, o.Color = tty.IsTerminal(f), wantColor(stdout)
+				return historyStatsFleetRun(c, o, bo)
+			}
 			s, path, err := historySettings(c, &flagPath)
 			if err != nil {
 				return err
-			}
-			if last < 0 {
-				return &usageError{fmt.Errorf("--last must be 0 (every run) or more, not %d", last)}
 			}
 			o.Filter.Last = last
 			if last == 0 {
@@ -98,6 +122,8 @@ select runs by start time, --since inclusive, --until exclusive.`,
 	f.IntVarP(&last, "last", "n", last, "window: the newest N matching runs of each key; 0 = all")
 	f.BoolVar(&o.JSON, "json", false, "one JSON object per key per line")
 	f.BoolVar(&o.UTC, "utc", false, "show and read times in UTC")
+	f.BoolVar(&fleet, "fleet", false, "every host's runs, from the fleet's record in Redis")
+	bo.addFlags(f)
 	return c
 }
 

@@ -286,3 +286,36 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 	i := int(math.Ceil(q*float64(len(sorted)))) - 1
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
+
+// RunTimes is one run given to Summarise: its status and when it started and ended
+// (Finished zero while unknown).
+type RunTimes struct {
+	Status            string
+	Started, Finished time.Time
+}
+
+// Summarise is the KeyStats of runs of key, newest first, read from elsewhere than a
+// history file (the fleet's record in Redis): the same counts, percentiles and streak as
+// Stats. LastSuccess and LastFailure are looked up in runs only; truncated says older
+// runs exist that runs leaves out. Runs is 0 when runs is empty.
+func Summarise(key string, runs []RunTimes, truncated bool) KeyStats {
+	ks := KeyStats{Key: key, Truncated: truncated}
+	if len(runs) == 0 {
+		return ks
+	}
+	win := make([]statsRow, len(runs))
+	for i, r := range runs {
+		win[i] = statsRow{status: r.Status, started: r.Started.UnixNano()}
+		if !r.Finished.IsZero() {
+			win[i].finished = sql.NullInt64{Int64: r.Finished.UnixNano(), Valid: true}
+		}
+		if ks.LastSuccess.IsZero() && r.Status == StatusSucceeded {
+			ks.LastSuccess = r.Started
+		}
+		if ks.LastFailure.IsZero() && CountsAsFailure(r.Status) {
+			ks.LastFailure = r.Started
+		}
+	}
+	summarise(&ks, win)
+	return ks
+}

@@ -111,6 +111,7 @@ type runner struct {
 	row           *history.Run
 	locker        lockrun.Locker
 	tick          time.Time // the run's schedule tick (UTC); zero without --schedule
+	refused       bool      // the backend answered the acquire with a refusal (status error)
 }
 
 func (r *runner) run() int {
@@ -191,15 +192,29 @@ func (r *runner) run() int {
 	// The job's processes are all gone: only now may the lock go, and it goes now, before
 	// the rest of the job's output has reached a slow reader. A local lock with
 	// --min-hold is kept until the hold ends, so the deadline leaves room for it.
+	//
+	// The outcome waits for the output (output that could not be written fails the run),
+	// and the fleet's record wants the outcome. Normally the output is all through by now:
+	// the outcome is final, and the entry travels with the release, at no round trip. When
+	// a slow reader still has output to take, the lock goes at once without the entry, and
+	// the entry follows in a round trip of its own once the outcome is known.
+	var out outcome
+	early := res.OutputDone(outputSettle)
+	if early {
+		res.WaitOutput()
+		out = outcomeOf(res, o)
+		lease.SetRecord(r.fleetRecord(out, &res))
+	}
 	released := make(chan error, 1)
 	go func() {
 		rctx, cancel := context.WithTimeout(context.Background(), o.OpTimeout+time.Second+o.MinHold)
 		defer cancel()
 		released <- lease.Release(rctx)
 	}()
-	// The outcome waits for the output: output that could not be written fails the run.
-	res.WaitOutput()
-	out := outcomeOf(res, o)
+	if !early {
+		res.WaitOutput()
+		out = outcomeOf(res, o)
+	}
 	r.row.Status, r.row.ExitCode, r.row.Signal, r.row.Output = out.Status, out.ExitCode, out.Signal, res.Output
 	r.row.Exit = &out.Code
 	for _, sg := range res.Streams { // lockrun's stream numbers are the history's
@@ -232,6 +247,13 @@ func (r *runner) run() int {
 	default:
 		r.verbosef("released %s", o.Key)
 	}
+	ferr := lease.RecordErr()
+	if !early {
+		ctx, cancel := context.WithTimeout(context.Background(), o.OpTimeout)
+		ferr = lease.WriteRecord(ctx, r.fleetRecord(out, &res))
+		cancel()
+	}
+	r.fleetFailed(ferr)
 	r.rec.wait()
 	return out.Code
 }
@@ -318,6 +340,9 @@ func (r *runner) acquire(sig *lockrun.Signals) (lease lockrun.Lease, code int, d
 		r.reportSkip(held)
 		return nil, o.ConflictExitCode, true
 	default:
+		// Only a refusal is worth a line in the fleet's record: a server that did not
+		// answer would not take the entry either, and the run says so already.
+		r.refused = refusal(res.err)
 		return nil, r.fail(ExitFailed, "%v", res.err), true
 	}
 }
@@ -373,6 +398,9 @@ func (r *runner) fail(code int, format string, args ...any) int {
 	r.row.Exit = &code
 	r.recordInsert()
 	r.errorf("%s", msg)
+	if r.refused {
+		r.recordFleetNoLock()
+	}
 	return code
 }
 

@@ -78,6 +78,7 @@ func (r *runner) missed() int {
 	r.row.Exit = &code
 	r.recordInsert()
 	r.errorf("%s", r.row.Error)
+	r.recordFleetNoLock()
 	return code
 }
 

@@ -135,6 +135,37 @@ type Result struct {
 	out *outputs // what WaitOutput waits for; nil once it has
 }
 
+// OutputDone reports whether the job's output has all been passed on, waiting for it at
+// most within: when the job's processes are gone, the relays drain what the pipes still
+// hold in microseconds unless a reader is slow. It does not set Output (WaitOutput does).
+func (r *Result) OutputDone(within time.Duration) bool {
+	if r.out == nil {
+		return true
+	}
+	var timer <-chan time.Time
+	for _, rl := range r.out.relays {
+		select {
+		case <-rl.done:
+			continue
+		default:
+		}
+		if timer == nil {
+			if within <= 0 {
+				return false
+			}
+			t := time.NewTimer(within)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-rl.done:
+		case <-timer:
+			return false
+		}
+	}
+	return true
+}
+
 // WaitOutput waits until the job's output has all been passed on to cronlock's stdout and
 // stderr, then sets Output, Streams and OutputErr. Supervise returns as soon as the job's
 // processes are gone, which may be before a slow reader has taken everything: the caller

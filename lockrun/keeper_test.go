@@ -20,11 +20,14 @@ type fakeLease struct {
 	started time.Time
 }
 
-func (f *fakeLease) FencingToken() uint64              { return 1 }
-func (f *fakeLease) GiveBackTick()                     {}
-func (f *fakeLease) TTL() time.Duration                { return f.ttl }
-func (f *fakeLease) Sent() time.Duration               { return f.sent }
-func (f *fakeLease) Release(ctx context.Context) error { return nil }
+func (f *fakeLease) FencingToken() uint64                          { return 1 }
+func (f *fakeLease) GiveBackTick()                                 {}
+func (f *fakeLease) SetRecord(*RunRecord)                          {}
+func (f *fakeLease) RecordErr() error                              { return nil }
+func (f *fakeLease) WriteRecord(context.Context, *RunRecord) error { return nil }
+func (f *fakeLease) TTL() time.Duration                            { return f.ttl }
+func (f *fakeLease) Sent() time.Duration                           { return f.sent }
+func (f *fakeLease) Release(ctx context.Context) error             { return nil }
 func (f *fakeLease) Renew(ctx context.Context) error {
 	f.mu.Lock()
 	n := len(f.calls)

@@ -117,3 +117,12 @@ func (ls *localLease) Release(ctx context.Context) error {
 	}
 	return nil
 }
+
+// SetRecord does nothing: the local backend has no fleet record (its history is local).
+func (ls *localLease) SetRecord(*RunRecord) {}
+
+// RecordErr is nil: nothing is written.
+func (ls *localLease) RecordErr() error { return nil }
+
+// WriteRecord does nothing: the local backend has no fleet record.
+func (ls *localLease) WriteRecord(context.Context, *RunRecord) error { return nil }

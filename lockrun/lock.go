@@ -194,4 +194,13 @@ type Lease interface {
 	// GiveBackTick makes Release give the run's tick claim back (and not honour MinHold):
 	// its job never started, so the next host may run the tick.
 	GiveBackTick()
+	// SetRecord gives Release the run's entry for the fleet's record, written in the
+	// release's own script (Redis); RecordErr then says why it could not be. Backends
+	// without a fleet record ignore it.
+	SetRecord(rec *RunRecord)
+	RecordErr() error
+	// WriteRecord writes the run's entry after Release, at the cost of its own round trip:
+	// for a run whose outcome was not known yet when the lock had to go. Backends without
+	// a fleet record return nil.
+	WriteRecord(ctx context.Context, rec *RunRecord) error
 }

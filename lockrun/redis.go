@@ -23,6 +23,8 @@ import (
 //	<prefix>{KEY}:released  pub/sub channel: "released" is published when the lock is freed
 //	<prefix>{KEY}:tick      string, 400-day TTL: a JSON object, the last schedule tick
 //	                        claimed (--schedule) and by whom (see acquire.lua)
+//	<prefix>{KEY}:runs      list, 400-day TTL: the fleet's record, one JSON entry per run,
+//	                        newest first, capped (see fleet.go)
 //
 // Holder metadata lives in the lock's own value, not in a sibling key, so that it expires
 // with the lock in the same instant and Inspect reads both in one GET.
@@ -39,6 +41,7 @@ var (
 	renewScript   = sync.OnceValue(func() string { return loadScript("renew.lua") })
 	releaseScript = sync.OnceValue(func() string { return loadScript("release.lua") })
 	unlockScript  = sync.OnceValue(func() string { return loadScript("unlock.lua") })
+	fleetScript   = sync.OnceValue(func() string { return loadScript("fleet.lua") })
 )
 
 // loadScript reads an embedded script and drops its comment lines and indentation, which
@@ -68,6 +71,9 @@ type RedisOptions struct {
 	// AllowEviction lets Acquire take a lock on a server that can evict keys; by default
 	// such a server is refused with *EvictionError.
 	AllowEviction bool
+	// FleetKeep is how many entries the fleet's record keeps per key
+	// (CRONLOCK_FLEET_KEEP); 0 = DefaultFleetKeep.
+	FleetKeep int
 }
 
 // DefaultRedisTimeout is the deadline of one Redis operation when RedisOptions.Timeout is 0.
@@ -98,6 +104,7 @@ type RedisLocker struct {
 	// allowEviction skips the eviction check of the acquire script.
 	allowEviction bool
 	dialer        *redisDialer
+	keep          int // entries of the fleet's record kept per key; 0 = DefaultFleetKeep
 
 	// poll overrides the waiters' polling period (default min(1s, ttl/3)); tests raise it
 	// to prove that a release wakes a waiter through pub/sub alone.
@@ -186,7 +193,7 @@ func NewRedisLocker(o RedisOptions) (*RedisLocker, error) {
 
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 	})
-	return &RedisLocker{c: c, target: t, timeout: to, prefix: o.Prefix, allowEviction: o.AllowEviction, dialer: d}, nil
+	return &RedisLocker{c: c, target: t, timeout: to, prefix: o.Prefix, allowEviction: o.AllowEviction, dialer: d, keep: o.FleetKeep}, nil
 }
 
 // validPrefix allows the key charset only: no "{" or "}" (they would break the hash tag)
@@ -371,7 +378,7 @@ func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token, mode 
 	keys := []string{l.lockKey(req.Key), l.fenceKey(req.Key)}
 	args := []any{token, durMS(req.TTL), req.Node, req.PID, req.RunID, req.now().UnixMilli(), l.allowArg()}
 	if !req.Tick.IsZero() {
-		keys = append(keys, l.tickKey(req.Key))
+		keys = append(keys, l.tickKey(req.Key), l.runsKey(req.Key))
 		args = append(args, req.Tick.UnixMicro(), durMS(req.MaxSkew), req.Schedule, req.Zone, mode)
 	}
 	if req.OnTry != nil {
@@ -385,7 +392,7 @@ func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token, mode 
 		// A release cannot reach a server that no dial reaches either.
 		if unknown && l.unreachable() == nil {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
-			l.releaseEval(rctx, req.Key, token, 0, req.RunID, !req.Tick.IsZero()) // best effort, the tick too
+			l.releaseEval(rctx, req.Key, token, releaseArgs{runID: req.RunID, giveBack: !req.Tick.IsZero()}) // best effort, the tick too
 			cancel()
 		}
 		return nil, nil, l.userError("take lock "+req.Key, err)
@@ -393,14 +400,30 @@ func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token, mode 
 	return l.acquireReply(ctx, req, token, sent, res)
 }
 
-// releaseEval runs release.lua for token; with giveBack, a tick claimed by runID is
-// given back too (the job never started).
-func (l *RedisLocker) releaseEval(ctx context.Context, key, token string, minHold time.Duration, runID string, giveBack bool) (any, error) {
+// releaseArgs is what a release does besides letting the lock go.
+type releaseArgs struct {
+	minHold  time.Duration
+	runID    string
+	giveBack bool   // give back a tick claimed by runID (the job never started)
+	entry    string // the fleet entry to write with the release ('' = none; see encodeFleetEntry)
+	startUS  string // the run's start for the entry: Redis TIME at acquire
+}
+
+// releaseEval runs release.lua for token.
+func (l *RedisLocker) releaseEval(ctx context.Context, key, token string, a releaseArgs) (any, error) {
 	keys := []string{l.lockKey(key)}
-	args := []any{token, durMS(minHold), l.channel(key)}
-	if giveBack {
+	args := []any{token, durMS(a.minHold), l.channel(key)}
+	if a.giveBack || a.entry != "" {
 		keys = append(keys, l.tickKey(key))
-		args = append(args, runID)
+		giveBack := ""
+		if a.giveBack {
+			giveBack = a.runID
+		}
+		args = append(args, giveBack)
+	}
+	if a.entry != "" {
+		keys = append(keys, l.runsKey(key))
+		args = append(args, a.entry, l.fleetKeep(), a.startUS, a.runID)
 	}
 	res, _, err := l.eval(ctx, releaseScript(), keys, args...)
 	return res, err

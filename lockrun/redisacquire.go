@@ -90,7 +90,7 @@ func (l *RedisLocker) acquireReply(ctx context.Context, req Request, token strin
 		fence, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
-			l.releaseEval(rctx, req.Key, token, 0, req.RunID, !req.Tick.IsZero()) // best effort
+			l.releaseEval(rctx, req.Key, token, releaseArgs{runID: req.RunID, giveBack: !req.Tick.IsZero()}) // best effort
 			cancel()
 			return nil, nil, fmt.Errorf("take lock %s: %s sent the fencing token %q, not a number below 2^64; the lock was let go", req.Key, server, s)
 		}
@@ -99,8 +99,12 @@ func (l *RedisLocker) acquireReply(ctx context.Context, req Request, token strin
 				req.Warn(&EvictionCheckError{Server: server, Reply: w})
 			}
 		}
+		var acquired string
+		if len(r) > 3 {
+			acquired, _ = r[3].(string)
+		}
 		return &redisLease{l: l, key: req.Key, token: token, ttl: req.TTL, minHold: req.MinHold, fence: fence, sent: sent,
-			runID: req.RunID, ticked: !req.Tick.IsZero()}, nil, nil
+			runID: req.RunID, ticked: !req.Tick.IsZero(), acquiredUS: acquired}, nil, nil
 	case 2:
 		raw, _ := r[1].(string)
 		return nil, nil, tickErrorOf(req, raw)
@@ -136,14 +140,15 @@ func (l *RedisLocker) acquireReply(ctx context.Context, req Request, token strin
 
 // tickRecord is the JSON value of <prefix>{KEY}:tick (acquire.lua writes it).
 type tickRecord struct {
-	TickUS string `json:"tick_us"`
-	PrevUS string `json:"prev_us"`
-	Expr   string `json:"expr"`
-	TZ     string `json:"tz"`
-	Node   string `json:"node"`
-	RunID  string `json:"run_id"`
-	Skips  int    `json:"skips"`
-	Missed bool   `json:"missed"`
+	TickUS    string `json:"tick_us"`
+	PrevUS    string `json:"prev_us"`
+	Expr      string `json:"expr"`
+	TZ        string `json:"tz"`
+	Node      string `json:"node"`
+	RunID     string `json:"run_id"`
+	Skips     int    `json:"skips"`
+	Missed    bool   `json:"missed"`
+	ClaimedUS string `json:"claimed_us"`
 }
 
 // tickErrorOf reads the tick record a skipped run found; what cannot be read stays empty.

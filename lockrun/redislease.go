@@ -19,6 +19,26 @@ type redisLease struct {
 	runID    string
 	ticked   bool        // the acquire claimed a schedule tick
 	giveBack atomic.Bool // Release gives the tick back (GiveBackTick)
+
+	acquiredUS string     // Redis TIME at acquire, µs: the run's start in the fleet's record
+	record     *RunRecord // written by Release (SetRecord)
+	endUS      string     // Redis TIME at Release, µs; "" before it answered
+	recordErr  error      // why Release could not write record
+}
+
+// SetRecord makes Release write rec to the fleet's record in its own script: the run's
+// entry costs no round trip. Call it before Release, from the goroutine that calls it.
+func (s *redisLease) SetRecord(rec *RunRecord) { s.record = rec }
+
+// RecordErr is why Release could not write the record given to SetRecord; nil when it
+// was written or none was given.
+func (s *redisLease) RecordErr() error { return s.recordErr }
+
+// WriteRecord writes rec to the fleet's record now, in one round trip of its own: for a
+// run whose outcome was not final when it let the lock go. Its end is the release's time
+// on the server (or now, when the release got no answer).
+func (s *redisLease) WriteRecord(ctx context.Context, rec *RunRecord) error {
+	return s.l.appendEntry(ctx, s.key, encodeFleetEntry(rec, s.fence), s.acquiredUS, s.endUS, s.runID)
 }
 
 // GiveBackTick makes Release give the tick back and ignore MinHold: the job never started.
@@ -55,13 +75,23 @@ func (s *redisLease) Release(ctx context.Context) error {
 	if giveBack {
 		minHold = 0 // the next host is to run the tick now, not be held off
 	}
-	res, err := s.l.releaseEval(ctx, s.key, s.token, minHold, s.runID, giveBack)
+	a := releaseArgs{minHold: minHold, runID: s.runID, giveBack: giveBack}
+	if s.record != nil && s.acquiredUS != "" {
+		a.entry, a.startUS = encodeFleetEntry(s.record, s.fence), s.acquiredUS
+	}
+	res, err := s.l.releaseEval(ctx, s.key, s.token, a)
 	if err != nil {
 		return s.l.userError("release lock "+s.key, err)
 	}
 	r, _ := res.([]any)
 	if len(r) == 0 {
 		return fmt.Errorf("release lock %s: unexpected reply %v from %s", s.key, res, s.l.target.server())
+	}
+	if len(r) > 3 {
+		s.endUS, _ = r[2].(string)
+		if e, _ := r[3].(string); e != "" {
+			s.recordErr = fmt.Errorf("record the run of %s in the fleet's record on %s: %s", s.key, s.l.target.server(), e)
+		}
 	}
 	if code, _ := r[0].(int64); code == 0 {
 		return fmt.Errorf("release lock %s: it had already expired or been taken over: %w", s.key, ErrLockLost)

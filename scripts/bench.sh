@@ -34,6 +34,12 @@
 # runs, the order alternating; before every run (of both kinds, so that both pay it) the
 # tick record is deleted, so that each --schedule run claims a tick rather than skipping.
 # Prints both medians and their ratio (the goal: within 5%), in about two minutes.
+#
+# `scripts/bench.sh fleet` measures reading the fleet's record: a key given 1000 entries
+# by 1000 real runs (CRONLOCK_FLEET_KEEP=1000), then `history --fleet --key K --limit 20`
+# (table and --json), `--limit 0` (all 1000) and without --key (SCAN), 200 runs each with
+# hyperfine, and the Redis round trips of one such read (INFO commandstats). In about a
+# minute.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -450,8 +456,49 @@ print(f"| with --schedule | {s:.2f} |")
 print(f"| with / without | {s/p:.3f} |")
 PY
 }
+fleet_read() {
+	go build -trimpath -o "$work/cronlock" .
+	export CRONLOCK_CONFIG="$work/none.conf" CRONLOCK_HISTORY=off CRONLOCK_NODE=bench CRONLOCK_FLEET_KEEP=1000
+	local i
+	echo "bench.sh: 1000 runs to fill the record" >&2
+	for i in $(seq 1000); do
+		CRONLOCK_NODE="vm$((i % 3))" "$work/cronlock" run --redis "$redis_url" -k fleet-bench -- true
+	done
+	local n
+	n=$(redis-cli -p "$port" LLEN 'cronlock:{fleet-bench}:runs')
+	[ "$n" = 1000 ] || { echo "bench.sh: the record holds $n entries, not 1000" >&2; exit 1; }
+	local h="$work/cronlock history --fleet --redis $redis_url"
+	hyperfine -N --warmup 10 --runs 200 --export-json "$work/fleet.json" \
+		-n "history --fleet --key K --limit 20" "$h --key fleet-bench --limit 20" \
+		-n "history --fleet --key K --limit 20 --json" "$h --key fleet-bench --limit 20 --json" \
+		-n "history --fleet --key K --limit 0 (1000)" "$h --key fleet-bench --limit 0" \
+		-n "history --fleet --limit 20 (SCAN)" "$h --limit 20" \
+		-n "version (process start-up)" "$work/cronlock version" >&2
+	redis-cli -p "$port" CONFIG RESETSTAT >/dev/null
+	$h --key fleet-bench --limit 20 >/dev/null
+	local cmds
+	cmds=$(redis-cli -p "$port" INFO commandstats | grep -v config | sed -n 's/^cmdstat_\([a-z|]*\):calls=\([0-9]*\).*/\1=\2/p' | tr '\n' ' ')
+	BENCH_WORK="$work" BENCH_CMDS="$cmds" python3 - <<'PY'
+import json, os, statistics
+work = os.environ["BENCH_WORK"]
+res = json.load(open(f"{work}/fleet.json"))["results"]
+print("Reading the fleet's record of a key holding 1000 entries (`scripts/bench.sh fleet`): "
+      "medians of 200 runs (hyperfine), each a whole cronlock process.\n")
+print("| command | median ms |")
+print("|---|---|")
+for r in res:
+    print(f"| `cronlock {r['command']}` | {statistics.median(r['times']) * 1000:.2f} |")
+print(f"\nCommands Redis received for one `history --fleet --key K --limit 20`: "
+      f"{os.environ['BENCH_CMDS'].strip()} (HELLO is the connection's handshake; LRANGE and "
+      "the two GETs travel in one pipeline: one round trip).")
+PY
+}
 if [ "${1:-}" = tick ]; then
 	tick_ab
+	exit 0
+fi
+if [ "${1:-}" = fleet ]; then
+	fleet_read
 	exit 0
 fi
 if [ "${1:-}" = ab ]; then

@@ -11,13 +11,17 @@
 -- ARGV[8] the run's tick in UTC microseconds ('' = no schedule: KEYS[3] is not read),
 -- ARGV[9] the largest clock skew allowed in ms ('0' = no check), ARGV[10] EXPR,
 -- ARGV[11] zone, ARGV[12] 'missed' to claim the tick alone, as missed, without the lock
+-- KEYS[4] the fleet's record (a list of JSON entries, newest first): a skip is also
+--   counted in the claimer's entry ("k") when that entry is already written and newest
 --
 -- The order is SPEC §9's: refusals that write nothing, the clock skew, the tick, the lock.
 --
--- Returns {1, fence, warn} when the lock is ours: taken now, or already held by this very
---   token (a retried acquire whose first reply was lost, go-redis #2985). fence is a
---   decimal string: Lua's numbers are doubles, exact only up to 2^53. warn is '' or the
---   error INFO gave (an ACL without +info): the eviction check could not run.
+-- Returns {1, fence, warn, acquired} when the lock is ours: taken now, or already held by
+--   this very token (a retried acquire whose first reply was lost, go-redis #2985). fence
+--   is a decimal string: Lua's numbers are doubles, exact only up to 2^53. warn is '' or
+--   the error INFO gave (an ACL without +info): the eviction check could not run.
+--   acquired is the server's TIME in µs when the lock was taken (the run's start in the
+--   fleet's record).
 -- Returns {0, value, pttl} when another token holds it: its stored value and the ms left.
 -- Returns {-1, 'evict', policy, maxmemory} when the server can evict the lock, and
 --   {-1, 'fence', why, counter} when the counter cannot give a larger token that fits in
@@ -36,7 +40,7 @@ local cur = redis.call('GET', KEYS[1])
 if cur and not missedMode then
   local ok, h = pcall(cjson.decode, cur)
   if ok and type(h) == 'table' and h.token == ARGV[1] then
-    return {1, h.fence, ''}
+    return {1, h.fence, '', h.acquired_us or ''}
   end
 end
 
@@ -74,6 +78,16 @@ if tickUs ~= '' then
     local v = cjson.encode(rec)
     -- pcall: a full server must not turn a skip into an error; the count is a nicety.
     redis.pcall('SET', KEYS[3], v, 'KEEPTTL', 'XX')
+    -- The claimer's run may have ended before this host's cron fired: its entry gets the
+    -- count too. Only the newest entry is looked at, so this costs one LINDEX.
+    if KEYS[4] and rec.run_id and rec.run_id ~= '' then
+      -- pcall: an ACL without list rights must not turn a skip into an error.
+      local head = redis.pcall('LINDEX', KEYS[4], 0)
+      if type(head) == 'string' and string.find(head, '{"id":"' .. rec.run_id .. '"', 1, true) == 1 then
+        local n = string.gsub(head, ',"k":%d+}$', ',"k":' .. string.format('%d', rec.skips) .. '}')
+        redis.pcall('LSET', KEYS[4], 0, n)
+      end
+    end
     return {2, v}
   end
 end
@@ -155,4 +169,4 @@ local v = cjson.encode({
   ttl_ms = tonumber(ARGV[2]),
 })
 redis.call('SET', KEYS[1], v, 'PX', ARGV[2], 'NX')
-return {1, fence, warn}
+return {1, fence, warn, nowS}

@@ -1,0 +1,271 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"cronlock/history"
+	"cronlock/lockrun"
+	"cronlock/tty"
+)
+
+// fleetKeysPerCall is how many keys' records one pipelined call reads when --fleet has
+// no --key: each call has its own deadline, as status's walk has.
+const fleetKeysPerCall = 200
+
+// openFleet connects to the Redis that holds the fleet's record, from the backend flags
+// and settings alone: a monitoring box needs only the URL.
+func openFleet(c *cobra.Command, bo *backendOptions) (*lockrun.RedisLocker, error) {
+	if err := bo.load(c); err != nil {
+		return nil, err
+	}
+	if bo.Backend != "redis" {
+		return nil, &usageError{fmt.Errorf("--fleet reads the fleet's record in Redis: give --redis or set CRONLOCK_REDIS_URL (the local backend has only this machine's history)")}
+	}
+	l, err := bo.open()
+	if err != nil {
+		return nil, exitf(ExitFailed, "%v", err)
+	}
+	return l.(*lockrun.RedisLocker), nil
+}
+
+// readFleet returns the entries of key (every key with a record when ""), newest first;
+// per key at most limit (0 = all kept). Each key's entries are marked DUPLICATE.
+func readFleet(l *lockrun.RedisLocker, key string, limit int) ([]lockrun.FleetEntry, error) {
+	ctx := context.Background()
+	if key != "" {
+		es, err := l.Fleet(ctx, key, limit)
+		if err != nil {
+			return nil, exitf(ExitFailed, "%v", err)
+		}
+		return es, nil
+	}
+	keys, err := l.FleetKeys(ctx)
+	if err != nil {
+		return nil, exitf(ExitFailed, "%v", err)
+	}
+	var all []lockrun.FleetEntry
+	for i := 0; i < len(keys); i += fleetKeysPerCall {
+		m, err := l.FleetAll(ctx, keys[i:min(i+fleetKeysPerCall, len(keys))], limit)
+		if err != nil {
+			return nil, exitf(ExitFailed, "%v", err)
+		}
+		for _, es := range m {
+			all = append(all, es...)
+		}
+	}
+	sort.SliceStable(all, func(a, b int) bool { return all[a].StartUS > all[b].StartUS })
+	return all, nil
+}
+
+// historyFleetRun is `cronlock history --fleet`: every host's runs from the record in
+// Redis, with node, tick and DUPLICATE marks.
+func historyFleetRun(c *cobra.Command, o *historyOptions, bo *backendOptions) error {
+	l, err := openFleet(c, bo)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	// Filters other than the key are applied here, so the whole kept record is read
+	// for them; without, the newest --limit of each key is all that travels.
+	filtered := o.Status != "" || o.Node != "" || !o.Since.IsZero() || !o.Until.IsZero()
+	per := o.Limit
+	if filtered {
+		per = 0
+	}
+	es, err := readFleet(l, o.Key, per)
+	if err != nil {
+		return err
+	}
+	var out []lockrun.FleetEntry
+	for _, e := range es {
+		st := e.Started()
+		switch {
+		case o.Status != "" && e.Status != o.Status, o.Node != "" && e.Node != o.Node,
+			!o.Since.IsZero() && st.Before(o.Since), !o.Until.IsZero() && !st.Before(o.Until):
+			continue
+		}
+		out = append(out, e)
+	}
+	more := o.Limit > 0 && len(out) > o.Limit
+	if more {
+		out = out[:o.Limit]
+	}
+	if len(out) == 0 {
+		if len(es) == 0 {
+			return noRuns(o, "no runs in the fleet's record on "+l.Describe())
+		}
+		return noRuns(o, "no runs match")
+	}
+	if o.JSON {
+		return writeFleetJSON(o.Stdout, out)
+	}
+	if err := writeFleetTable(o, out); err != nil {
+		return err
+	}
+	if more || (o.Key == "" && o.Limit > 0 && len(out) == o.Limit) {
+		fmt.Fprintf(o.Stderr, "cronlock: the newest %d runs shown; --limit 0 shows every run the record keeps\n", len(out))
+	}
+	return nil
+}
+
+// fleetJSON is one line of `cronlock history --fleet --json`; the names are an interface
+// (README, "The fleet's record").
+type fleetJSON struct {
+	ID           string  `json:"id"`
+	Key          string  `json:"key"`
+	Node         string  `json:"node"`
+	Status       string  `json:"status"`
+	Exit         *int    `json:"exit"`
+	Signal       string  `json:"signal,omitempty"`
+	ScheduledFor *string `json:"scheduled_for"`
+	StartedAt    string  `json:"started_at"`
+	FinishedAt   *string `json:"finished_at"`
+	DurationMS   int64   `json:"duration_ms"`
+	Tries        int     `json:"tries"`
+	FencingToken uint64  `json:"fencing_token"`
+	Error        string  `json:"error,omitempty"`
+	Skips        int     `json:"skips"`
+	Duplicate    bool    `json:"duplicate"`
+}
+
+func writeFleetJSON(w io.Writer, es []lockrun.FleetEntry) error {
+	when := func(t time.Time) *string {
+		if t.IsZero() {
+			return nil
+		}
+		s := t.UTC().Format(time.RFC3339Nano)
+		return &s
+	}
+	for _, e := range es {
+		j := fleetJSON{ID: e.RunID, Key: e.Key, Node: e.Node, Status: e.Status, Exit: e.Exit,
+			Signal: e.Signal, ScheduledFor: when(e.ScheduledFor()),
+			StartedAt: e.Started().Format(time.RFC3339Nano), FinishedAt: when(e.Finished()),
+			DurationMS: e.DurationMS, Tries: e.Tries, FencingToken: e.Fence, Error: e.Error,
+			Skips: e.Skips, Duplicate: e.Duplicate}
+		b, err := json.Marshal(j)
+		if err != nil {
+			return err
+		}
+		// The record is written by every host: its strings are escaped for terminals.
+		if _, err := w.Write(append(history.EscapeControls(b), '\n')); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFleetTable prints the entries for people; every string from the record is escaped.
+func writeFleetTable(o *historyOptions, es []lockrun.FleetEntry) error {
+	loc := displayZone(o.Loc, o.UTC)
+	header := []string{"STARTED", "KEY", "NODE", "STATUS", "EXIT", "DURATION", "TICK", "NOTE"}
+	rows := [][]string{header}
+	for _, e := range es {
+		exit := "-"
+		if e.Exit != nil {
+			exit = strconv.Itoa(*e.Exit)
+		}
+		dur := "-"
+		if e.EndUS != 0 {
+			dur = statsDuration(time.Duration(e.DurationMS) * time.Millisecond)
+		}
+		tick := "-"
+		if t := e.ScheduledFor(); !t.IsZero() {
+			tick = t.In(loc).Format("2006-01-02 15:04 MST")
+		}
+		var note []string
+		if e.Duplicate {
+			note = append(note, "DUPLICATE")
+		}
+		if e.Skips > 0 {
+			note = append(note, fmt.Sprintf("%d skipped", e.Skips))
+		}
+		if e.Error != "" {
+			note = append(note, e.Error)
+		}
+		rows = append(rows, []string{
+			e.Started().In(loc).Format("2006-01-02 15:04:05 MST"),
+			tty.Escape(e.Key), tty.Escape(e.Node), tty.Escape(e.Status), exit, dur, tick,
+			tty.Escape(strings.Join(note, "; ")),
+		})
+	}
+	widths := make([]int, len(header))
+	for _, row := range rows {
+		for i, cell := range row {
+			widths[i] = max(widths[i], tty.Width(cell))
+		}
+	}
+	var b strings.Builder
+	for _, row := range rows {
+		var line strings.Builder
+		for i, cell := range row {
+			line.WriteString(cell)
+			if i < len(row)-1 {
+				line.WriteString(strings.Repeat(" ", widths[i]-tty.Width(cell)+2))
+			}
+		}
+		b.WriteString(strings.TrimRight(line.String(), " "))
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(o.Stdout, b.String())
+	return err
+}
+
+// historyStatsFleetRun is `cronlock history stats --fleet`: per-key stats of the
+// fleet's record, in the format of history stats.
+func historyStatsFleetRun(c *cobra.Command, o *historyStatsOptions, bo *backendOptions) error {
+	l, err := openFleet(c, bo)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	es, err := readFleet(l, o.Filter.Key, 0)
+	if err != nil {
+		return err
+	}
+	byKey := map[string][]history.RunTimes{}
+	var keys []string
+	truncated := map[string]bool{}
+	for _, e := range es {
+		st := e.Started()
+		switch {
+		case o.Filter.Node != "" && e.Node != o.Filter.Node,
+			!o.Filter.Since.IsZero() && st.Before(o.Filter.Since),
+			!o.Filter.Until.IsZero() && !st.Before(o.Filter.Until):
+			continue
+		}
+		if _, ok := byKey[e.Key]; !ok {
+			keys = append(keys, e.Key)
+		}
+		if o.Filter.Last > 0 && len(byKey[e.Key]) >= o.Filter.Last {
+			truncated[e.Key] = true
+			continue
+		}
+		rt := history.RunTimes{Status: e.Status, Started: st}
+		if e.EndUS != 0 {
+			rt.Finished = st.Add(time.Duration(e.DurationMS) * time.Millisecond)
+		}
+		byKey[e.Key] = append(byKey[e.Key], rt)
+	}
+	sort.Strings(keys)
+	var stats []history.KeyStats
+	for _, k := range keys {
+		stats = append(stats, history.Summarise(k, byKey[k], truncated[k]))
+	}
+	hist := &historyOptions{JSON: o.JSON, Stdout: o.Stdout, Stderr: o.Stderr, LogFormat: o.LogFormat}
+	if len(stats) == 0 {
+		return noRuns(hist, "no runs match in the fleet's record on "+l.Describe())
+	}
+	if o.JSON {
+		return writeStatsJSON(o.Stdout, stats)
+	}
+	return writeStatsTable(o, stats)
+}

@@ -1,0 +1,67 @@
+package jobrun
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"cronlock/lockrun"
+)
+
+// outputSettle is how long the release waits for the relays to drain what the pipes held
+// when the job's processes went: microseconds for a reader that keeps up. Past it, the
+// reader is slow, and the lock goes without waiting any longer (the fleet's entry then
+// costs a round trip of its own).
+const outputSettle = 20 * time.Millisecond
+
+// fleetRecord is this run's entry for the fleet's record.
+func (r *runner) fleetRecord(out outcome, res *lockrun.Result) *lockrun.RunRecord {
+	rec := &lockrun.RunRecord{RunID: r.runID, Node: r.o.Node, Status: out.Status, Exit: out.Code,
+		Signal: out.Signal, Tick: r.tick, Tries: r.row.Attempt, Error: out.Message}
+	if res != nil && res.Started {
+		rec.Duration = res.Duration
+	}
+	return rec
+}
+
+// fleetWriter is a backend with a fleet record that takes entries of runs without a lock.
+type fleetWriter interface {
+	RecordRun(ctx context.Context, key string, rec *lockrun.RunRecord) error
+}
+
+// recordFleetNoLock writes the entry of a run that never held the lock (missed, error):
+// a round trip of its own, off the success path. Its row is already recorded.
+func (r *runner) recordFleetNoLock() {
+	fw, ok := r.locker.(fleetWriter)
+	if !ok || r.row == nil {
+		return
+	}
+	rec := &lockrun.RunRecord{RunID: r.runID, Node: r.o.Node, Status: r.row.Status, Tick: r.tick,
+		Tries: max(r.row.Attempt, 1), Error: r.row.Error}
+	if r.row.Exit != nil {
+		rec.Exit = *r.row.Exit
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.o.OpTimeout)
+	defer cancel()
+	r.fleetFailed(fw.RecordRun(ctx, r.o.Key, rec))
+}
+
+// fleetFailed warns that the run is missing from the fleet's record; the run's outcome
+// stays as it is. Rate-limited like the history's warning: a full Redis would have every
+// run of every job say it.
+func (r *runner) fleetFailed(err error) {
+	if err == nil || r.o.Quiet || !r.shouldWarn("fleet", r.row.Backend, err) {
+		return
+	}
+	r.infof("warning: %v; the run is not in the fleet's record (cronlock history --fleet), its outcome is unchanged%s", err, r.repeatNote())
+}
+
+// refusal reports whether err is the backend's answer that the lock must not be taken
+// (a clock skew, an evicting server, a fencing counter that cannot rise): the server is
+// up, and the fleet's record should show the run.
+func refusal(err error) bool {
+	var skew *lockrun.SkewError
+	var evict *lockrun.EvictionError
+	var fence *lockrun.FenceError
+	return errors.As(err, &skew) || errors.As(err, &evict) || errors.As(err, &fence)
+}

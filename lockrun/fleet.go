@@ -1,0 +1,387 @@
+package lockrun
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The fleet's record (SPEC §10): <prefix>{KEY}:runs, a Redis list, newest first, of one
+// compact JSON entry per run that took the lock (written by release.lua with the release)
+// and per missed or error run (fleet.lua, one round trip of its own). LTRIM keeps the
+// newest FleetKeep entries; the list expires fleetTTL after its last write, so the record
+// of a retired job does not stay on a noeviction server.
+
+// DefaultFleetKeep is how many entries the record of one key keeps when
+// RedisOptions.FleetKeep is 0 (CRONLOCK_FLEET_KEEP).
+const DefaultFleetKeep = 200
+
+// MaxFleetEntry is the most bytes one entry of the record takes: the error and, if need
+// be, the node name are cut to fit.
+const MaxFleetEntry = 512
+
+// fleetErrorBytes is how much of a run's error an entry keeps at most.
+const fleetErrorBytes = 200
+
+// fleetSuffixRoom is what the scripts append to the entry Go encodes:
+// `,"a":<16 digits>,"f":<16 digits>,"k":<up to 10 digits>}`.
+const fleetSuffixRoom = 60
+
+// FleetEntry is one run in the fleet's record, as stored (short names keep an entry far
+// below MaxFleetEntry). Times are Redis TIME in microseconds, so that the hosts' clock skew
+// cannot fake or hide an overlap; use Started, Finished and ScheduledFor for time.Time.
+// Zero values: TickUS 0 = no --schedule; Exit nil = unknown (a running or abandoned claim).
+type FleetEntry struct {
+	RunID      string `json:"id"`
+	Node       string `json:"n"`
+	Status     string `json:"s"`             // the history's status names, plus "running" and "abandoned"
+	Exit       *int   `json:"x,omitempty"`   // the exit code cronlock returned
+	Signal     string `json:"sig,omitempty"` // the signal that ended the job, "SIGTERM"
+	TickUS     int64  `json:"t,omitempty"`   // the tick the run was for (scheduled_for)
+	DurationMS int64  `json:"d"`             // the job's run time (0 when it never started)
+	Tries      int    `json:"r"`             // attempts of this run (1 until retries exist)
+	Fence      uint64 `json:"fe,omitempty"`  // the fencing token of the lock it held
+	Error      string `json:"e,omitempty"`   // the first 200 bytes of the run's error
+	StartUS    int64  `json:"a"`             // Redis TIME when the lock was taken (or the entry written)
+	EndUS      int64  `json:"f"`             // Redis TIME when the lock was released (or the entry written)
+	Skips      int    `json:"k"`             // runs of other hosts skipped for this run's tick
+
+	// Key is the lock key the entry belongs to (not stored: it is in the list's name).
+	Key string `json:"-"`
+	// Duplicate is set by MarkDuplicates: another run of the key claimed the same tick,
+	// or held the lock during an overlapping interval.
+	Duplicate bool `json:"-"`
+}
+
+// Started is when the run took the lock, on the Redis clock.
+func (e FleetEntry) Started() time.Time { return usTime(e.StartUS) }
+
+// Finished is when the run let the lock go, on the Redis clock; zero while running.
+func (e FleetEntry) Finished() time.Time { return usTime(e.EndUS) }
+
+// ScheduledFor is the tick the run was for; zero without --schedule.
+func (e FleetEntry) ScheduledFor() time.Time { return usTime(e.TickUS) }
+
+func usTime(us int64) time.Time {
+	if us <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
+}
+
+// tookLock reports whether the run held the lock (so its interval can overlap another's).
+func (e FleetEntry) tookLock() bool {
+	return e.Status != "missed" && e.Status != "error"
+}
+
+// RunRecord is what a run tells the backend about itself for the fleet's record. The
+// backend adds the times (its own clock), the fencing token and the tick's skip count.
+type RunRecord struct {
+	RunID    string
+	Node     string
+	Status   string
+	Exit     int
+	Signal   string
+	Tick     time.Time // zero = no --schedule
+	Duration time.Duration
+	Tries    int
+	Error    string
+}
+
+// encodeFleetEntry is the entry of rec without its closing brace and the fields the
+// scripts add ("a", "f", "k"), cut to fit MaxFleetEntry.
+func encodeFleetEntry(rec *RunRecord, fence uint64) string {
+	e := FleetEntry{RunID: rec.RunID, Node: rec.Node, Status: rec.Status, Signal: rec.Signal,
+		DurationMS: rec.Duration.Milliseconds(), Tries: max(rec.Tries, 1), Fence: fence,
+		Error: cutUTF8(rec.Error, fleetErrorBytes)}
+	x := rec.Exit
+	e.Exit = &x
+	if !rec.Tick.IsZero() {
+		e.TickUS = rec.Tick.UnixMicro()
+	}
+	for {
+		s := encodePrefix(e)
+		over := len(s) + fleetSuffixRoom - MaxFleetEntry
+		if over <= 0 {
+			return s
+		}
+		// Escapes make the encoded text longer than the string: cut by what is over.
+		switch {
+		case e.Error != "":
+			e.Error = cutUTF8(e.Error, max(len(e.Error)-over, 0))
+		case len(e.Node) > 16:
+			e.Node = cutUTF8(e.Node, max(len(e.Node)-over, 16))
+		default:
+			return s // unreachable: the other fields are bounded
+		}
+	}
+}
+
+func encodePrefix(e FleetEntry) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	// The trailing fields are the scripts'; drop them from Go's encoding.
+	type prefix struct {
+		RunID      string `json:"id"`
+		Node       string `json:"n"`
+		Status     string `json:"s"`
+		Exit       *int   `json:"x,omitempty"`
+		Signal     string `json:"sig,omitempty"`
+		TickUS     int64  `json:"t,omitempty"`
+		DurationMS int64  `json:"d"`
+		Tries      int    `json:"r"`
+		Fence      uint64 `json:"fe,omitempty"`
+		Error      string `json:"e,omitempty"`
+	}
+	enc.Encode(prefix{e.RunID, e.Node, e.Status, e.Exit, e.Signal, e.TickUS, e.DurationMS, e.Tries, e.Fence, e.Error})
+	s := strings.TrimRight(b.String(), "\n")
+	return strings.TrimSuffix(s, "}")
+}
+
+// cutUTF8 is s cut to at most n bytes, not inside a character.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func (l *RedisLocker) runsKey(key string) string { return l.prefix + "{" + key + "}:runs" }
+
+func (l *RedisLocker) fleetKeep() int {
+	if l.keep > 0 {
+		return l.keep
+	}
+	return DefaultFleetKeep
+}
+
+// RecordRun adds rec to key's fleet record for a run that never held the lock (missed,
+// error): one round trip. Start and end are the server's TIME. It returns nil without
+// asking when the server is known to be unreachable (the run's own error says so
+// already), and the script's error when the server refused the write (a full server).
+func (l *RedisLocker) RecordRun(ctx context.Context, key string, rec *RunRecord) error {
+	if ValidKey(key) != nil || l.unreachable() != nil {
+		return nil
+	}
+	return l.appendEntry(ctx, key, encodeFleetEntry(rec, 0), "", "", rec.RunID)
+}
+
+// appendEntry runs fleet.lua: start and end ” mean the server's TIME now.
+func (l *RedisLocker) appendEntry(ctx context.Context, key, entry, startUS, endUS, runID string) error {
+	res, _, err := l.eval(ctx, fleetScript(), []string{l.tickKey(key), l.runsKey(key)},
+		entry, l.fleetKeep(), startUS, endUS, runID)
+	if err != nil {
+		return l.userError("record the run of "+key+" in the fleet's record", err)
+	}
+	if s, _ := res.(string); s != "" {
+		return fmt.Errorf("record the run of %s in the fleet's record on %s: %s", key, l.target.server(), s)
+	}
+	return nil
+}
+
+// Fleet returns key's newest runs across the fleet, newest first, at most limit (0 = all
+// kept), in one round trip: the record, plus what the tick record and the lock say of a
+// run that has no entry yet: "running" while it holds the lock, "abandoned" when it
+// claimed a tick and its lock is gone with no entry written (killed, host lost). Entries
+// are marked with MarkDuplicates. It returns an error that says what to check when Redis
+// cannot be asked.
+func (l *RedisLocker) Fleet(ctx context.Context, key string, limit int) ([]FleetEntry, error) {
+	if err := ValidKey(key); err != nil {
+		return nil, err
+	}
+	out, err := l.fleetOf(ctx, []string{key}, limit)
+	if err != nil {
+		return nil, l.userError("read the fleet's record of "+key, err)
+	}
+	return out[key], nil
+}
+
+// FleetKeys returns the keys that have a fleet record, walking the keyspace with SCAN
+// MATCH (no cross-slot index exists), each call within one operation time-out.
+func (l *RedisLocker) FleetKeys(ctx context.Context) ([]string, error) {
+	seen := map[string]bool{}
+	var keys []string
+	match := l.prefix + "{*}:runs"
+	var cursor uint64
+	for {
+		octx, cancel := context.WithTimeout(ctx, l.timeout)
+		ks, next, err := l.c.Scan(octx, cursor, match, 1000).Result()
+		cancel()
+		if err != nil {
+			return nil, l.userError("list the fleet's records", err)
+		}
+		for _, k := range ks {
+			s, ok := strings.CutPrefix(k, l.prefix+"{")
+			if ok {
+				s, ok = strings.CutSuffix(s, "}:runs")
+			}
+			if ok && ValidKey(s) == nil && !seen[s] { // SCAN may return a key twice
+				seen[s] = true
+				keys = append(keys, s)
+			}
+		}
+		if next == 0 {
+			sort.Strings(keys)
+			return keys, nil
+		}
+		cursor = next
+	}
+}
+
+// FleetAll is Fleet for several keys in one round trip, by key.
+func (l *RedisLocker) FleetAll(ctx context.Context, keys []string, limit int) (map[string][]FleetEntry, error) {
+	out, err := l.fleetOf(ctx, keys, limit)
+	if err != nil {
+		return nil, l.userError("read the fleet's records", err)
+	}
+	return out, nil
+}
+
+func (l *RedisLocker) fleetOf(ctx context.Context, keys []string, limit int) (map[string][]FleetEntry, error) {
+	stop := int64(limit) - 1
+	if limit <= 0 {
+		stop = -1
+	}
+	octx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	ranges := make([]*redis.StringSliceCmd, len(keys))
+	ticks := make([]*redis.StringCmd, len(keys))
+	locks := make([]*redis.StringCmd, len(keys))
+	_, err := l.c.Pipelined(octx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			ranges[i] = p.LRange(octx, l.runsKey(k), 0, stop)
+			ticks[i] = p.Get(octx, l.tickKey(k))
+			locks[i] = p.Get(octx, l.lockKey(k))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make(map[string][]FleetEntry, len(keys))
+	for i, k := range keys {
+		raw, err := ranges[i].Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, err
+		}
+		es := make([]FleetEntry, 0, len(raw)+1)
+		ids := map[string]bool{}
+		for _, s := range raw {
+			var e FleetEntry
+			if json.Unmarshal([]byte(s), &e) != nil {
+				continue // not cronlock's: a record is for reading, skip what cannot be read
+			}
+			e.Key = k
+			ids[e.RunID] = true
+			es = append(es, e)
+		}
+		lockV, _ := locks[i].Result()
+		tickV, _ := ticks[i].Result()
+		if e, ok := pendingEntry(k, lockV, tickV, ids); ok {
+			es = append([]FleetEntry{e}, es...)
+		}
+		sort.SliceStable(es, func(a, b int) bool { return es[a].StartUS > es[b].StartUS })
+		if limit > 0 && len(es) > limit {
+			es = es[:limit]
+		}
+		MarkDuplicates(es)
+		out[k] = es
+	}
+	return out, nil
+}
+
+// pendingEntry is the run the lock and the tick record know of and the record does not:
+// the holder of the lock ("running"), or a tick's claimer whose lock is gone
+// ("abandoned"). A missed claim writes its entry separately and is never abandoned.
+func pendingEntry(key, lockV, tickV string, ids map[string]bool) (FleetEntry, bool) {
+	var lv lockValue
+	if lockV != "" && json.Unmarshal([]byte(lockV), &lv) == nil && lv.RunID != "" && !ids[lv.RunID] && lv.ReleasedUS == "" {
+		e := FleetEntry{Key: key, RunID: lv.RunID, Node: lv.Node, Status: "running", Tries: 1}
+		e.StartUS, _ = strconv.ParseInt(lv.AcquiredUS, 10, 64)
+		e.Fence, _ = strconv.ParseUint(lv.Fence, 10, 64)
+		var tr tickRecord
+		if tickV != "" && json.Unmarshal([]byte(tickV), &tr) == nil && tr.RunID == lv.RunID {
+			e.TickUS, _ = strconv.ParseInt(tr.TickUS, 10, 64)
+		}
+		return e, true
+	}
+	var tr tickRecord
+	if tickV == "" || json.Unmarshal([]byte(tickV), &tr) != nil || tr.RunID == "" || tr.Missed || ids[tr.RunID] {
+		return FleetEntry{}, false
+	}
+	if lv.RunID == tr.RunID {
+		return FleetEntry{}, false // kept for --min-hold after its release: the entry is written
+	}
+	e := FleetEntry{Key: key, RunID: tr.RunID, Node: tr.Node, Status: "abandoned", Tries: 1, Skips: tr.Skips,
+		Error: "claimed its tick and let the lock expire without a record of its end (killed, or its host was lost)"}
+	e.TickUS, _ = strconv.ParseInt(tr.TickUS, 10, 64)
+	e.StartUS, _ = strconv.ParseInt(tr.ClaimedUS, 10, 64)
+	return e, true
+}
+
+// MarkDuplicates sets Duplicate on the entries of one key that ran the same tick, or
+// held the lock in overlapping intervals of the Redis clock: the job ran twice. Entries
+// of one run (the same run id) never mark each other, nor do runs that never held the
+// lock (missed, error). A running entry's interval is open-ended; an abandoned one's end
+// is unknown, so it is a duplicate only by its tick.
+func MarkDuplicates(es []FleetEntry) {
+	idx := make([]int, 0, len(es))
+	byTick := map[string]int{}
+	for i := range es {
+		if !es[i].tookLock() {
+			continue
+		}
+		idx = append(idx, i)
+		if es[i].TickUS == 0 {
+			continue
+		}
+		tk := es[i].Key + "\x00" + strconv.FormatInt(es[i].TickUS, 10)
+		if j, ok := byTick[tk]; ok && es[j].RunID != es[i].RunID {
+			es[i].Duplicate, es[j].Duplicate = true, true
+		} else if !ok {
+			byTick[tk] = i
+		}
+	}
+	// By start, then each entry against those that start before it ends: linear in the
+	// entries plus the overlaps.
+	sort.Slice(idx, func(a, b int) bool { return es[idx[a]].StartUS < es[idx[b]].StartUS })
+	for n, i := range idx {
+		a := &es[i]
+		if a.StartUS == 0 {
+			continue
+		}
+		for _, j := range idx[n+1:] {
+			b := &es[j]
+			if b.StartUS >= a.end() {
+				break
+			}
+			if a.RunID != b.RunID && a.Key == b.Key && b.StartUS < b.end() {
+				a.Duplicate, b.Duplicate = true, true
+			}
+		}
+	}
+}
+
+// end is the end of the interval the run held the lock.
+func (e FleetEntry) end() int64 {
+	switch {
+	case e.EndUS != 0:
+		return e.EndUS
+	case e.Status == "running":
+		return 1<<63 - 1
+	}
+	return e.StartUS
+}

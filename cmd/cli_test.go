@@ -55,15 +55,21 @@ func (c *cli) run(args ...string) (int, string, string) {
 	cmd := c.command(args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	return c.exitCode(cmd.Run()), out.String(), errb.String()
+}
+
+// exitCode is cronlock's exit code from the error of its Wait; a failure to run it at all
+// fails the test.
+func (c *cli) exitCode(err error) int {
+	c.t.Helper()
 	var ee *exec.ExitError
-	code := 0
 	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
+		return ee.ExitCode()
+	}
+	if err != nil {
 		c.t.Fatalf("run cronlock: %v", err)
 	}
-	return code, out.String(), errb.String()
+	return 0
 }
 
 // historyRow is the part of `history --json` these tests read.

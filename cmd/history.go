@@ -392,3 +392,15 @@ func historyPath(flag string) (string, error) {
 	}
 	return flag, nil
 }
+
+// writeJSONLine prints v as one line of JSON for `--json`. json.Marshal escapes the C0
+// controls; DEL and the C1 controls, which it leaves as they are, are escaped too, so that
+// strings from a job or another host cannot drive the reader's terminal.
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(history.EscapeControls(b), '\n'))
+	return err
+}

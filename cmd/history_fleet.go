@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -151,12 +150,8 @@ func writeFleetJSON(w io.Writer, es []lockrun.FleetEntry) error {
 			StartedAt: e.Started().Format(time.RFC3339Nano), FinishedAt: when(e.Finished()),
 			DurationMS: e.DurationMS, Tries: e.Tries, FencingToken: e.Fence, Error: e.Error,
 			Skips: e.Skips, Duplicate: e.Duplicate}
-		b, err := json.Marshal(j)
-		if err != nil {
-			return err
-		}
-		// The record is written by every host: its strings are escaped for terminals.
-		if _, err := w.Write(append(history.EscapeControls(b), '\n')); err != nil {
+		// The record is written by every host.
+		if err := writeJSONLine(w, j); err != nil {
 			return err
 		}
 	}

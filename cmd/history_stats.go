@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -204,12 +203,7 @@ func newStatsJSON(k history.KeyStats) statsJSON {
 
 func writeStatsJSON(w io.Writer, stats []history.KeyStats) error {
 	for _, k := range stats {
-		b, err := json.Marshal(newStatsJSON(k))
-		if err != nil {
-			return err
-		}
-		// json.Marshal escapes < > & and the C0 controls; DEL and C1 need this too.
-		if _, err := w.Write(append(history.EscapeControls(b), '\n')); err != nil {
+		if err := writeJSONLine(w, newStatsJSON(k)); err != nil {
 			return err
 		}
 	}

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"cronlock/history"
 	"cronlock/lockrun"
 	"cronlock/logline"
 	"cronlock/tty"
@@ -117,13 +115,8 @@ func statusRun(o *statusOptions) error {
 	}
 	if o.JSON {
 		for _, r := range rows {
-			b, err := json.Marshal(r)
-			if err != nil {
-				return err
-			}
-			// Node names and run ids come from other hosts: no raw DEL or C1 controls,
-			// which encoding/json leaves as they are, on a reader's terminal.
-			if _, err := fmt.Fprintf(o.Stdout, "%s\n", history.EscapeControls(b)); err != nil {
+			// Node names and run ids come from other hosts.
+			if err := writeJSONLine(o.Stdout, r); err != nil {
 				return err
 			}
 		}

@@ -37,14 +37,7 @@ func (c *cli) runWithin(limit time.Duration, args ...string) (int, string, strin
 		<-done
 		c.t.Fatalf("cronlock %s had not ended after %v (stderr %q)", strings.Join(args, " "), limit, errb.String())
 	}
-	var ee *exec.ExitError
-	code := 0
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		c.t.Fatalf("run cronlock: %v", err)
-	}
-	return code, out.String(), errb.String()
+	return c.exitCode(err), out.String(), errb.String()
 }
 
 // escapee is a shell line that leaves the job's process group late: after delay, a

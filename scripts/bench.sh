@@ -473,6 +473,7 @@ fleet_read() {
 		-n "history --fleet --key K --limit 20 --json" "$h --key fleet-bench --limit 20 --json" \
 		-n "history --fleet --key K --limit 0 (1000)" "$h --key fleet-bench --limit 0" \
 		-n "history --fleet --limit 20 (SCAN)" "$h --limit 20" \
+		-n "check --key K --max-age 1h" "$work/cronlock check --redis $redis_url --key fleet-bench --max-age 1h" \
 		-n "version (process start-up)" "$work/cronlock version" >&2
 	redis-cli -p "$port" CONFIG RESETSTAT >/dev/null
 	$h --key fleet-bench --limit 20 >/dev/null

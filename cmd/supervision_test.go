@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -227,8 +228,9 @@ func TestCtrlZSuspendsAndFgResumes(t *testing.T) {
 		if strings.Contains(seen, "Stopped") {
 			break
 		}
-		if i == 50 {
-			t.Fatalf("the background job that reads the terminal never stopped: jobs shows %q", seen)
+		if i == 300 { // a minute: the whole suite under -race loads two cores for minutes
+			ps, _ := exec.Command("ps", "-o", "pid,ppid,pgid,stat,wchan:20,args", "-s", strconv.Itoa(sh.Process.Pid)).CombinedOutput()
+			t.Fatalf("the background job that reads the terminal never stopped: jobs shows %q; its session:\n%s", seen, ps)
 		}
 	}
 	term.send("fg\n")

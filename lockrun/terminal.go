@@ -67,6 +67,11 @@ func (s *supervisor) suspend() {
 	// cronlock ignores SIGTTOU. kill returns before every thread has stopped, so cronlock
 	// waits for the SIGCONT of fg or bg: acting earlier would hand the terminal back to
 	// the job behind the shell's back.
+	// The guard's fork may still be under way (it starts as the job does): until it
+	// execs, that child is in cronlock's group, and stopped there it never execs, so the
+	// forking thread never returns and cronlock's stop never completes (the shell is not
+	// told; seen as a job bash listed as Running, every process stopped).
+	s.job.Guard.PID()
 	cont := make(chan os.Signal, 1)
 	signal.Notify(cont, syscall.SIGCONT)
 	_ = unix.Kill(0, unix.SIGSTOP)

@@ -1,4 +1,4 @@
-// Package check is the dead-man's-switch verdict (SPEC §10): from the records of a key's
+// Package check is the dead-man's-switch verdict (README, "Dead-man's switch"): from the records of a key's
 // runs, a schedule (or a largest age) and now, it decides OK, WARNING, CRITICAL or
 // UNKNOWN in the monitoring-plugin convention (Nagios, Icinga, Sensu, Zabbix) and writes
 // the one status line with its performance data.

@@ -151,7 +151,7 @@ func checkPerf(t *testing.T, line string) {
 	}
 }
 
-// TestLineLikeTheSpec: the example line of SPEC §10, shape for shape.
+// TestLineLikeTheSpec: the README's example status line, shape for shape.
 func TestLineLikeTheSpec(t *testing.T) {
 	r := Evaluate(Input{Key: "billing", Schedule: sched(t, "0 9 * * *"), Grace: 5 * time.Minute, Now: at("2026-12-01T10:05:00Z"),
 		Runs: []Run{ok("2026-11-30T09:00:00Z", time.Minute), ended("failed", "2026-12-01T09:00:00Z"), {Status: "error", Started: at("2026-12-01T09:10:00Z"), Node: "vmB"}}})

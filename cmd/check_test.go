@@ -12,7 +12,7 @@ import (
 	"cronlock/internal/redistest"
 )
 
-// Tests of `cronlock check` (SPEC §10) through the built binary, on the local backend.
+// Tests of `cronlock check` through the built binary, on the local backend.
 // The clock is the test build's CRONLOCK_TEST_CLOCK_OFFSET, which check reads as run does.
 
 // checkLine is the plugin's status line: state, key, summary, perfdata in the plugin format.

@@ -11,7 +11,7 @@ import (
 	"cronlock/internal/redistest"
 )
 
-// Tests of the fleet's record (SPEC §10) through the built binary, against real Redis.
+// Tests of the fleet's record through the built binary, against real Redis.
 
 // fleetRow is the part of `history --fleet --json` these tests read.
 type fleetRow struct {

@@ -35,7 +35,7 @@ func killRun(t *testing.T, c *cli, after time.Duration, args ...string) {
 
 // TestAbandonedRunWithCustomNode (issue 11, item 6): a run started with its own --node
 // label and killed is found abandoned by the next run and by a reader on the machine,
-// whatever label they use (SPEC §6), not left running for ever, out of prune's reach.
+// whatever label they use, not left running for ever, out of prune's reach.
 func TestAbandonedRunWithCustomNode(t *testing.T) {
 	for _, after := range []time.Duration{0, jobrun.StartRowDelay + 300*time.Millisecond} {
 		t.Run(after.String(), func(t *testing.T) {
@@ -66,7 +66,7 @@ func TestAbandonedRunWithCustomNode(t *testing.T) {
 }
 
 // TestReadOnlyHistory (issue 11, item 9): a history the user can read but not write is
-// still readable (SPEC §6): history, --json, stats and show all work, on a read-only
+// still readable: history, --json, stats and show all work, on a read-only
 // mount (even for root) and on a file of another user, with the rows a live writer keeps
 // in the -wal and without a -wal. The dead run left by a killed cronlock shows abandoned
 // where the reader can tell, without anything written.

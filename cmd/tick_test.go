@@ -13,7 +13,7 @@ import (
 	"cronlock/internal/redistest"
 )
 
-// Tests of once per tick (SPEC §9) through the built binary. Each simulated host has its
+// Tests of once per tick (`--schedule`) through the built binary. Each simulated host has its
 // own --node, history and clock (the test build's CRONLOCK_TEST_CLOCK_OFFSET); the hosts
 // of one test share the Redis prefix, or the lock folder on the local backend.
 

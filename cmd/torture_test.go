@@ -157,7 +157,7 @@ type tFault struct {
 }
 
 // shortRestart is a Redis restart that keeps the lock: AOF, and back within 300 ms. Under
-// it no renewal may fail for good (SPEC §5: dial back-off never eats the lease's margin).
+// it no renewal may fail for good (dial back-off must never eat the lease's margin).
 func (f tFault) shortRestart(mode string) bool {
 	return mode == "aof" && (f.kind == "redis-restart-short" || f.kind == "redis-kill") && f.down <= 300*time.Millisecond
 }

@@ -48,7 +48,7 @@ type Options struct {
 
 	// Schedule is the crontab schedule of the line (--schedule); nil = none. The run's
 	// tick is then its latest instant at or before the start, and the run is skipped
-	// when that tick was already claimed (SPEC §9).
+	// when that tick was already claimed.
 	Schedule *schedule.Schedule
 	// MaxSkew is --max-skew: with Schedule on Redis, the largest clock skew from the
 	// server allowed (also at most a quarter of the time between ticks); 0 = no check.

@@ -136,7 +136,7 @@ func checkExecutable(p string) error {
 
 // startErrorFor classifies a failure to start argv, with environment env, from the file
 // path that lookCommand found, the way bash does: whatever execve refuses for the file
-// or the command line is 126, "exists but cannot be executed" (SPEC §3) — a retry would
+// or the command line is 126, "exists but cannot be executed" (README, exit codes) — a retry would
 // fail the same way. The machine's failures (ENOMEM, EAGAIN, EMFILE, ENFILE, EIO: a
 // retry may work) are 125, as cronlock's own are (start.go: a pipe it could not make);
 // bash says 126 for an ENOMEM or EIO from execve too.
@@ -153,7 +153,7 @@ func startErrorFor(argv, env []string, path string, err error) *StartError {
 		case syscall.ENOENT, syscall.ENOTDIR:
 			// The file was there a moment ago: a missing interpreter (#!) or loader, as
 			// a shell says with "bad interpreter". bash and dash exit 127 here; the
-			// command was found, so SPEC §3 makes it 126.
+			// command was found, so it is 126, "exists but cannot be executed".
 			return &StartError{Kind: NotExecutable, Name: name, Path: path,
 				Err: errors.New("bad interpreter or loader: no such file or directory")}
 		case syscall.E2BIG:

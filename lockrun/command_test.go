@@ -12,7 +12,7 @@ import (
 
 // TestStartErrorFor: what execve says about a file lookCommand found decides between
 // 126 (the command cannot be executed) and 125 (cronlock or the machine failed), as
-// bash does, but for a missing #! interpreter (bash and dash: 127; SPEC §3: the file
+// bash does, but for a missing #! interpreter (bash and dash: 127; cronlock: the file
 // exists, 126) and the machine's own shortages, which a retry may cure.
 func TestStartErrorFor(t *testing.T) {
 	for _, c := range []struct {

@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The fleet's record (SPEC §10): <prefix>{KEY}:runs, a Redis list, newest first, of one
+// The fleet's record (README, "The fleet's record"): <prefix>{KEY}:runs, a Redis list, newest first, of one
 // compact JSON entry per run that took the lock (written by release.lua with the release)
 // and per missed or error run (fleet.lua, one round trip of its own). LTRIM keeps the
 // newest FleetKeep entries; the list expires fleetTTL after its last write, so the record

@@ -37,7 +37,7 @@ type Request struct {
 
 	// Tick is the schedule tick this run is for (--schedule); zero = none. Acquire then
 	// claims it together with the lock, and returns *TickError instead when this tick or
-	// a later one was claimed by another run (SPEC §9). The caller computes it once, at
+	// a later one was claimed by another run. The caller computes it once, at
 	// start-up; the backend only compares instants.
 	Tick time.Time
 	// Schedule and Zone are stored with the claim, for people reading the record.

@@ -285,36 +285,17 @@ func writeHistoryTable(o *historyOptions, runs []history.Run) error {
 			formatDuration(r), tty.Command(r.Command), tty.Escape(note),
 		})
 	}
-	widths := make([]int, len(header))
-	for _, row := range rows {
-		for i, cell := range row {
-			widths[i] = max(widths[i], tty.Width(cell))
-		}
-	}
-	var b, line strings.Builder
-	for n, row := range rows {
-		for i, cell := range row {
-			last := i == len(row)-1
-			pad := ""
-			if !last {
-				pad = strings.Repeat(" ", widths[i]-tty.Width(cell)+2)
+	paint := func(n, col int, cell string) string {
+		if col == statusCol && n > 0 && o.Color {
+			if attr, ok := statusColors[runs[n-1].Status]; ok {
+				c := color.New(attr)
+				c.EnableColor() // o.Color already decided; the package default looks at os.Stdout
+				return c.Sprint(cell)
 			}
-			if i == statusCol && n > 0 && o.Color {
-				if attr, ok := statusColors[runs[n-1].Status]; ok {
-					c := color.New(attr)
-					c.EnableColor() // o.Color already decided; the package default looks at os.Stdout
-					cell = c.Sprint(cell)
-				}
-			}
-			line.WriteString(cell)
-			line.WriteString(pad)
 		}
-		// No trailing blanks when the last columns are empty.
-		b.WriteString(strings.TrimRight(line.String(), " "))
-		b.WriteString("\n")
-		line.Reset()
+		return cell
 	}
-	_, err := io.WriteString(o.Stdout, b.String())
+	_, err := io.WriteString(o.Stdout, formatTable(rows, nil, paint))
 	return err
 }
 

@@ -192,25 +192,7 @@ func writeFleetTable(o *historyOptions, es []lockrun.FleetEntry) error {
 			tty.Escape(strings.Join(note, "; ")),
 		})
 	}
-	widths := make([]int, len(header))
-	for _, row := range rows {
-		for i, cell := range row {
-			widths[i] = max(widths[i], tty.Width(cell))
-		}
-	}
-	var b strings.Builder
-	for _, row := range rows {
-		var line strings.Builder
-		for i, cell := range row {
-			line.WriteString(cell)
-			if i < len(row)-1 {
-				line.WriteString(strings.Repeat(" ", widths[i]-tty.Width(cell)+2))
-			}
-		}
-		b.WriteString(strings.TrimRight(line.String(), " "))
-		b.WriteString("\n")
-	}
-	_, err := io.WriteString(o.Stdout, b.String())
+	_, err := io.WriteString(o.Stdout, formatTable(rows, nil, nil))
 	return err
 }
 

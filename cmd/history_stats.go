@@ -249,35 +249,7 @@ func writeStatsTable(o *historyStatsOptions, stats []history.KeyStats) error {
 	// Numbers are right-aligned; the sparkline is last, so its colour codes never
 	// confuse the widths.
 	right := map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 11: true}
-	const recentCol = 12
-	widths := make([]int, len(header))
-	for _, row := range rows {
-		for i, cell := range row {
-			widths[i] = max(widths[i], tty.Width(cell))
-		}
-	}
-	var b strings.Builder
-	for _, row := range rows {
-		var line strings.Builder
-		for i, cell := range row {
-			if i > 0 {
-				line.WriteString("  ")
-			}
-			if i == recentCol {
-				line.WriteString(cell)
-				continue
-			}
-			pad := strings.Repeat(" ", widths[i]-tty.Width(cell))
-			if right[i] {
-				line.WriteString(pad + cell)
-			} else {
-				line.WriteString(cell + pad)
-			}
-		}
-		b.WriteString(strings.TrimRight(line.String(), " "))
-		b.WriteString("\n")
-	}
-	_, err := io.WriteString(o.Stdout, b.String())
+	_, err := io.WriteString(o.Stdout, formatTable(rows, right, nil))
 	return err
 }
 

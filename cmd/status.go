@@ -6,7 +6,6 @@ import (
 	"io"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -152,34 +151,6 @@ func statusRun(o *statusOptions) error {
 		}
 		table = append(table, []string{tty.Escape(r.Key), node, pid, run, since, heldFor, token})
 	}
-	_, err = io.WriteString(o.Stdout, alignColumns(table))
+	_, err = io.WriteString(o.Stdout, formatTable(table, nil, nil))
 	return err
-}
-
-// alignColumns lays rows out in columns two blanks apart, by display width
-// (tty.Width): text/tabwriter counts characters, so a node named 東京 pushed the
-// columns after it out of line.
-func alignColumns(rows [][]string) string {
-	var widths []int
-	for _, row := range rows {
-		for i, cell := range row {
-			if i == len(widths) {
-				widths = append(widths, 0)
-			}
-			widths[i] = max(widths[i], tty.Width(cell))
-		}
-	}
-	var b strings.Builder
-	for _, row := range rows {
-		var line strings.Builder
-		for i, cell := range row {
-			if i < len(row)-1 {
-				cell = tty.Pad(cell, widths[i]+2)
-			}
-			line.WriteString(cell)
-		}
-		b.WriteString(strings.TrimRight(line.String(), " "))
-		b.WriteByte('\n')
-	}
-	return b.String()
 }

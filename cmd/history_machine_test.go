@@ -33,7 +33,7 @@ func killRun(t *testing.T, c *cli, after time.Duration, args ...string) {
 	cmd.Wait()
 }
 
-// TestAbandonedRunWithCustomNode (issue 11, item 6): a run started with its own --node
+// TestAbandonedRunWithCustomNode: a run started with its own --node
 // label and killed is found abandoned by the next run and by a reader on the machine,
 // whatever label they use, not left running for ever, out of prune's reach.
 func TestAbandonedRunWithCustomNode(t *testing.T) {
@@ -65,7 +65,7 @@ func TestAbandonedRunWithCustomNode(t *testing.T) {
 	}
 }
 
-// TestReadOnlyHistory (issue 11, item 9): a history the user can read but not write is
+// TestReadOnlyHistory: a history the user can read but not write is
 // still readable: history, --json, stats and show all work, on a read-only
 // mount (even for root) and on a file of another user, with the rows a live writer keeps
 // in the -wal and without a -wal. The dead run left by a killed cronlock shows abandoned

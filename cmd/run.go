@@ -38,6 +38,7 @@ var runTwins = map[string]string{
 	// for a whole machine would give every job the same ticks.
 	"tz":       "CRONLOCK_TZ",
 	"max-skew": "CRONLOCK_MAX_SKEW",
+	"jitter":   "CRONLOCK_JITTER",
 
 	"metrics-dir": "CRONLOCK_METRICS_DIR",
 	// Only run takes locks, so only run can be refused for a server that evicts them.
@@ -105,6 +106,7 @@ skipped (exit --conflict-exit-code, 0 by default) and recorded in the history.`,
 	f.Var(yesNoValue{&o.AllowEviction}, "allow-eviction", "take the lock even on a Redis that can evict keys (maxmemory with a policy but noeviction) (env CRONLOCK_ALLOW_EVICTION)")
 	f.Lookup("allow-eviction").NoOptDefVal = "yes"
 	f.Var(durationValue{d: &j.Wait}, "wait", "how long to wait for a held lock; 0 skips at once")
+	f.Var(durationValue{d: &j.Jitter}, "jitter", "sleep a random time in [0, this) before asking for the lock, to spread a fleet's runs (env CRONLOCK_JITTER); 0 = none")
 	f.Var(durationValue{d: &j.Timeout}, "timeout", "longest run time, then stop the job and exit 124; 0 = none")
 	f.Var(durationValue{d: &j.Grace}, "grace", "time between SIGTERM and SIGKILL when cronlock stops the job")
 	f.Var(durationValue{d: &j.MinHold}, "min-hold", "keep the lock at least this long after acquiring it (--schedule is the better cure for hosts whose cron fires seconds apart)")
@@ -171,6 +173,9 @@ func (o *runOptions) resolve(c *cobra.Command, s *settings) error {
 	}
 	if err := o.resolveSchedule(f); err != nil {
 		return err
+	}
+	if j.StartDeadline > 0 && j.Jitter >= j.StartDeadline {
+		return fmt.Errorf("--jitter %v is not shorter than --start-deadline %v: runs would be missed by their own sleep; make the jitter shorter", j.Jitter, j.StartDeadline)
 	}
 	if j.Node == "" {
 		j.Node, _ = os.Hostname()

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -56,6 +57,10 @@ type Options struct {
 	// StartDeadline is --start-deadline: a run that starts (or would start, after a
 	// --wait) more than this after its tick is missed; 0 = none.
 	StartDeadline time.Duration
+	// Jitter is --jitter: before asking for the lock, sleep a uniformly random time in
+	// [0, Jitter), so that a fleet whose crons fire at the same second does not ask at
+	// once; 0 = none. The tick is the start-up clock's all the same.
+	Jitter time.Duration
 
 	// Open connects the lock backend; its error is the run's (status error, exit 125).
 	Open func() (lockrun.Locker, error)
@@ -153,7 +158,10 @@ func (r *runner) run() int {
 	defer locker.Close()
 	r.row.Backend = locker.Describe()
 
-	if r.pastDeadline(r.started) {
+	if code, done := r.jitter(sig); done {
+		return code
+	}
+	if r.pastDeadline(wallNow()) {
 		return r.missed()
 	}
 	lease, code, done := r.acquire(sig)
@@ -308,15 +316,7 @@ func (r *runner) acquire(sig *lockrun.Signals) (lease lockrun.Lease, code int, d
 				res.lease.Release(rctx)
 				c2()
 			}
-			n := int(s.(syscall.Signal))
-			r.row.Status = history.StatusInterrupted
-			r.row.Signal = unix.SignalName(s.(syscall.Signal))
-			r.row.Error = fmt.Sprintf("stopped by %s before the job started", r.row.Signal)
-			code := 128 + n
-			r.row.Exit = &code
-			r.recordInsert()
-			r.infof("%s: %s", o.Key, r.row.Error)
-			return nil, code, true
+			return nil, r.interrupted(s), true
 		}
 	}
 	var held *lockrun.HeldError
@@ -436,4 +436,41 @@ func childEnv(o *Options, runID string, token uint64, tick time.Time) []string {
 		}
 	}
 	return env
+}
+
+// jitter sleeps a random time in [0, --jitter) before the lock is asked for. A stop signal
+// ends the run there: interrupted, the job never started. done means the run ends with code.
+func (r *runner) jitter(sig *lockrun.Signals) (code int, done bool) {
+	if r.o.Jitter <= 0 {
+		return 0, false
+	}
+	d := time.Duration(rand.Int64N(int64(r.o.Jitter)))
+	r.verbosef("sleeping %v before asking for %s (--jitter %v)", d, r.o.Key, r.o.Jitter)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return 0, false
+		case s := <-sig.C:
+			if lockrun.IsStopSignal(s) {
+				return r.interrupted(s), true
+			}
+			// USR1/USR2 before the child exists: nobody to forward them to.
+		}
+	}
+}
+
+// interrupted records a run that a stop signal ended before its job started, and says so:
+// status interrupted, exit 128+N.
+func (r *runner) interrupted(s os.Signal) int {
+	sg := s.(syscall.Signal)
+	r.row.Status = history.StatusInterrupted
+	r.row.Signal = unix.SignalName(sg)
+	r.row.Error = fmt.Sprintf("stopped by %s before the job started", r.row.Signal)
+	code := 128 + int(sg)
+	r.row.Exit = &code
+	r.recordInsert()
+	r.infof("%s: %s", r.o.Key, r.row.Error)
+	return code
 }

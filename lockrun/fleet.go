@@ -212,33 +212,16 @@ func (l *RedisLocker) Fleet(ctx context.Context, key string, limit int) ([]Fleet
 // FleetKeys returns the keys that have a fleet record, walking the keyspace with SCAN
 // MATCH (no cross-slot index exists), each call within one operation time-out.
 func (l *RedisLocker) FleetKeys(ctx context.Context) ([]string, error) {
-	seen := map[string]bool{}
 	var keys []string
-	match := l.prefix + "{*}:runs"
-	var cursor uint64
-	for {
-		octx, cancel := context.WithTimeout(ctx, l.timeout)
-		ks, next, err := l.c.Scan(octx, cursor, match, 1000).Result()
-		cancel()
-		if err != nil {
-			return nil, l.userError("list the fleet's records", err)
-		}
-		for _, k := range ks {
-			s, ok := strings.CutPrefix(k, l.prefix+"{")
-			if ok {
-				s, ok = strings.CutSuffix(s, "}:runs")
-			}
-			if ok && ValidKey(s) == nil && !seen[s] { // SCAN may return a key twice
-				seen[s] = true
-				keys = append(keys, s)
-			}
-		}
-		if next == 0 {
-			sort.Strings(keys)
-			return keys, nil
-		}
-		cursor = next
+	err := l.scanNames(ctx, "runs", "list the fleet's records", func(names []string) error {
+		keys = append(keys, names...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	sort.Strings(keys)
+	return keys, nil
 }
 
 // FleetAll is Fleet for several keys in one round trip, by key.

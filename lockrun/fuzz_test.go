@@ -66,7 +66,7 @@ func FuzzValidKey(f *testing.F) {
 		if strings.Count(lk, "{") != 1 || strings.Count(lk, "}") != 1 || strings.ContainsAny(lk, "*?[]\\") {
 			t.Fatalf("lock key %q of %q breaks the hash tag or SCAN MATCH", lk, key)
 		}
-		if back, ok := l.keyName(lk); !ok || back != key {
+		if back, ok := l.keyName(lk, "lock"); !ok || back != key {
 			t.Fatalf("keyName(%q) = %q, %v; want %q", lk, back, ok, key)
 		}
 	})

@@ -104,48 +104,69 @@ func (l *RedisLocker) readHolders(ctx context.Context, lockKeys []string) ([]*Ho
 // with SCAN (never KEYS, which would block the server).
 func (l *RedisLocker) List(ctx context.Context) (map[string]Holder, error) {
 	out := map[string]Holder{}
-	match := l.prefix + "{*}:lock"
+	err := l.scanNames(ctx, "lock", "list locks", func(names []string) error {
+		lockKeys := make([]string, len(names))
+		for i, n := range names {
+			lockKeys[i] = l.lockKey(n)
+		}
+		hs, err := l.readHolders(ctx, lockKeys)
+		if err != nil {
+			return l.userError("list locks", err)
+		}
+		for i, h := range hs {
+			if h != nil {
+				out[names[i]] = *h
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// scanNames walks the keyspace for the keys <prefix>{KEY}:kind with SCAN MATCH, and hands
+// each page's KEYs to page, none twice (SCAN may return a key again) and none that is not
+// a valid key. Each SCAN call has its own operation time-out: a walk over millions of
+// unrelated keys takes as long as it takes, while a stuck server is still noticed.
+func (l *RedisLocker) scanNames(ctx context.Context, kind, what string, page func(names []string) error) error {
+	seen := map[string]bool{}
+	match := l.prefix + "{*}:" + kind
 	var cursor uint64
 	for {
 		octx, cancel := context.WithTimeout(ctx, l.timeout)
 		keys, next, err := l.c.Scan(octx, cursor, match, 1000).Result()
 		cancel()
 		if err != nil {
-			return nil, l.userError("list locks", err)
+			return l.userError(what, err)
 		}
-		var names, lockKeys []string
+		var names []string
 		for _, k := range keys {
-			name, ok := l.keyName(k)
-			if _, dup := out[name]; ok && !dup { // SCAN may return a key twice
+			if name, ok := l.keyName(k, kind); ok && !seen[name] {
+				seen[name] = true
 				names = append(names, name)
-				lockKeys = append(lockKeys, k)
 			}
 		}
-		if len(lockKeys) > 0 {
-			hs, err := l.readHolders(ctx, lockKeys)
-			if err != nil {
-				return nil, l.userError("list locks", err)
-			}
-			for i, h := range hs {
-				if h != nil {
-					out[names[i]] = *h
-				}
+		if len(names) > 0 {
+			if err := page(names); err != nil {
+				return err
 			}
 		}
 		if next == 0 {
-			return out, nil
+			return nil
 		}
 		cursor = next
 	}
 }
 
-// keyName returns KEY from "<prefix>{KEY}:lock".
-func (l *RedisLocker) keyName(lockKey string) (string, bool) {
-	s, ok := strings.CutPrefix(lockKey, l.prefix+"{")
+// keyName returns KEY from "<prefix>{KEY}:kind".
+func (l *RedisLocker) keyName(redisKey, kind string) (string, bool) {
+	s, ok := strings.CutPrefix(redisKey, l.prefix+"{")
 	if !ok {
 		return "", false
 	}
-	s, ok = strings.CutSuffix(s, "}:lock")
+	s, ok = strings.CutSuffix(s, "}:"+kind)
 	if !ok || ValidKey(s) != nil {
 		return "", false
 	}

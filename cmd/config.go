@@ -33,6 +33,7 @@ var configNames = []string{
 	"CRONLOCK_LOCK_DIR", "CRONLOCK_METRICS_DIR", "CRONLOCK_LOG_FORMAT",
 	"CRONLOCK_HISTORY_RETENTION", "CRONLOCK_ALLOW_EVICTION", "CRONLOCK_TZ", "CRONLOCK_MAX_SKEW",
 	"CRONLOCK_FLEET_KEEP", "CRONLOCK_JITTER",
+	"CRONLOCK_OUTPUT",
 }
 
 // loadSettings reads the config file and overlays the environment. Only the default file

@@ -25,6 +25,7 @@ type runOptions struct {
 	OnLockLost string // kill or continue
 	Schedule   string // --schedule EXPR; "" = none
 	TZ         string // --tz / CRONLOCK_TZ
+	Output     string // --output: always or on-failure
 
 	captureSet bool // --capture was given: a terminal does not change it
 }
@@ -39,6 +40,7 @@ var runTwins = map[string]string{
 	"tz":       "CRONLOCK_TZ",
 	"max-skew": "CRONLOCK_MAX_SKEW",
 	"jitter":   "CRONLOCK_JITTER",
+	"output":   "CRONLOCK_OUTPUT",
 
 	"metrics-dir": "CRONLOCK_METRICS_DIR",
 	// Only run takes locks, so only run can be refused for a server that evicts them.
@@ -88,6 +90,7 @@ skipped (exit --conflict-exit-code, 0 by default) and recorded in the history.`,
 			if !o.captureSet && tty.IsTerminal(j.Stdout) {
 				j.Capture = 0 // on a terminal the job sees the terminal itself
 			}
+			o.resolveOutput(c.Flags())
 			j.ContinueOnLoss = o.OnLockLost == "continue"
 			j.Open, j.OpTimeout, j.Warnings, j.StampDir = o.open, o.RedisTimeout, o.warnings(), o.LockDir
 			if code := jobrun.Run(j); code != 0 {
@@ -119,6 +122,7 @@ skipped (exit --conflict-exit-code, 0 by default) and recorded in the history.`,
 	f.Var(durationValue{d: &j.StaleAfter}, "stale-after", "warn on every skip once the holder has held the lock this long; 0 = never")
 	f.StringVar(&j.History, "history", "", "SQLite history file, or off (env CRONLOCK_HISTORY)")
 	f.Var(sizeValue{n: &j.Capture}, "capture", "bytes of output tail kept with the run; 0 = none")
+	o.addOutputFlags(f)
 	f.StringVar(&j.Node, "node", "", "this machine's name in locks and history (env CRONLOCK_NODE; default the hostname)")
 	f.StringVar(&j.MetricsDir, "metrics-dir", "", "after each run, write `DIR`/cronlock_KEY.prom for node_exporter's textfile collector (env CRONLOCK_METRICS_DIR)")
 	f.BoolVarP(&j.Quiet, "quiet", "q", false, "no cronlock messages on stderr but errors")

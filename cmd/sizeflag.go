@@ -6,15 +6,27 @@ import (
 	"strings"
 )
 
-// sizeValue is a byte count flag: 65536, 64KiB, 64K, 1MiB, 0.
-type sizeValue struct{ n *int64 }
+// sizeValue is a byte count flag: 65536, 64KiB, 64K, 1MiB, 0; at most limit (0 =
+// maxCapture) and, when positive is set, at least 1.
+type sizeValue struct {
+	n        *int64
+	limit    int64
+	positive bool
+}
 
 func (v sizeValue) String() string { return formatSize(*v.n) }
 func (v sizeValue) Type() string   { return "size" }
 func (v sizeValue) Set(s string) error {
-	n, err := parseSize(s)
+	limit := v.limit
+	if limit == 0 {
+		limit = maxCapture
+	}
+	n, err := parseSizeUpTo(s, limit)
 	if err != nil {
 		return err
+	}
+	if n == 0 && v.positive {
+		return fmt.Errorf("%q keeps nothing; give a size of at least 1 byte, e.g. 1GiB", s)
 	}
 	*v.n = n
 	return nil
@@ -38,6 +50,11 @@ var sizeUnits = []struct {
 // parseSize reads a --capture value: a whole number of bytes with an optional unit,
 // from 0 to maxCapture.
 func parseSize(s string) (int64, error) {
+	return parseSizeUpTo(s, maxCapture)
+}
+
+// parseSizeUpTo is parseSize with another upper limit.
+func parseSizeUpTo(s string, limit int64) (int64, error) {
 	t := strings.TrimSpace(s)
 	mult := int64(1)
 	for _, u := range sizeUnits {
@@ -50,8 +67,8 @@ func parseSize(s string) (int64, error) {
 	if err != nil || n < 0 {
 		return 0, fmt.Errorf("%q is not a size; write it like 0, 65536, 64KiB or 1MiB", s)
 	}
-	if n > maxCapture/mult {
-		return 0, fmt.Errorf("%q is more than the %s limit", s, formatSize(maxCapture))
+	if n > limit/mult {
+		return 0, fmt.Errorf("%q is more than the %s limit", s, formatSize(limit))
 	}
 	return n * mult, nil
 }
@@ -60,6 +77,8 @@ func parseSize(s string) (int64, error) {
 // reads it back.
 func formatSize(n int64) string {
 	switch {
+	case n != 0 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
 	case n != 0 && n%(1<<20) == 0:
 		return fmt.Sprintf("%dMiB", n>>20)
 	case n != 0 && n%(1<<10) == 0:

@@ -86,6 +86,11 @@ type Options struct {
 	// writes to Stdout and Stderr itself.
 	Capture int64
 	Node    string // this machine's name in locks and history
+	// OutputOnFailure holds the job's output in a spool on disk ($TMPDIR, else /var/tmp)
+	// and writes it out only when the run does not succeed (--output on-failure);
+	// OutputMax bytes per stream are kept in full, beyond that the first and last halves.
+	OutputOnFailure bool
+	OutputMax       int64
 
 	Quiet, Verbose bool
 	LogFormat      string // logline.Text or logline.JSON
@@ -183,11 +188,13 @@ func (r *runner) run() int {
 		}}
 	keeper.Run(ctx)
 
+	spool := r.openSpool()
+	defer spool.Close()
 	job := lockrun.Job{
 		Argv: o.Command, Env: childEnv(o, r.runID, lease.FencingToken(), r.tick),
 		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
 		Capture: int(o.Capture), Grace: o.Grace, Timeout: o.Timeout,
-		Guard: guard, ContinueOnLoss: o.ContinueOnLoss,
+		Guard: guard, ContinueOnLoss: o.ContinueOnLoss, Spool: spool,
 	}
 	res := lockrun.Supervise(context.Background(), job, sig, keeper, nil)
 	stopKeeper()
@@ -211,7 +218,9 @@ func (r *runner) run() int {
 	if early {
 		res.WaitOutput()
 		out = outcomeOf(res, o)
-		lease.SetRecord(r.fleetRecord(out, &res))
+		if early = !spoolToWrite(spool, out); early {
+			lease.SetRecord(r.fleetRecord(out, &res))
+		}
 	}
 	released := make(chan error, 1)
 	go func() {
@@ -223,6 +232,7 @@ func (r *runner) run() int {
 		res.WaitOutput()
 		out = outcomeOf(res, o)
 	}
+	out = r.finishSpool(spool, &res, out)
 	r.row.Status, r.row.ExitCode, r.row.Signal, r.row.Output = out.Status, out.ExitCode, out.Signal, res.Output
 	r.row.Exit = &out.Code
 	for _, sg := range res.Streams { // lockrun's stream numbers are the history's

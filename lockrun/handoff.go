@@ -122,6 +122,7 @@ type outputs struct {
 	relays []*relay
 	tail   *tail       // the relays' tail; nil when nothing is relayed
 	files  [2]*handoff // stdout's and stderr's files handed to the job; when shared, files[0]
+	spool  bool        // the relays write into a Spool, which gives the tail back
 }
 
 // jobGone is called when every process of the job is gone: the relays are told to pass on
@@ -179,6 +180,10 @@ func (o *outputs) wait() ([]byte, []Segment, error) {
 		}
 		err = &OutputError{Stream: name, Lost: lost, Err: first}
 	}
+	if o.spool {
+		out, segs := o.spoolTail()
+		return out, segs, err
+	}
 	if o.files[0] == nil && o.files[1] == nil {
 		if o.tail == nil {
 			return []byte{}, nil, err
@@ -201,7 +206,14 @@ func (o *outputs) wait() ([]byte, []Segment, error) {
 			parts[i] = relayed
 		}
 	}
-	a, b := splitCapture(o.capture, len(parts[0]), len(parts[1]))
+	out, segs := joinParts(o.capture, parts)
+	return out, segs, err
+}
+
+// joinParts puts the ends of stdout and stderr one after the other, marked, sharing the
+// capture between them (splitCapture).
+func joinParts(capture int, parts [2][]byte) ([]byte, []Segment) {
+	a, b := splitCapture(capture, len(parts[0]), len(parts[1]))
 	out := make([]byte, 0, a+b)
 	out = append(out, parts[0][len(parts[0])-a:]...)
 	out = append(out, parts[1][len(parts[1])-b:]...)
@@ -212,7 +224,7 @@ func (o *outputs) wait() ([]byte, []Segment, error) {
 	if b > 0 {
 		segs = append(segs, Segment{Stream: StreamStderr, Len: b})
 	}
-	return out, segs, err
+	return out, segs
 }
 
 // splitCapture shares capture bytes between two parts of na and nb bytes: each gets at

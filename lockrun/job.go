@@ -26,6 +26,11 @@ type Job struct {
 	// the child writes to Stdout and Stderr itself; otherwise cronlock relays its output
 	// through pipes.
 	Capture int
+	// Spool, when not nil, holds the job's output instead of passing it on (--output
+	// on-failure; the caller ends it with Spool.Finish once the run's outcome is known).
+	// The output then always goes through pipes, and Capture's tail is read back from
+	// the spool.
+	Spool *Spool
 	// Grace is the time between SIGTERM and SIGKILL whenever the job is stopped. 0 sends
 	// SIGKILL right after SIGTERM.
 	Grace time.Duration

@@ -212,8 +212,12 @@ type relay struct {
 	name   string   // what out is, for OutputError: "stdout", "stderr" or both
 	tail   *tail
 	stream Stream // what the tail marks this pipe's bytes as
-	buf    []byte
-	done   chan struct{}
+	// spool, when not nil, takes the pipe's bytes instead of out and tail (--output
+	// on-failure); from is how much it held before this relay began.
+	spool *spoolStream
+	from  int64
+	buf   []byte
+	done  chan struct{}
 	// stopping is set by stop: from then on the relay only takes what the pipe holds.
 	stopping atomic.Bool
 	// The fields below are written by run's goroutine and read once done is closed.
@@ -247,10 +251,9 @@ func (rl *relay) run() {
 	// when the deadline set by stop passes while it waits for data.
 	_ = rc.Read(func(fd uintptr) bool {
 		for {
-			n, err := unix.Read(int(fd), rl.buf)
+			n, err := rl.pull(int(fd))
 			switch {
 			case n > 0:
-				rl.handle(rl.buf[:n])
 				if rl.broken {
 					return true
 				}
@@ -278,9 +281,8 @@ func (rl *relay) run() {
 	// the deadline that ended Read.
 	_ = rc.Control(func(fd uintptr) {
 		for total := 0; total < finalDrainLimit && !rl.broken; {
-			n, err := unix.Read(int(fd), rl.buf)
+			n, err := rl.pull(int(fd))
 			if n > 0 {
-				rl.handle(rl.buf[:n])
 				total += n
 				continue
 			}
@@ -297,6 +299,18 @@ func (rl *relay) run() {
 func (rl *relay) stop() {
 	rl.stopping.Store(true)
 	_ = rl.r.SetReadDeadline(time.Unix(1, 0))
+}
+
+// pull takes what the pipe holds: into the spool, or to out and the tail.
+func (rl *relay) pull(fd int) (int, error) {
+	if rl.spool != nil {
+		return rl.pullSpool(fd)
+	}
+	n, err := unix.Read(fd, rl.buf)
+	if n > 0 {
+		rl.handle(rl.buf[:n])
+	}
+	return n, err
 }
 
 func (rl *relay) handle(p []byte) {

@@ -73,14 +73,19 @@ func (s *supervisor) startChild() bool {
 	}
 	stdout, stderr := job.Stdout, job.Stderr
 	var relayTo []relayTarget
-	if job.Capture > 0 {
+	if job.Capture > 0 || job.Spool != nil {
 		o := &outputs{capture: job.Capture, shared: sameFile(job.Stdout, job.Stderr)}
 		s.out = o
-		// A regular file is handed to the job as it is; anything else (a pipe, a
-		// terminal, a device) goes through a pipe of cronlock's and a relay.
-		o.files[0] = newHandoff(job.Stdout)
-		if !o.shared {
-			o.files[1] = newHandoff(job.Stderr)
+		if job.Spool != nil {
+			// Everything goes through pipes into the spool, whatever the outputs are.
+			o.spool, o.shared = true, job.Spool.shared
+		} else {
+			// A regular file is handed to the job as it is; anything else (a pipe, a
+			// terminal, a device) goes through a pipe of cronlock's and a relay.
+			o.files[0] = newHandoff(job.Stdout)
+			if !o.shared {
+				o.files[1] = newHandoff(job.Stderr)
+			}
 		}
 		fdOf := func(f *os.File) int {
 			if f == nil {
@@ -96,7 +101,7 @@ func (s *supervisor) startChild() bool {
 			growPipe(r)
 			closeAfter = append(closeAfter, w)
 			readers = append(readers, r)
-			relayTo = append(relayTo, relayTarget{fdOf(f), name, st})
+			relayTo = append(relayTo, relayTarget{fdOf(f), name, st, job.Spool.stream(st)})
 			return w, nil
 		}
 		if o.shared {
@@ -122,7 +127,7 @@ func (s *supervisor) startChild() bool {
 				}
 			}
 		}
-		if len(readers) > 0 {
+		if len(readers) > 0 && !o.spool {
 			o.tail = newTail(job.Capture, !o.shared)
 		}
 	} else {
@@ -180,7 +185,14 @@ func (s *supervisor) startChild() bool {
 	}
 	for i, r := range readers {
 		t := relayTo[i]
-		rl := newRelay(r, t.fd, t.name, s.out.tail, t.stream)
+		fd := t.fd
+		if t.spool != nil {
+			fd = -1 // the spool's destination is written only by Spool.Finish
+		}
+		rl := newRelay(r, fd, t.name, s.out.tail, t.stream)
+		if t.spool != nil {
+			rl.spool, rl.from = t.spool, t.spool.total
+		}
 		s.out.relays = append(s.out.relays, rl)
 		go rl.run()
 	}
@@ -189,7 +201,8 @@ func (s *supervisor) startChild() bool {
 
 // relayTarget is where a relay passes a pipe's bytes on to, and what it calls them.
 type relayTarget struct {
-	fd     int    // cronlock's stdout or stderr; -1 = none
-	name   string // for OutputError
-	stream Stream // how the tail marks them
+	fd     int          // cronlock's stdout or stderr; -1 = none
+	name   string       // for OutputError
+	stream Stream       // how the tail marks them
+	spool  *spoolStream // takes them instead, when not nil (Job.Spool)
 }

@@ -1,0 +1,48 @@
+package jobrun
+
+import (
+	"os"
+
+	"cronlock/history"
+	"cronlock/lockrun"
+)
+
+// openSpool makes the spool of a run with --output on-failure; nil when the output goes
+// out as it comes: the setting is always, or no spool could be made (one warning: the
+// output is then printed rather than lost).
+func (r *runner) openSpool() *lockrun.Spool {
+	o := r.o
+	if !o.OutputOnFailure {
+		return nil
+	}
+	dir := os.Getenv("TMPDIR")
+	sp, err := lockrun.OpenSpool(dir, o.OutputMax, o.Stdout, o.Stderr)
+	if err != nil {
+		fix := "make $TMPDIR a writable folder on disk"
+		if dir == "" {
+			fix = "make " + lockrun.DefaultSpoolDir + " writable, or set TMPDIR to a writable folder on disk"
+		}
+		r.infof("warning: --output on-failure cannot hold the job's output (%v), so it is printed as it comes; %s", err, fix)
+		return nil
+	}
+	return sp
+}
+
+// spoolToWrite reports whether the spool has output to write out for outcome out: then the
+// lock goes first and the spool is written after (finishSpool), as a slow reader must
+// not hold the lock.
+func spoolToWrite(sp *lockrun.Spool, out outcome) bool {
+	return sp != nil && out.Status != history.StatusSucceeded
+}
+
+// finishSpool writes the spool out when the run, by its final outcome out, did not
+// succeed, and drops it otherwise. Output that cannot be written makes the outcome that
+// of an output error, as it would without the spool.
+func (r *runner) finishSpool(sp *lockrun.Spool, res *lockrun.Result, out outcome) outcome {
+	err := sp.Finish(out.Status == history.StatusSucceeded)
+	if err == nil || res.OutputErr != nil {
+		return out
+	}
+	res.OutputErr = err
+	return outcomeOf(*res, r.o)
+}

@@ -12,8 +12,10 @@ import (
 // which is often memory that a chatty job would take from everything else.
 const DefaultSpoolDir = "/var/tmp"
 
-// spoolChunk bounds one splice from the job's pipe into the spool: the pipe's size.
-const spoolChunk = pipeSize
+// spoolAhead is how far ahead of the writes the spool file's blocks are reserved
+// (fallocate): ext4 then skips its per-block reservation of delayed allocation, about a
+// fifth of the cost of holding 1 GiB (BENCHMARKS.md). Never beyond the limit.
+const spoolAhead = 64 << 20
 
 // Spool holds a run's output in unnamed files on disk until the run's outcome is known
 // (--output on-failure): Finish writes it to cronlock's stdout and stderr when the run did
@@ -28,8 +30,9 @@ const spoolChunk = pipeSize
 //
 // The job still writes to pipes, as it does when its output is relayed: a pipe shared by
 // stdout and stderr when they go to the same file or pipe (their order is then the
-// kernel's, exactly), else one per stream, each into its own spool file. The relay moves
-// the bytes with splice(2), so they never pass through cronlock's memory.
+// kernel's, exactly), else one per stream, each into its own spool file. The relay reads
+// and writes with its usual buffer; splice(2) was slower here, as it holds the pipe's
+// lock while it writes into the file, and the job's writes then wait on it.
 type Spool struct {
 	shared  bool
 	streams [2]*spoolStream // stdout's (both streams' when shared) and stderr's
@@ -45,19 +48,18 @@ type spoolStream struct {
 	max   int64  // bytes kept at most
 	half  int64  // the first part kept: [0, half); the ring of the last bytes is [half, max)
 	total int64  // bytes received, kept or not
-	// noSplice: the spool's filesystem refused splice; bytes are read and written instead.
-	noSplice bool
+	alloc int64  // the file's blocks are reserved up to here (or the filesystem cannot)
 }
 
 // OpenSpool makes the spool of a run whose output goes to stdout and stderr, each file
-// holding at most max bytes (max > 0), in dir ("" = DefaultSpoolDir). A filesystem
+// holding at most limit bytes (limit > 0), in dir ("" = DefaultSpoolDir). A filesystem
 // without O_TMPFILE gets a file created and unlinked at once. The error says why no spool
 // could be made (a folder that does not exist or that cronlock may not write).
-func OpenSpool(dir string, max int64, stdout, stderr *os.File) (*Spool, error) {
+func OpenSpool(dir string, limit int64, stdout, stderr *os.File) (*Spool, error) {
 	if dir == "" {
 		dir = DefaultSpoolDir
 	}
-	if max <= 0 {
+	if limit <= 0 {
 		return nil, errors.New("lockrun: spool size must be positive")
 	}
 	s := &Spool{shared: sameFile(stdout, stderr)}
@@ -76,7 +78,7 @@ func OpenSpool(dir string, max int64, stdout, stderr *os.File) (*Spool, error) {
 		if t != nil {
 			out = int(t.Fd())
 		}
-		s.streams[i] = &spoolStream{f: f, fd: int(f.Fd()), name: names[i], out: out, max: max, half: max / 2}
+		s.streams[i] = &spoolStream{f: f, fd: int(f.Fd()), name: names[i], out: out, max: limit, half: limit / 2}
 	}
 	return s, nil
 }
@@ -177,24 +179,21 @@ func (st *spoolStream) at(p int64) int64 {
 // drains the pipe without keeping anything.
 func (st *spoolStream) pull(pipe int, buf []byte) (n int, rerr, werr error) {
 	off := st.at(st.total)
-	room := int(min(st.max-off, spoolChunk))
-	if !st.noSplice {
-		m, err := unix.Splice(pipe, nil, st.fd, &off, room, unix.SPLICE_F_NONBLOCK|unix.SPLICE_F_MOVE)
-		switch {
-		case m > 0:
-			st.total += m
-			return int(m), nil, nil
-		case err == nil || err == unix.EAGAIN || err == unix.EINTR:
-			return 0, err, nil
-		case err == unix.EINVAL || err == unix.ENOSYS || err == unix.EOPNOTSUPP:
-			st.noSplice = true // a filesystem without splice: read and write below
-		default:
-			return 0, nil, err
-		}
-	}
-	n, rerr = unix.Read(pipe, buf[:min(len(buf), room)])
+	room := int(min(st.max-off, int64(len(buf))))
+	n, rerr = unix.Read(pipe, buf[:room])
 	if n <= 0 {
 		return 0, rerr, nil
+	}
+	if end := off + int64(n); end > st.alloc && st.alloc < st.max {
+		// A filesystem that cannot reserve (or has no room to) just writes: the write
+		// itself then says whether there is space.
+		// Doubling from 1 MiB: a job that prints a line reserves little.
+		step := max(min(max(st.alloc, 1<<20), spoolAhead), end-st.alloc)
+		step = min(step, st.max-st.alloc)
+		if unix.Fallocate(st.fd, unix.FALLOC_FL_KEEP_SIZE, st.alloc, step) != nil {
+			step = st.max - st.alloc
+		}
+		st.alloc += step
 	}
 	done := 0
 	for done < n {

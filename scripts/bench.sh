@@ -258,7 +258,10 @@ fi
 #   - the per-run cost of the hand-off: `cronlock run -- true` with stdout on /dev/null
 #     (relayed: two pipes and two relays) and on a regular file (handed off: fstat, an
 #     open of /proc/self/fd/1, a pread of the tail);
-#   - `yes | head -1`: how long the pipeline takes to end, direct and through cronlock.
+#   - `yes | head -1`: how long the pipeline takes to end, direct and through cronlock;
+#   - `--output on-failure` against `always`: the 1 GiB job succeeding (so the spool, in
+#     /var/tmp or $TMPDIR, is dropped), stdout on /dev/null and on a pipe, and cronlock's peak
+#     RSS meanwhile (benchtools peakrss: stdout on a pipe).
 output_files() {
 	echo "bench.sh: output to a file, and yes | head -1" >&2
 	local obin="$work/cronlock" c0 c1 job='head -c 1G /dev/zero' out="$work/file-out.bin"
@@ -289,10 +292,22 @@ output_files() {
 	hyperfine --shell sh --warmup 5 --runs 50 --export-json "$work/yes-head.json" \
 		-n 'yes | head -1' 'yes | head -1' \
 		-n 'cronlock run -- yes | head -1' "$obin run -k bench-yes -- yes | head -1" >&2
+	local -a spool=(-n 'null: always' "$obin run -k bench-spool -- $job >/dev/null"
+		-n 'null: on-failure' "$obin run -k bench-spool --output on-failure -- $job >/dev/null"
+		-n 'pipe: always' "$obin run -k bench-spool -- $job | cat >/dev/null"
+		-n 'pipe: on-failure' "$obin run -k bench-spool --output on-failure -- $job | cat >/dev/null")
+	reverse_commands spool
+	hyperfine --shell sh --warmup 2 --runs 5 --export-json "$work/spool-1.json" "${spool[@]}" >&2
+	hyperfine --shell sh --runs 5 --export-json "$work/spool-2.json" "${reversed[@]}" >&2
+	hyperfine --shell sh --runs 5 --export-json "$work/spool-3.json" "${spool[@]}" >&2
+	local obt="$work/benchtools" rss_always rss_spool
+	[ -x "$obt" ] || CGO_ENABLED=0 go build -trimpath -o "$obt" ./scripts/benchtools
+	rss_always=$("$obt" peakrss -- "$obin" run -k bench-spool -- $job)
+	rss_spool=$("$obt" peakrss -- "$obin" run -k bench-spool --output on-failure -- $job)
 	c1=$(stat_cpu)
 	times >"$work/of-times1"
-	BENCH_WORK="$work" BENCH_OF_DIR="$(dirname "$out")" \
-		BENCH_OF_CPU="$c0 $c1 $(getconf CLK_TCK)" python3 - <<'PY'
+	BENCH_WORK="$work" BENCH_OF_DIR="$(dirname "$out")" BENCH_RSS_ALWAYS="$rss_always" BENCH_RSS_SPOOL="$rss_spool" \
+		BENCH_SPOOL_DIR="${TMPDIR:-/var/tmp}" BENCH_OF_CPU="$c0 $c1 $(getconf CLK_TCK)" python3 - <<'PY'
 import json, os, re, statistics
 E = os.environ
 work = E["BENCH_WORK"]
@@ -360,6 +375,32 @@ for r in (a, b):
     print(f"| `{r['command'].replace('|', chr(92) + '|')}` | {r['median']*1000:.2f} | {max(r['times'])*1000:.2f} |")
 print(f"\n- through cronlock: **{b['median']*1000:.1f} ms** (goal ≤ 100 ms: {verdict(b['median'] <= 0.1)}); "
       f"a whole `cronlock run -- true` costs about the same (per-run table)")
+
+sp = {}
+for i in (1, 2, 3):
+    for r in json.load(open(f"{work}/spool-{i}.json"))["results"]:
+        m = sp.setdefault(r["command"], {"times": [], "cpu": []})
+        m["times"] += r["times"]
+        m["cpu"].append(r["user"] + r["system"])
+print("\n### `--output on-failure` against `always`\n")
+print(f"The same 1 GiB job, succeeding (so cron gets nothing with `on-failure`: the spool in "
+      f"`{E['BENCH_SPOOL_DIR']}` is filled and dropped), its stdout on `/dev/null` and on a pipe "
+      "(`| cat >/dev/null`). hyperfine, three rounds of 5 runs (the second in reverse order) after "
+      "2 warm-up runs, shell spawn time subtracted.\n")
+print("| stdout | --output | median ms | GiB/s | min … max ms | CPU ms (user + sys, mean) |")
+print("|---|---|---|---|---|---|")
+smed = {}
+for k, m in sp.items():
+    t = m["times"]
+    smed[k] = statistics.median(t)
+    where, mode = k.split(": ", 1)
+    print(f"| {where} | {mode} | {smed[k]*1000:.0f} | {1/smed[k]:.2f} | {min(t)*1000:.0f} … {max(t)*1000:.0f} "
+          f"| {statistics.mean(m['cpu'])*1000:.0f} |")
+for where in ("null", "pipe"):
+    q = smed[f"{where}: always"] / smed[f"{where}: on-failure"]
+    print(f"\n- {where}: on-failure / always: **{q:.2f}×** the throughput (goal ≥ 0.9×: {verdict(q >= 0.9)})", end="")
+print(f"\n- peak RSS of cronlock (VmHWM) while the job prints 1 GiB to a pipe: always "
+      f"{int(E['BENCH_RSS_ALWAYS'])/1024:.1f} MiB, on-failure **{int(E['BENCH_RSS_SPOOL'])/1024:.1f} MiB**")
 PY
 }
 if [ "${1:-}" = output ]; then

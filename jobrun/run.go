@@ -86,9 +86,7 @@ type Options struct {
 	// writes to Stdout and Stderr itself.
 	Capture int64
 	Node    string // this machine's name in locks and history
-	// OutputOnFailure holds the job's output in a spool on disk ($TMPDIR, else /var/tmp)
-	// and writes it out only when the run does not succeed (--output on-failure);
-	// OutputMax bytes per stream are kept in full, beyond that the first and last halves.
+	// OutputOnFailure and OutputMax: --output on-failure and --output-max (spool.go).
 	OutputOnFailure bool
 	OutputMax       int64
 

@@ -7,9 +7,11 @@ import (
 	"cronlock/lockrun"
 )
 
-// openSpool makes the spool of a run with --output on-failure; nil when the output goes
-// out as it comes: the setting is always, or no spool could be made (one warning: the
-// output is then printed rather than lost).
+// openSpool makes the spool of a run with --output on-failure (Options.OutputOnFailure):
+// the job's output is held on disk ($TMPDIR, else /var/tmp), Options.OutputMax bytes per
+// destination in full, and written out only when the run does not succeed. It returns nil
+// when the output goes out as it comes: the setting is always, or no spool could be made
+// (one warning: the output is then printed rather than lost).
 func (r *runner) openSpool() *lockrun.Spool {
 	o := r.o
 	if !o.OutputOnFailure {

@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -61,6 +60,14 @@ type Options struct {
 	// [0, Jitter), so that a fleet whose crons fire at the same second does not ask at
 	// once; 0 = none. The tick is the start-up clock's all the same.
 	Jitter time.Duration
+
+	// Retries is --retries: how many more tries a job that fails by its own exit gets,
+	// under the same lock; 0 = none. RetryDelay (--retry-delay) is the first delay
+	// between tries, doubled for each one after, of which a random part is taken.
+	// RetryOn (--retry-on) are the exit codes tried again; empty = any non-zero.
+	Retries    int
+	RetryDelay time.Duration
+	RetryOn    []int
 
 	// Open connects the lock backend; its error is the run's (status error, exit 125).
 	Open func() (lockrun.Locker, error)
@@ -147,7 +154,7 @@ func (r *runner) run() int {
 		r.tick = o.Schedule.Prev(r.started).UTC()
 	}
 	r.row = &history.Run{ID: r.runID, Key: o.Key, Node: o.Node, PID: os.Getpid(),
-		Command: o.Command, StartedAt: r.started, Attempt: 1, ScheduledFor: r.tick}
+		Command: o.Command, StartedAt: r.started, Attempt: 1, ScheduledFor: r.tick, Try: 1}
 	r.openHistory()
 
 	locker, err := o.Open()
@@ -183,16 +190,9 @@ func (r *runner) run() int {
 		}}
 	keeper.Run(ctx)
 
-	job := lockrun.Job{
-		Argv: o.Command, Env: childEnv(o, r.runID, lease.FencingToken(), r.tick),
-		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
-		Capture: int(o.Capture), Grace: o.Grace, Timeout: o.Timeout,
-		Guard: guard, ContinueOnLoss: o.ContinueOnLoss,
-	}
-	res := lockrun.Supervise(context.Background(), job, sig, keeper, nil)
+	res, end := r.tries(sig, keeper, lease, guard)
 	stopKeeper()
-	r.row.FinishedAt = wallNow()
-	if !res.Started {
+	if !res.Started && r.row.Try == 1 {
 		// 126, 127: the job never ran, so the tick is not used up; the next host runs it.
 		lease.GiveBackTick()
 	}
@@ -207,10 +207,17 @@ func (r *runner) run() int {
 	// a slow reader still has output to take, the lock goes at once without the entry, and
 	// the entry follows in a round trip of its own once the outcome is known.
 	var out outcome
+	// The run's outcome: its last try's, or how it ended between two tries.
+	final := func() outcome {
+		if end != nil {
+			return *end
+		}
+		return outcomeOf(res, o)
+	}
 	early := res.OutputDone(outputSettle)
 	if early {
 		res.WaitOutput()
-		out = outcomeOf(res, o)
+		out = final()
 		lease.SetRecord(r.fleetRecord(out, &res))
 	}
 	released := make(chan error, 1)
@@ -221,12 +228,14 @@ func (r *runner) run() int {
 	}()
 	if !early {
 		res.WaitOutput()
-		out = outcomeOf(res, o)
+		out = final()
 	}
-	r.row.Status, r.row.ExitCode, r.row.Signal, r.row.Output = out.Status, out.ExitCode, out.Signal, res.Output
+	r.row.Status, r.row.ExitCode, r.row.Signal = out.Status, out.ExitCode, out.Signal
 	r.row.Exit = &out.Code
-	for _, sg := range res.Streams { // lockrun's stream numbers are the history's
-		r.row.Streams = append(r.row.Streams, history.Segment{Stream: history.Stream(sg.Stream), Len: sg.Len})
+	if end == nil { // else the row is of a try that never started, and res the try before
+		r.row.Output, r.row.Streams = res.Output, streamsOf(res)
+	} else {
+		r.row.FinishedAt = wallNow()
 	}
 	r.row.Error = out.Message
 	if out.Message != "" {
@@ -406,10 +415,11 @@ func (r *runner) fail(code int, format string, args ...any) int {
 
 // childEnv is cronlock's environment plus the run's own variables. A
 // CRONLOCK_SCHEDULED_FOR inherited from an outer run is dropped when this run has no tick.
-func childEnv(o *Options, runID string, token uint64, tick time.Time) []string {
+func childEnv(o *Options, runID string, token uint64, tick time.Time, try int) []string {
 	add := map[string]string{
 		"CRONLOCK_KEY":           o.Key,
 		"CRONLOCK_RUN_ID":        runID,
+		"CRONLOCK_TRY":           strconv.Itoa(max(try, 1)),
 		"CRONLOCK_NODE":          o.Node,
 		"CRONLOCK_FENCING_TOKEN": strconv.FormatUint(token, 10),
 		"CRONLOCK_SCHEDULED_FOR": "",
@@ -444,7 +454,7 @@ func (r *runner) jitter(sig *lockrun.Signals) (code int, done bool) {
 	if r.o.Jitter <= 0 {
 		return 0, false
 	}
-	d := time.Duration(rand.Int64N(int64(r.o.Jitter)))
+	d := randN(r.o.Jitter)
 	r.verbosef("sleeping %v before asking for %s (--jitter %v)", d, r.o.Key, r.o.Jitter)
 	t := time.NewTimer(d)
 	defer t.Stop()

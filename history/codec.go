@@ -17,7 +17,7 @@ import (
 // runColumns are the columns of runs, in the order of rowArgs and scanRun.
 const runColumns = `id, key, node, pid, command, status, exit_code, signal, started_at,
 	finished_at, error, holder, fencing_token, backend, attempt, boot_id, pid_start, exit,
-	scheduled_for, run_id, try`
+	scheduled_for, first_try, try`
 
 // runValues is the placeholder list for runColumns.
 const runValues = `(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
@@ -53,8 +53,8 @@ func prepare(r *Run) error {
 	if r.Try < 1 {
 		r.Try = 1
 	}
-	if r.RunID == r.ID {
-		r.RunID = "" // stored as NULL: a run of one try, or the first try of a run
+	if r.RunID == "" {
+		r.RunID = r.ID // a run of one try, or the first try of a run: stored as NULL
 	}
 	// A row of this very process names this boot and this process's start, so that Reap
 	// never mistakes a later process with the same pid for it.

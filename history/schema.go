@@ -82,13 +82,12 @@ ALTER TABLE runs ADD COLUMN exit INTEGER;
 	`
 ALTER TABLE runs ADD COLUMN scheduled_for INTEGER; -- Unix nanoseconds, UTC instant
 `,
-	// v5: the tries of one run (--retries). Every try is a row of its own; run_id names
-	// the run's first try (NULL for the first try itself, and in rows before v5), and try
-	// counts from 1. A try that failed and was followed by another has status retried.
+	// v5: the tries of one run (--retries). Every try is a row of its own; first_try is
+	// the id of the run's first try (NULL for that try itself, for a run of one try, and
+	// in rows before v5), and try counts from 1. A try that failed and was followed by
+	// another has status retried.
 	`
-ALTER TABLE runs ADD COLUMN run_id TEXT;
-ALTER TABLE runs ADD COLUMN try    INTEGER NOT NULL DEFAULT 1;
--- history show: the other tries of a run, found from any of them.
-CREATE INDEX runs_run_id ON runs (run_id) WHERE run_id IS NOT NULL;
+ALTER TABLE runs ADD COLUMN first_try TEXT; -- not run_id: run_output has that column
+ALTER TABLE runs ADD COLUMN try       INTEGER NOT NULL DEFAULT 1;
 `,
 }

@@ -98,7 +98,7 @@ type Store struct {
 func (s *Store) selectColumns() string {
 	cols := runColumns
 	if s.version < 5 {
-		cols = strings.Replace(cols, "run_id, try", "NULL, 1", 1)
+		cols = strings.Replace(cols, "first_try, try", "NULL, 1", 1)
 	}
 	if s.version < 4 {
 		cols = strings.Replace(cols, "scheduled_for", "NULL", 1)

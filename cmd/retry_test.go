@@ -245,3 +245,39 @@ func TestRetriesHoldTheLock(t *testing.T) {
 		t.Fatalf("fleet entries of the run %+v: want one succeeded entry with 2 tries (host B was skipped %d times)", mine, skips)
 	}
 }
+
+// TestRetriesKilledInDelay: cronlock SIGKILLed while it waits to try again leaves the next
+// try abandoned, so the run is still counted (as a failure), not lost at a retried row.
+func TestRetriesKilledInDelay(t *testing.T) {
+	c := newCLI(t, "")
+	c.env = append(c.env, "CRONLOCK_TEST_RANDOM=max")
+	cmd := c.command("run", "-v", "-k", "killdelay", "--retries", "1", "--retry-delay", "1h", "--", "false")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && !strings.Contains(sc.Text(), "trying again in") {
+	}
+	// The first try's row is written in the background: a kill before it lands would
+	// leave that try abandoned too.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(statuses(c.tries("killdelay")), "retried"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first try's row was never written")
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	rows := c.tries("killdelay")
+	if statuses(rows) != "retried,abandoned" || rows[1].Try != 2 || rows[1].RunID != rows[0].ID {
+		t.Fatalf("rows %+v: want retried, then try 2 of the same run abandoned", rows)
+	}
+	code, out, _ := c.run("history", "stats", "--json", "--key", "killdelay")
+	var st struct{ Runs, Failed int }
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Runs != 1 || st.Failed != 1 {
+		t.Fatalf("stats %s: want one run, failed", out)
+	}
+}

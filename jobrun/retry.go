@@ -55,10 +55,12 @@ func (r *runner) tries(sig *lockrun.Signals, keeper *lockrun.Keeper, lease lockr
 			return res, nil
 		}
 		r.finishTry(res, out, delay)
+		// The next try's row starts now, with its delay: should cronlock die while it
+		// waits, the run is recorded (abandoned) rather than ending at a retried try.
+		r.nextTry()
 		if end := r.retryWait(sig, keeper, delay); end != nil {
 			return res, end
 		}
-		r.nextTry()
 	}
 }
 
@@ -128,7 +130,6 @@ func (r *runner) retryWait(sig *lockrun.Signals, keeper *lockrun.Keeper, delay t
 				continue // USR1/USR2 between tries: no job to forward them to
 			}
 			sg := s.(syscall.Signal)
-			r.nextTry()
 			name := unix.SignalName(sg)
 			return &outcome{Status: history.StatusInterrupted, Code: 128 + int(sg),
 				Message: fmt.Sprintf("%s: stopped by %s before try %d started", r.o.Key, name, r.row.Try), Warning: true}
@@ -139,13 +140,13 @@ func (r *runner) retryWait(sig *lockrun.Signals, keeper *lockrun.Keeper, delay t
 // lostBetween is the outcome of a run whose lock was lost while it waited to try again:
 // the next try does not start, as it would run without the lock.
 func (r *runner) lostBetween(loss lockrun.LockLoss) *outcome {
-	r.nextTry()
 	return &outcome{Status: history.StatusLockLost, Code: ExitFailed,
 		Message: fmt.Sprintf("%s: the lock was lost between tries (%v); try %d was not started. Another host may run the job now", r.o.Key, loss.Err, r.row.Try)}
 }
 
 // nextTry makes the row of the run's next try: a row of its own, linked to the run by its
-// first try's id, and claimed as the previous one was.
+// first try's id, and claimed as the previous one was. It starts with the delay before
+// the try, so its duration includes that delay.
 func (r *runner) nextTry() {
 	id := fmt.Sprintf("%s-%d", r.runID, r.row.Try+1) // should the clock or entropy fail
 	if u, err := uuid.NewV7(); err == nil {

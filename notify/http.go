@@ -71,7 +71,7 @@ func (p *Pinger) do(ctx context.Context, what string, body []byte) error {
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	if p.u.Scheme == "https" {
-		tc := tls.Client(conn, &tls.Config{ServerName: host})
+		tc := tls.Client(conn, &tls.Config{ServerName: host, RootCAs: p.roots})
 		if err := tc.HandshakeContext(ctx); err != nil {
 			return err
 		}

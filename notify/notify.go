@@ -13,6 +13,7 @@ package notify
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/url"
@@ -63,6 +64,9 @@ type Pinger struct {
 	Deadline time.Duration
 	// dial connects to addr ("host:port"); tests replace it.
 	dial func(ctx context.Context, network, addr string) (netConn, error)
+	// roots are the CAs an https server's certificate is checked against; nil = the
+	// system's (tests give their server's).
+	roots *x509.CertPool
 
 	startDone chan struct{} // closed when the start ping has ended; nil before Start
 	startErr  error

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
@@ -195,4 +196,32 @@ func TestTail(t *testing.T) {
 	if string(Tail([]byte("short"))) != "short" {
 		t.Error("Tail cut a short output")
 	}
+}
+
+// TestHTTPS: pings over TLS, checked against the server's CA; a certificate that does not
+// verify is a failed ping whose error names neither host nor path.
+func TestHTTPS(t *testing.T) {
+	var mu sync.Mutex
+	var paths []string
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	p := New(srv.URL+"/tls-secret", rid)
+	p.roots = x509.NewCertPool()
+	p.roots.AddCert(srv.Certificate())
+	p.Start()
+	if err := p.Finish(context.Background(), 2, true, []byte("tail")); err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != 2 || paths[0] != "/tls-secret/start" || paths[1] != "/tls-secret/2" {
+		t.Fatalf("paths %q", paths)
+	}
+	err := New(srv.URL+"/tls-secret", rid).Finish(context.Background(), 0, false, nil) // system CAs
+	if err == nil || strings.Contains(err.Error(), "tls-secret") || strings.Contains(err.Error(), strings.TrimPrefix(srv.URL, "https://")) {
+		t.Fatalf("unverified certificate: %v; want an error without the URL", err)
+	}
+	t.Logf("unverified certificate: %v", err)
 }

@@ -281,3 +281,30 @@ func TestRetriesKilledInDelay(t *testing.T) {
 		t.Fatalf("stats %s: want one run, failed", out)
 	}
 }
+
+// TestRetriesPingOnce: a run of several tries pings Healthchecks as one run: one start,
+// one end by its final outcome, all with the run's id.
+func TestRetriesPingOnce(t *testing.T) {
+	c := newCLI(t, "")
+	hc := newHC(t)
+	code, _, _ := c.run("run", "-k", "pingtries", "--ping", hc.url(), "--retries", "2", "--retry-delay", "10ms",
+		"--", "sh", "-c", `[ "$CRONLOCK_TRY" = 3 ]`)
+	rows := c.tries("pingtries")
+	if code != 0 || statuses(rows) != "retried,retried,succeeded" {
+		t.Fatalf("exit %d, rows %+v", code, rows)
+	}
+	wantPings(t, hc.got(), rows[0].ID, "/start", "")
+
+	hc = newHC(t)
+	code, _, _ = c.run("run", "-k", "pingtriesbad", "--ping", hc.url(), "--retries", "1", "--retry-delay", "10ms",
+		"--", "sh", "-c", `echo "try $CRONLOCK_TRY failed"; exit 4`)
+	rows = c.tries("pingtriesbad")
+	if code != 4 || len(rows) != 2 {
+		t.Fatalf("exit %d, rows %+v", code, rows)
+	}
+	got := hc.got()
+	wantPings(t, got, rows[0].ID, "/start", "/4")
+	if !strings.Contains(got[1].Body, "try 2 failed") {
+		t.Errorf("failure ping body %q: want the last try's output", got[1].Body)
+	}
+}

@@ -25,6 +25,7 @@ type runOptions struct {
 	OnLockLost string // kill or continue
 	Schedule   string // --schedule EXPR; "" = none
 	TZ         string // --tz / CRONLOCK_TZ
+	Ping       string // --ping / CRONLOCK_PING_URL as given, {key} not yet filled in
 
 	captureSet bool // --capture was given: a terminal does not change it
 }
@@ -39,6 +40,7 @@ var runTwins = map[string]string{
 	"tz":       "CRONLOCK_TZ",
 	"max-skew": "CRONLOCK_MAX_SKEW",
 	"jitter":   "CRONLOCK_JITTER",
+	"ping":     "CRONLOCK_PING_URL",
 
 	"metrics-dir": "CRONLOCK_METRICS_DIR",
 	// Only run takes locks, so only run can be refused for a server that evicts them.
@@ -124,6 +126,7 @@ skipped (exit --conflict-exit-code, 0 by default) and recorded in the history.`,
 	f.Var(sizeValue{n: &j.Capture}, "capture", "bytes of output tail kept with the run; 0 = none")
 	f.StringVar(&j.Node, "node", "", "this machine's name in locks and history (env CRONLOCK_NODE; default the hostname)")
 	f.StringVar(&j.MetricsDir, "metrics-dir", "", "after each run, write `DIR`/cronlock_KEY.prom for node_exporter's textfile collector (env CRONLOCK_METRICS_DIR)")
+	f.StringVar(&o.Ping, "ping", "", "Healthchecks ping `URL`: start, then success, /EXIT or /fail, with the run id (env CRONLOCK_PING_URL, which must hold {key})")
 	f.BoolVarP(&j.Quiet, "quiet", "q", false, "no cronlock messages on stderr but errors")
 	f.BoolVarP(&j.Verbose, "verbose", "v", false, "also report skipped runs and each lock step on stderr")
 	return c
@@ -156,6 +159,9 @@ func (o *runOptions) resolve(c *cobra.Command, s *settings) error {
 	}
 	if err := lockrun.ValidKey(j.Key); err != nil {
 		return fmt.Errorf("--key %q: %v", j.Key, err)
+	}
+	if err := o.resolvePing(f, s); err != nil {
+		return err
 	}
 	if j.TTL < time.Second {
 		return fmt.Errorf("--ttl %v is too short; use 1s or more (the lease must outlast a Redis round trip)", j.TTL)

@@ -39,6 +39,7 @@ func (r *runner) tries(sig *lockrun.Signals, keeper *lockrun.Keeper, lease lockr
 		if o.Timeout > 0 {
 			job.Timeout = max(o.Timeout-time.Since(first), time.Nanosecond)
 		}
+		r.pingStart() // once, for the run's first try
 		res = lockrun.Supervise(context.Background(), job, sig, keeper, nil)
 		r.row.FinishedAt = wallNow()
 		if o.Retries <= 0 || r.row.Try > o.Retries {

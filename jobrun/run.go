@@ -26,6 +26,7 @@ import (
 	"cronlock/history"
 	"cronlock/lockrun"
 	"cronlock/logline"
+	"cronlock/notify"
 	"cronlock/schedule"
 	"cronlock/tty"
 )
@@ -85,6 +86,8 @@ type Options struct {
 	RetentionErr error
 	// MetricsDir is node_exporter's textfile folder; "" = no metrics file.
 	MetricsDir string
+	// Ping is the Healthchecks ping URL ({key} already replaced), a secret; "" = none.
+	Ping string
 	// StampDir is where the hourly limits of repeated warnings are stamped: the lock
 	// folder, the same for cron and a login shell.
 	StampDir string
@@ -106,6 +109,7 @@ func Run(o *Options) int {
 	r := &runner{o: o, started: wallNow()}
 	code := r.run()
 	r.recordMetrics(code) // the outcome is final here: lock released, row written
+	r.pingEnd(code)
 	return code
 }
 
@@ -124,6 +128,7 @@ type runner struct {
 	locker        lockrun.Locker
 	tick          time.Time // the run's schedule tick (UTC); zero without --schedule
 	refused       bool      // the backend answered the acquire with a refusal (status error)
+	ping          *notify.Pinger
 }
 
 func (r *runner) run() int {
@@ -414,7 +419,8 @@ func (r *runner) fail(code int, format string, args ...any) int {
 }
 
 // childEnv is cronlock's environment plus the run's own variables. A
-// CRONLOCK_SCHEDULED_FOR inherited from an outer run is dropped when this run has no tick.
+// CRONLOCK_SCHEDULED_FOR inherited from an outer run is dropped when this run has no tick;
+// CRONLOCK_PING_URL always is.
 func childEnv(o *Options, runID string, token uint64, tick time.Time, try int) []string {
 	add := map[string]string{
 		"CRONLOCK_KEY":           o.Key,
@@ -423,6 +429,7 @@ func childEnv(o *Options, runID string, token uint64, tick time.Time, try int) [
 		"CRONLOCK_NODE":          o.Node,
 		"CRONLOCK_FENCING_TOKEN": strconv.FormatUint(token, 10),
 		"CRONLOCK_SCHEDULED_FOR": "",
+		"CRONLOCK_PING_URL":      "", // a secret, and the job's own pings are not cronlock's
 	}
 	if !tick.IsZero() {
 		add["CRONLOCK_SCHEDULED_FOR"] = tick.UTC().Format(time.RFC3339)

@@ -125,6 +125,11 @@ func (o *crontabOptions) load(c *cobra.Command, args []string) error {
 	if o.Write && o.File == "-" {
 		return &usageError{fmt.Errorf("--write needs a FILE: standard input cannot be written back; for a user's crontab run crontab -l | cronlock crontab wrap - | crontab -")}
 	}
+	if o.Write {
+		if err := checkWriteTarget(o.File, o.BackupDir); err != nil {
+			return err
+		}
+	}
 	if o.Cronlock == "" {
 		exe, err := os.Executable()
 		if err != nil {

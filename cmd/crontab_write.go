@@ -22,11 +22,29 @@ func inCronFolder(p string) bool {
 	return strings.HasPrefix(p, "/etc/cron") || p == spoolDir || strings.HasPrefix(p, spoolDir+"/")
 }
 
+// checkWriteTarget refuses a --write that cron would not see (a file in the spool) and
+// a backup folder that cron would read.
+func checkWriteTarget(file, backupDir string) error {
+	if abs, err := filepath.Abs(file); err == nil && (abs == spoolDir || strings.HasPrefix(abs, spoolDir+"/")) {
+		return exitf(ExitFailed, "refusing --write on %s: cron only sees a user's crontab that crontab(1) installed; run crontab -l | cronlock crontab wrap - | crontab - as that user (or crontab -u USER)", file)
+	}
+	if !filepath.IsAbs(backupDir) {
+		return exitf(ExitFailed, "--backup-dir %q is not an absolute path; give one such as /var/backups/cronlock", backupDir)
+	}
+	if inCronFolder(filepath.Clean(backupDir)) {
+		return exitf(ExitFailed, "--backup-dir %s is a cron folder: a cron daemon would run the backup; give one outside /etc/cron* and %s", backupDir, spoolDir)
+	}
+	return nil
+}
+
 // writeCrontab replaces file, whose text was old, with text new: first a copy of old in
 // backupDir (mode 0600), then a temporary file beside file with file's mode and owner,
 // synced and renamed over it, so cron reads either the old file or the new one, never
 // half of one. It returns the backup's path; its errors are ready for the user.
 func writeCrontab(file, backupDir, old, new string) (string, error) {
+	if err := checkWriteTarget(file, backupDir); err != nil {
+		return "", err
+	}
 	abs, err := filepath.Abs(file)
 	if err == nil {
 		abs, err = filepath.EvalSymlinks(abs)
@@ -34,16 +52,11 @@ func writeCrontab(file, backupDir, old, new string) (string, error) {
 	if err != nil {
 		return "", exitf(ExitFailed, "cannot resolve %s: %v", file, err)
 	}
-	if abs == spoolDir || strings.HasPrefix(abs, spoolDir+"/") {
-		return "", exitf(ExitFailed, "refusing --write on %s: cron only sees a user's crontab that crontab(1) installed; run crontab -l | cronlock crontab wrap - | crontab - as that user (or crontab -u USER)", file)
-	}
-	if !filepath.IsAbs(backupDir) {
-		return "", exitf(ExitFailed, "--backup-dir %q is not an absolute path; give one such as /var/backups/cronlock", backupDir)
+	// The file a symlink leads to counts too: a link into the spool is the spool.
+	if err := checkWriteTarget(abs, backupDir); err != nil {
+		return "", err
 	}
 	backupDir = filepath.Clean(backupDir)
-	if inCronFolder(backupDir) {
-		return "", exitf(ExitFailed, "--backup-dir %s is a cron folder: a cron daemon would run the backup; give one outside /etc/cron* and %s", backupDir, spoolDir)
-	}
 	st, err := os.Stat(abs)
 	if err != nil {
 		return "", exitf(ExitFailed, "cannot read %s: %v", file, err)

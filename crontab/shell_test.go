@@ -129,3 +129,23 @@ func TestKey(t *testing.T) {
 		t.Errorf("key %q: want billing.sh- and 8 hex digits", base)
 	}
 }
+
+// TestBackendChoice: system files get --backend local unless the caller asks for the
+// fleet; user files only when asked.
+func TestBackendChoice(t *testing.T) {
+	for _, c := range []struct {
+		text          string
+		system, local bool
+		want          bool
+	}{
+		{"0 1 * * * root /opt/x\n", true, true, true},
+		{"0 1 * * * root /opt/x\n", true, false, false},
+		{"0 1 * * * /opt/x\n", false, false, false},
+		{"0 1 * * * /opt/x\n", false, true, true},
+	} {
+		out, _ := Wrap(Parse(c.text, c.system), Options{Cronlock: "/c/cronlock", System: c.system, Local: c.local})
+		if got := strings.Contains(out[0], " --backend local "); got != c.want {
+			t.Errorf("system %v local %v: %s", c.system, c.local, out[0])
+		}
+	}
+}

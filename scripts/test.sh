@@ -92,7 +92,7 @@ fuzz_inputs() {
 	*) echo 10000 ;;
 	esac
 }
-for pkg in lockrun cmd history metrics keyname procfs tty schedule; do
+for pkg in lockrun cmd history metrics keyname procfs tty schedule crontab; do
 	go test -c -fuzz . -o "$workdir/$pkg.fuzz" "./$pkg"
 	targets=$(cd "$pkg" && "$workdir/$pkg.fuzz" -test.list '^Fuzz')
 	[ -n "$targets" ] || { echo "test.sh: no fuzz targets in ./$pkg" >&2; exit 1; }

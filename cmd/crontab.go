@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 
@@ -24,6 +25,7 @@ type crontabOptions struct {
 	Write      bool
 	Fleet      bool
 	Local      bool
+	User       string
 	BackupDir  string
 	LogFormat  string
 	Stdin      io.Reader
@@ -76,6 +78,7 @@ A user's crontab lives in the cron spool, which only crontab(1) may write:
 	c.Flags().BoolVar(&o.Local, "local", false, "user crontab: add --backend local (this machine's lock only)")
 	c.Flags().StringVar(&o.BackupDir, "backup-dir", "/var/backups/cronlock", "folder of --write's backups (never a cron folder)")
 	c.Flags().StringVar(&o.Cronlock, "cronlock", "", "path of cronlock written in each line (default: this executable)")
+	c.Flags().StringVar(&o.User, "user", "", "owner of a user crontab, part of each key (default: the user running wrap; give it with crontab -u USER -l)")
 	c.MarkFlagsMutuallyExclusive("fleet", "local")
 	return c
 }
@@ -135,6 +138,11 @@ func (o *crontabOptions) load(c *cobra.Command, args []string) error {
 			return err
 		}
 	}
+	if o.User == "" {
+		if u, err := user.Current(); err == nil {
+			o.User = u.Username
+		}
+	}
 	if o.Cronlock == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -170,6 +178,7 @@ func (o *crontabOptions) wrapOptions() crontab.Options {
 		System:   sys,
 		Local:    sys && !o.Fleet || !sys && o.Local,
 		CronTZ:   o.CronDaemon == "cronie",
+		User:     o.User,
 		InCronPath: func(name string) bool {
 			for _, d := range []string{"/usr/bin", "/bin"} {
 				if st, err := os.Stat(filepath.Join(d, name)); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {

@@ -106,7 +106,7 @@ func TestCronCommand(t *testing.T) {
 func TestKey(t *testing.T) {
 	key := func(text string, system bool) string {
 		ls := Parse(text, system)
-		return Key(&ls[len(ls)-1])
+		return Key(ls[len(ls)-1].User, &ls[len(ls)-1])
 	}
 	base := key("0 9 * * * /opt/jobs/billing.sh --all\n", false)
 	if base != key("0 9  * * *   /opt/jobs/billing.sh   --all\n", false) {
@@ -120,6 +120,7 @@ func TestKey(t *testing.T) {
 		key("0 9 * * * /opt/jobs/billing.sh --some\n", false),
 		key("0 9 * * * root /opt/jobs/billing.sh --all\n", true),
 		key("0 9 * * * www-data /opt/jobs/billing.sh --all\n", true),
+		Key("alice", &Parse("0 9 * * * /opt/jobs/billing.sh --all\n", false)[0]),
 	} {
 		if other == base {
 			t.Errorf("%s: another env, command or user gives the same key", other)

@@ -26,6 +26,9 @@ type Options struct {
 	// InCronPath says whether a command name is found in Debian cron's default
 	// PATH=/usr/bin:/bin; lint reports relative commands only when it is not. nil: never.
 	InCronPath func(name string) bool
+	// User owns a user crontab (which has no user field): it goes into each key, so
+	// that alice's and bob's identical lines do not share a lock. Unused for system files.
+	User string
 }
 
 // Check says why o cannot be used, or nil.
@@ -85,7 +88,11 @@ func wrapLine(l *Line, o Options) (string, string) {
 	b.WriteString(l.Prefix)
 	b.WriteString(o.Cronlock)
 	b.WriteString(" run --key ")
-	b.WriteString(Key(l))
+	user := l.User
+	if !o.System {
+		user = o.User
+	}
+	b.WriteString(Key(user, l))
 	b.WriteString(" --schedule ")
 	b.WriteString(quote(sched))
 	if o.Local {
@@ -215,13 +222,14 @@ func quote(s string) string {
 // about what the job does, and hosts often differ in it.
 var hashSkip = map[string]bool{"MAILTO": true, "MAILFROM": true}
 
-// Key is the lock key of a job line: a slug of its command that people can read, then
-// 8 hex digits of the SHA-256 of its user field, the env lines in force (but MAILTO and
-// MAILFROM) and its command with blank runs made one space. The same line under the same
-// env gets the same key on every host; another user, env or command gets another.
-func Key(l *Line) string {
+// Key is the lock key of a job line run by user (a system file's user field, or the
+// owner of a user crontab): a slug of its command that people can read, then 8 hex
+// digits of the SHA-256 of user, the env lines in force (but MAILTO and MAILFROM) and
+// the command with blank runs made one space. The same line under the same env gets the
+// same key on every host; another user, env or command gets another.
+func Key(user string, l *Line) string {
 	h := sha256.New()
-	h.Write([]byte(l.User))
+	h.Write([]byte(user))
 	h.Write([]byte{0})
 	for _, e := range l.Env {
 		name, _, _ := strings.Cut(e, "=")

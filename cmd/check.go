@@ -247,6 +247,9 @@ func (o *checkOptions) localRuns() ([]check.Run, error) {
 	}
 	runs := make([]check.Run, 0, len(rows))
 	for _, r := range rows {
+		if r.Status == history.StatusRetried {
+			continue // a run counts once, by its last try
+		}
 		runs = append(runs, check.Run{Status: r.Status, Started: r.StartedAt, Finished: r.FinishedAt,
 			ScheduledFor: r.ScheduledFor, Node: r.Node})
 	}

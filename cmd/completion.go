@@ -39,6 +39,8 @@ func setUpCompletion(root *cobra.Command) {
 		"backend":      {"auto\tredis when a Redis URL is set, else local", "redis", "local"},
 		"on-lock-lost": {"kill\tstop the job, exit 125", "continue\twarn and let the job finish"},
 		"status":       history.Statuses,
+		"format":       {"auto\tby the path: system for /etc/crontab and /etc/cron.d/*", "user", "system\ta user field after the schedule"},
+		"cron-daemon":  {"debian\tignores CRON_TZ", "cronie\thonours CRON_TZ"},
 	}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {

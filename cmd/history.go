@@ -242,12 +242,13 @@ func writeHistoryJSON(w io.Writer, runs []history.Run) error {
 }
 
 // statusColors: failures (history.FailureStatuses) red, successes green, interrupted runs
-// magenta, skips yellow, live runs cyan.
+// magenta, skips and retried tries yellow, live runs cyan.
 var statusColors = func() map[string]color.Attribute {
 	c := map[string]color.Attribute{
 		history.StatusSucceeded:   color.FgGreen,
 		history.StatusInterrupted: color.FgMagenta,
 		history.StatusSkipped:     color.FgYellow,
+		history.StatusRetried:     color.FgYellow,
 		history.StatusRunning:     color.FgCyan,
 	}
 	for _, s := range history.FailureStatuses {
@@ -278,6 +279,9 @@ func writeHistoryTable(o *historyOptions, runs []history.Run) error {
 		note := r.Error
 		if r.Status == history.StatusSkipped && r.Holder != "" && r.Error == "" { // a tick skip says so in Error
 			note = "held by " + r.Holder
+		}
+		if r.Try > 1 && r.Status != history.StatusRetried { // a retried try's error names its try
+			note = strings.TrimSuffix("try "+strconv.Itoa(r.Try)+"; "+note, "; ")
 		}
 		rows = append(rows, []string{
 			r.StartedAt.In(loc).Format("2006-01-02 15:04:05 MST"),

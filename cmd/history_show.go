@@ -125,6 +125,7 @@ func historyShowRun(o *historyShowOptions) error {
 		{"pid", pidLine(r)},
 		{"backend", orDash(r.Backend)},
 		{"attempt", strconv.Itoa(max(r.Attempt, 1))},
+		{"try", tryLine(r)},
 		{"scheduled for", sched},
 		{"started", when(r.StartedAt)},
 		{"finished", when(r.FinishedAt)},
@@ -252,4 +253,12 @@ func pidLine(r history.Run) string {
 		return strconv.Itoa(r.PID)
 	}
 	return fmt.Sprintf("%d (boot %x)", r.PID, r.BootID[:min(4, len(r.BootID))])
+}
+
+// tryLine says which try of its run r is, and names the run when r is not its first try.
+func tryLine(r history.Run) string {
+	if r.Try <= 1 {
+		return "1"
+	}
+	return fmt.Sprintf("%d (of run %s)", r.Try, tty.Escape(r.RunID))
 }

@@ -155,6 +155,7 @@ file lock (one machine); every run is recorded in a local SQLite history.
 		newHistoryCmd(stdout, stderr),
 		newStatusCmd(stdout, stderr),
 		newCheckCmd(stdout, stderr),
+		newCrontabCmd(stdout, stderr),
 		newUnlockCmd(stdout, stderr),
 		newVersionCmd(stdout),
 	)

@@ -26,6 +26,7 @@ type runOptions struct {
 	Schedule   string // --schedule EXPR; "" = none
 	TZ         string // --tz / CRONLOCK_TZ
 	Output     string // --output: always or on-failure
+	Ping       string // --ping / CRONLOCK_PING_URL as given, {key} not yet filled in
 
 	captureSet bool // --capture was given: a terminal does not change it
 }
@@ -41,6 +42,7 @@ var runTwins = map[string]string{
 	"max-skew": "CRONLOCK_MAX_SKEW",
 	"jitter":   "CRONLOCK_JITTER",
 	"output":   "CRONLOCK_OUTPUT",
+	"ping":     "CRONLOCK_PING_URL",
 
 	"metrics-dir": "CRONLOCK_METRICS_DIR",
 	// Only run takes locks, so only run can be refused for a server that evicts them.
@@ -50,7 +52,7 @@ var runTwins = map[string]string{
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &runOptions{OnLockLost: "kill", job: jobrun.Options{TTL: 60 * time.Second,
-		Grace: 10 * time.Second, StaleAfter: 24 * time.Hour, Capture: 64 << 10, MaxSkew: 30 * time.Second}}
+		Grace: 10 * time.Second, RetryDelay: 10 * time.Second, StaleAfter: 24 * time.Hour, Capture: 64 << 10, MaxSkew: 30 * time.Second}}
 	j := &o.job
 	c := &cobra.Command{
 		Use:   "run [flags] -- COMMAND [ARG...]",
@@ -110,7 +112,10 @@ skipped (exit --conflict-exit-code, 0 by default) and recorded in the history.`,
 	f.Lookup("allow-eviction").NoOptDefVal = "yes"
 	f.Var(durationValue{d: &j.Wait}, "wait", "how long to wait for a held lock; 0 skips at once")
 	f.Var(durationValue{d: &j.Jitter}, "jitter", "sleep a random time in [0, this) before asking for the lock, to spread a fleet's runs (env CRONLOCK_JITTER); 0 = none")
-	f.Var(durationValue{d: &j.Timeout}, "timeout", "longest run time, then stop the job and exit 124; 0 = none")
+	f.Var(durationValue{d: &j.Timeout}, "timeout", "longest run time, of all tries and the delays between them; then stop the job and exit 124; 0 = none")
+	f.IntVar(&j.Retries, "retries", 0, "try a job that fails by its own exit this many more times, holding the lock throughout")
+	f.Var(durationValue{d: &j.RetryDelay}, "retry-delay", "delay before the second try, doubled for each try after (capped at 10m), of which a random part is taken")
+	f.Var(exitCodesValue{&j.RetryOn}, "retry-on", "comma-separated exit codes to try again, e.g. 75,111 (default any non-zero exit of the job)")
 	f.Var(durationValue{d: &j.Grace}, "grace", "time between SIGTERM and SIGKILL when cronlock stops the job")
 	f.Var(durationValue{d: &j.MinHold}, "min-hold", "keep the lock at least this long after acquiring it (--schedule is the better cure for hosts whose cron fires seconds apart)")
 	f.StringVar(&o.Schedule, "schedule", "", "the crontab schedule of this line (5 fields or @daily…): the job runs at most once per tick across the fleet")
@@ -125,6 +130,7 @@ skipped (exit --conflict-exit-code, 0 by default) and recorded in the history.`,
 	o.addOutputFlags(f)
 	f.StringVar(&j.Node, "node", "", "this machine's name in locks and history (env CRONLOCK_NODE; default the hostname)")
 	f.StringVar(&j.MetricsDir, "metrics-dir", "", "after each run, write `DIR`/cronlock_KEY.prom for node_exporter's textfile collector (env CRONLOCK_METRICS_DIR)")
+	f.StringVar(&o.Ping, "ping", "", "Healthchecks ping `URL`: start, then success, /EXIT or /fail, with the run id (env CRONLOCK_PING_URL, which must hold {key})")
 	f.BoolVarP(&j.Quiet, "quiet", "q", false, "no cronlock messages on stderr but errors")
 	f.BoolVarP(&j.Verbose, "verbose", "v", false, "also report skipped runs and each lock step on stderr")
 	return c
@@ -158,6 +164,9 @@ func (o *runOptions) resolve(c *cobra.Command, s *settings) error {
 	if err := lockrun.ValidKey(j.Key); err != nil {
 		return fmt.Errorf("--key %q: %v", j.Key, err)
 	}
+	if err := o.resolvePing(f, s); err != nil {
+		return err
+	}
 	if j.TTL < time.Second {
 		return fmt.Errorf("--ttl %v is too short; use 1s or more (the lease must outlast a Redis round trip)", j.TTL)
 	}
@@ -175,6 +184,9 @@ func (o *runOptions) resolve(c *cobra.Command, s *settings) error {
 	if err := checkMetricsDir(j.MetricsDir); err != nil {
 		return err
 	}
+	if err := o.resolveRetries(f); err != nil {
+		return err
+	}
 	if err := o.resolveSchedule(f); err != nil {
 		return err
 	}
@@ -190,6 +202,26 @@ func (o *runOptions) resolve(c *cobra.Command, s *settings) error {
 	o.captureSet = f.Changed("capture")
 	return nil
 }
+
+// resolveRetries checks the retry flags. The delay and the codes mean nothing without
+// --retries: given alone they are refused rather than ignored.
+func (o *runOptions) resolveRetries(f *pflag.FlagSet) error {
+	j := &o.job
+	if j.Retries < 0 || j.Retries > maxRetries {
+		return fmt.Errorf("--retries %d: use 0 to %d", j.Retries, maxRetries)
+	}
+	if j.Retries == 0 {
+		for _, name := range []string{"retry-delay", "retry-on"} {
+			if f.Changed(name) {
+				return fmt.Errorf("--%s works only with --retries: give how many more tries a failing job gets, e.g. --retries 2", name)
+			}
+		}
+	}
+	return nil
+}
+
+// maxRetries bounds --retries: a number beyond it is a typo, not a plan.
+const maxRetries = 100
 
 // resolveSchedule parses --schedule in its zone. The tick flags mean nothing without it:
 // given on the command line they are refused rather than ignored (their settings, which

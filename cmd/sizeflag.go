@@ -86,3 +86,28 @@ func formatSize(n int64) string {
 	}
 	return strconv.FormatInt(n, 10)
 }
+
+// exitCodesValue is a comma-separated list of exit codes 1–255 (--retry-on).
+type exitCodesValue struct{ codes *[]int }
+
+func (v exitCodesValue) Type() string { return "codes" }
+func (v exitCodesValue) String() string {
+	s := make([]string, len(*v.codes))
+	for i, c := range *v.codes {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s, ",")
+}
+func (v exitCodesValue) Set(s string) error {
+	var codes []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		c, err := strconv.Atoi(part)
+		if err != nil || c < 1 || c > 255 {
+			return fmt.Errorf("%q is not an exit code from 1 to 255 (0 is success, never tried again)", part)
+		}
+		codes = append(codes, c)
+	}
+	*v.codes = codes
+	return nil
+}

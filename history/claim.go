@@ -42,6 +42,8 @@ type claimRecord struct {
 	BootID       []byte `json:"boot_id"`
 	PIDStart     uint64 `json:"pid_start"`
 	ScheduledFor int64  `json:"scheduled_for,omitempty"` // Unix ns; 0 = none
+	RunID        string `json:"run_id,omitempty"`        // "" = ID
+	Try          int    `json:"try,omitempty"`           // 0 = 1
 }
 
 // Claim creates and locks the per-run file of r in the history file at path, with r's start
@@ -65,7 +67,7 @@ func Claim(path string, r Run) error {
 	rec, err := json.Marshal(claimRecord{ID: r.ID, Key: r.Key, Node: []byte(r.Node), PID: r.PID,
 		Command: encodeArgv(r.Command), StartedAt: r.StartedAt.UnixNano(), Backend: r.Backend,
 		FencingToken: r.FencingToken, Attempt: r.Attempt, BootID: r.BootID, PIDStart: r.PIDStart,
-		ScheduledFor: unixNanoOr0(r.ScheduledFor)})
+		ScheduledFor: unixNanoOr0(r.ScheduledFor), RunID: r.RunID, Try: r.Try})
 	if err != nil {
 		return fmt.Errorf("history: claim run %s: %w", r.ID, err)
 	}
@@ -119,7 +121,8 @@ func readClaim(f *os.File) (r Run, ok bool) {
 	}
 	return Run{ID: c.ID, Key: c.Key, Node: string(c.Node), PID: c.PID, Command: decodeArgv(c.Command),
 		StartedAt: time.Unix(0, c.StartedAt), Backend: c.Backend, FencingToken: c.FencingToken,
-		Attempt: c.Attempt, BootID: c.BootID, PIDStart: c.PIDStart, ScheduledFor: timeOr0(c.ScheduledFor)}, true
+		Attempt: c.Attempt, BootID: c.BootID, PIDStart: c.PIDStart, ScheduledFor: timeOr0(c.ScheduledFor),
+		RunID: c.RunID, Try: c.Try}, true
 }
 
 // unixNanoOr0 is t in Unix nanoseconds, 0 for the zero time.

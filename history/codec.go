@@ -17,10 +17,10 @@ import (
 // runColumns are the columns of runs, in the order of rowArgs and scanRun.
 const runColumns = `id, key, node, pid, command, status, exit_code, signal, started_at,
 	finished_at, error, holder, fencing_token, backend, attempt, boot_id, pid_start, exit,
-	scheduled_for`
+	scheduled_for, first_try, try`
 
 // runValues is the placeholder list for runColumns.
-const runValues = `(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+const runValues = `(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
 // selfStart is when this process started (procfs.Stat.StartTime), read once; 0 when
 // /proc cannot tell.
@@ -50,6 +50,12 @@ func prepare(r *Run) error {
 	if r.Attempt < 1 {
 		r.Attempt = 1
 	}
+	if r.Try < 1 {
+		r.Try = 1
+	}
+	if r.RunID == "" {
+		r.RunID = r.ID // a run of one try, or the first try of a run: stored as NULL
+	}
 	// A row of this very process names this boot and this process's start, so that Reap
 	// never mistakes a later process with the same pid for it.
 	if r.PID == os.Getpid() {
@@ -73,7 +79,10 @@ func prepare(r *Run) error {
 }
 
 func rowArgs(r *Run) []any {
-	var exit, fin, cronExit, sched any
+	var exit, fin, cronExit, sched, runID any
+	if r.RunID != "" && r.RunID != r.ID {
+		runID = r.RunID
+	}
 	if !r.ScheduledFor.IsZero() {
 		sched = r.ScheduledFor.UnixNano()
 	}
@@ -89,7 +98,8 @@ func rowArgs(r *Run) []any {
 	return []any{r.ID, r.Key, r.Node, int64(r.PID), encodeArgv(r.Command), r.Status, exit, r.Signal,
 		r.StartedAt.UnixNano(), fin, r.Error, r.Holder,
 		int64(r.FencingToken), // bit for bit: database/sql refuses uint64 ≥ 2^63
-		r.Backend, int64(r.Attempt), nonNil(r.BootID), int64(r.PIDStart), cronExit, sched}
+		r.Backend, int64(r.Attempt), nonNil(r.BootID), int64(r.PIDStart), cronExit, sched,
+		runID, int64(max(r.Try, 1))}
 }
 
 // nonNil keeps NOT NULL blob columns from receiving NULL.
@@ -169,13 +179,16 @@ func scanRun(sc scanner, extra ...any) (Run, error) {
 		exit, fin sql.NullInt64
 		cronExit  sql.NullInt64
 		sched     sql.NullInt64
+		runID     sql.NullString
+		try       int64
 		started   int64
 		token     int64
 		attempt   int64
 		pidStart  int64
 	)
 	dest := append([]any{&r.ID, &r.Key, &r.Node, &pid, &cmd, &r.Status, &exit, &r.Signal,
-		&started, &fin, &r.Error, &r.Holder, &token, &r.Backend, &attempt, &r.BootID, &pidStart, &cronExit, &sched}, extra...)
+		&started, &fin, &r.Error, &r.Holder, &token, &r.Backend, &attempt, &r.BootID, &pidStart, &cronExit, &sched,
+		&runID, &try}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return r, err
 	}
@@ -198,6 +211,11 @@ func scanRun(sc scanner, extra ...any) (Run, error) {
 	}
 	r.FencingToken = uint64(token)
 	r.Attempt = int(attempt)
+	r.Try = max(int(try), 1)
+	r.RunID = r.ID
+	if runID.Valid && runID.String != "" {
+		r.RunID = runID.String
+	}
 	r.PIDStart = uint64(pidStart)
 	if len(r.BootID) == 0 {
 		r.BootID = nil

@@ -31,6 +31,8 @@ type jsonRun struct {
 	Exit         *int     `json:"exit"`
 	Backend      string   `json:"backend"`
 	Attempt      int      `json:"attempt"`
+	RunID        string   `json:"run_id"` // the first try's id; id itself for a run of one try
+	Try          int      `json:"try"`
 }
 
 // MarshalJSON encodes r in the documented JSON shape: times in RFC 3339 UTC, nulls for
@@ -40,7 +42,10 @@ func (r Run) MarshalJSON() ([]byte, error) {
 		ID: r.ID, Key: r.Key, Node: r.Node, PID: r.PID, Command: r.Command,
 		Status: r.Status, ExitCode: r.ExitCode, StartedAt: r.StartedAt.UTC().Format(time.RFC3339Nano),
 		Error: r.Error, Holder: r.Holder, FencingToken: r.FencingToken, Backend: r.Backend,
-		Attempt: max(r.Attempt, 1), Exit: r.Exit,
+		Attempt: max(r.Attempt, 1), Exit: r.Exit, RunID: r.RunID, Try: max(r.Try, 1),
+	}
+	if j.RunID == "" {
+		j.RunID = r.ID
 	}
 	if j.Command == nil {
 		j.Command = []string{}

@@ -240,8 +240,8 @@ func TestMigrateFromV3(t *testing.T) {
 		t.Fatalf("read-only open of a v3 file: %v", err)
 	}
 	runs, err := ro.List(Filter{})
-	if err != nil || len(runs) != 2 || !runs[0].ScheduledFor.IsZero() {
-		t.Fatalf("read-only v3 file: %d runs, %v, tick %v; want 2 runs without tick", len(runs), err, runs)
+	if err != nil || len(runs) != 2 || !runs[0].ScheduledFor.IsZero() || runs[0].Try != 1 || runs[0].RunID != runs[0].ID {
+		t.Fatalf("read-only v3 file: %d runs, %v, %+v; want 2 runs of one try without tick", len(runs), err, runs)
 	}
 	ro.Close()
 	if v := fileVersion(t, path); v != 3 {
@@ -253,8 +253,8 @@ func TestMigrateFromV3(t *testing.T) {
 		t.Fatalf("open a v3 file: %v", err)
 	}
 	defer s.Close()
-	if v := userVersion(t, s); v != 4 || len(migrations) != 4 {
-		t.Fatalf("user_version %d after open (%d migrations), want 4", v, len(migrations))
+	if v := userVersion(t, s); v != 5 || len(migrations) != 5 {
+		t.Fatalf("user_version %d after open (%d migrations), want 5", v, len(migrations))
 	}
 	old, err := s.Get("0195520a-1b00-7000-8000-000000000001")
 	if err != nil || !old.ScheduledFor.IsZero() {
@@ -276,5 +276,16 @@ func TestMigrateFromV3(t *testing.T) {
 	b, _ = old.MarshalJSON()
 	if !bytes.Contains(b, []byte(`"scheduled_for":null`)) {
 		t.Errorf("--json line of a run without tick %s: want scheduled_for null", b)
+	}
+	if !bytes.Contains(b, []byte(`"run_id":"0195520a-1b00-7000-8000-000000000001","try":1`)) {
+		t.Errorf("--json line of a row from before tries %s: want its own id as run_id, try 1", b)
+	}
+	// A later try keeps its link to the run's first try.
+	try2 := &Run{Key: "k", Node: "n", Command: []string{"false"}, Status: StatusFailed, RunID: r.ID, Try: 2}
+	if err := s.Insert(try2); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Get(try2.ID); err != nil || got.RunID != r.ID || got.Try != 2 {
+		t.Fatalf("try 2 read back as run %q try %d (%v); want run %q try 2", got.RunID, got.Try, err, r.ID)
 	}
 }

@@ -82,4 +82,12 @@ ALTER TABLE runs ADD COLUMN exit INTEGER;
 	`
 ALTER TABLE runs ADD COLUMN scheduled_for INTEGER; -- Unix nanoseconds, UTC instant
 `,
+	// v5: the tries of one run (--retries). Every try is a row of its own; first_try is
+	// the id of the run's first try (NULL for that try itself, for a run of one try, and
+	// in rows before v5), and try counts from 1. A try that failed and was followed by
+	// another has status retried.
+	`
+ALTER TABLE runs ADD COLUMN first_try TEXT; -- not run_id: run_output has that column
+ALTER TABLE runs ADD COLUMN try       INTEGER NOT NULL DEFAULT 1;
+`,
 }

@@ -194,6 +194,10 @@ func (s *Store) newest(statuses []string, f StatsFilter, key string, limit int) 
 	return out, rows.Err()
 }
 
+// runStatuses are the statuses a run can end with: every status but retried, so that a
+// run of several tries counts once, by its last try.
+var runStatuses = slices.DeleteFunc(slices.Clone(Statuses), func(s string) bool { return s == StatusRetried })
+
 // keyStats computes the KeyStats of one key; Runs is 0 when nothing matches.
 func (s *Store) keyStats(key string, f StatsFilter) (KeyStats, error) {
 	ks := KeyStats{Key: key}
@@ -205,7 +209,7 @@ func (s *Store) keyStats(key string, f StatsFilter) (KeyStats, error) {
 	if last > 0 {
 		limit = last + 1 // one more tells whether older runs exist
 	}
-	win, err := s.newest(Statuses, f, key, limit)
+	win, err := s.newest(runStatuses, f, key, limit)
 	if err != nil {
 		return ks, err
 	}

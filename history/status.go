@@ -17,11 +17,14 @@ const (
 	// StatusMissed: a --schedule run that started more than --start-deadline after its
 	// tick, so its job was not started (the tick was claimed, so it is missed once).
 	StatusMissed = "missed"
+	// StatusRetried: a try of a run that failed and was followed by another try
+	// (--retries). The run's outcome is its last try's: stats leave retried tries out.
+	StatusRetried = "retried"
 )
 
 // Statuses lists every status a row can have.
 var Statuses = []string{StatusRunning, StatusSucceeded, StatusFailed, StatusTimeout,
-	StatusLockLost, StatusInterrupted, StatusSkipped, StatusError, StatusAbandoned, StatusMissed}
+	StatusLockLost, StatusInterrupted, StatusSkipped, StatusError, StatusAbandoned, StatusMissed, StatusRetried}
 
 // ValidStatus reports whether s is one of Statuses.
 func ValidStatus(s string) bool {

@@ -33,7 +33,12 @@ type Run struct {
 	Output       []byte    // captured tail (binary-safe); List leaves it nil, Get fills it
 	Streams      []Segment // which stream each part of Output came from; nil = unmarked
 
-	Attempt  int    // lock tries this run made: 1 = the first; more after --wait or retries
+	Attempt int // lock tries this run made: 1 = the first; more after --wait
+	// RunID is the id of the run's first try: tries of one run (--retries) share it, and
+	// the job sees it as CRONLOCK_RUN_ID. Rows read back always have it (ID for a run of
+	// one try); "" when writing means ID.
+	RunID    string
+	Try      int    // which try of its run this row is: 1, 2, …
 	BootID   []byte // this boot of the node (16 bytes), so a pid from another boot is not taken for it
 	PIDStart uint64 // when PID started, in clock ticks after boot, so a reused pid is not taken for it
 }
@@ -92,6 +97,9 @@ type Store struct {
 // of an older schema, which cannot be migrated, lacks the newer columns.
 func (s *Store) selectColumns() string {
 	cols := runColumns
+	if s.version < 5 {
+		cols = strings.Replace(cols, "first_try, try", "NULL, 1", 1)
+	}
 	if s.version < 4 {
 		cols = strings.Replace(cols, "scheduled_for", "NULL", 1)
 	}

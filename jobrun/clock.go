@@ -1,6 +1,9 @@
 package jobrun
 
-import "time"
+import (
+	"math/rand/v2"
+	"time"
+)
 
 // wallNow is the wall clock of a run: its start, its tick, the clock it shows Redis for
 // the skew check, its end. Only a test build moves it (testclock_on.go); in every other
@@ -10,3 +13,7 @@ var wallNow = time.Now
 // Now is cronlock's wall clock for the other commands that judge runs against it
 // (check): the same clock a run uses, so that a test build moves both together.
 func Now() time.Time { return wallNow() }
+
+// randN is a uniformly random duration in [0, n) for n > 0: the --jitter sleep and the
+// share of a --retry-delay taken. Only a test build replaces it (testclock_on.go).
+var randN = func(n time.Duration) time.Duration { return time.Duration(rand.Int64N(int64(n))) }

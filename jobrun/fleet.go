@@ -17,7 +17,7 @@ const outputSettle = 20 * time.Millisecond
 // fleetRecord is this run's entry for the fleet's record.
 func (r *runner) fleetRecord(out outcome, res *lockrun.Result) *lockrun.RunRecord {
 	rec := &lockrun.RunRecord{RunID: r.runID, Node: r.o.Node, Status: out.Status, Exit: out.Code,
-		Signal: out.Signal, Tick: r.tick, Tries: r.row.Attempt, Error: out.Message}
+		Signal: out.Signal, Tick: r.tick, Tries: max(r.row.Try, 1), Error: out.Message}
 	if res != nil && res.Started {
 		rec.Duration = res.Duration
 	}
@@ -37,7 +37,7 @@ func (r *runner) recordFleetNoLock() {
 		return
 	}
 	rec := &lockrun.RunRecord{RunID: r.runID, Node: r.o.Node, Status: r.row.Status, Tick: r.tick,
-		Tries: max(r.row.Attempt, 1), Error: r.row.Error}
+		Tries: max(r.row.Try, 1), Error: r.row.Error}
 	if r.row.Exit != nil {
 		rec.Exit = *r.row.Exit
 	}

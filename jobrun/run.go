@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -27,6 +26,7 @@ import (
 	"cronlock/history"
 	"cronlock/lockrun"
 	"cronlock/logline"
+	"cronlock/notify"
 	"cronlock/schedule"
 	"cronlock/tty"
 )
@@ -62,6 +62,14 @@ type Options struct {
 	// once; 0 = none. The tick is the start-up clock's all the same.
 	Jitter time.Duration
 
+	// Retries is --retries: how many more tries a job that fails by its own exit gets,
+	// under the same lock; 0 = none. RetryDelay (--retry-delay) is the first delay
+	// between tries, doubled for each one after, of which a random part is taken.
+	// RetryOn (--retry-on) are the exit codes tried again; empty = any non-zero.
+	Retries    int
+	RetryDelay time.Duration
+	RetryOn    []int
+
 	// Open connects the lock backend; its error is the run's (status error, exit 125).
 	Open func() (lockrun.Locker, error)
 	// OpTimeout bounds one backend operation (--redis-timeout): a renewal, the release.
@@ -78,6 +86,8 @@ type Options struct {
 	RetentionErr error
 	// MetricsDir is node_exporter's textfile folder; "" = no metrics file.
 	MetricsDir string
+	// Ping is the Healthchecks ping URL ({key} already replaced), a secret; "" = none.
+	Ping string
 	// StampDir is where the hourly limits of repeated warnings are stamped: the lock
 	// folder, the same for cron and a login shell.
 	StampDir string
@@ -102,6 +112,7 @@ func Run(o *Options) int {
 	r := &runner{o: o, started: wallNow()}
 	code := r.run()
 	r.recordMetrics(code) // the outcome is final here: lock released, row written
+	r.pingEnd(code)
 	return code
 }
 
@@ -120,6 +131,7 @@ type runner struct {
 	locker        lockrun.Locker
 	tick          time.Time // the run's schedule tick (UTC); zero without --schedule
 	refused       bool      // the backend answered the acquire with a refusal (status error)
+	ping          *notify.Pinger
 }
 
 func (r *runner) run() int {
@@ -150,7 +162,7 @@ func (r *runner) run() int {
 		r.tick = o.Schedule.Prev(r.started).UTC()
 	}
 	r.row = &history.Run{ID: r.runID, Key: o.Key, Node: o.Node, PID: os.Getpid(),
-		Command: o.Command, StartedAt: r.started, Attempt: 1, ScheduledFor: r.tick}
+		Command: o.Command, StartedAt: r.started, Attempt: 1, ScheduledFor: r.tick, Try: 1}
 	r.openHistory()
 
 	locker, err := o.Open()
@@ -188,16 +200,9 @@ func (r *runner) run() int {
 
 	spool := r.openSpool()
 	defer spool.Close()
-	job := lockrun.Job{
-		Argv: o.Command, Env: childEnv(o, r.runID, lease.FencingToken(), r.tick),
-		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
-		Capture: int(o.Capture), Grace: o.Grace, Timeout: o.Timeout,
-		Guard: guard, ContinueOnLoss: o.ContinueOnLoss, Spool: spool,
-	}
-	res := lockrun.Supervise(context.Background(), job, sig, keeper, nil)
+	res, end := r.tries(sig, keeper, lease, guard, spool)
 	stopKeeper()
-	r.row.FinishedAt = wallNow()
-	if !res.Started {
+	if !res.Started && r.row.Try == 1 {
 		// 126, 127: the job never ran, so the tick is not used up; the next host runs it.
 		lease.GiveBackTick()
 	}
@@ -212,10 +217,17 @@ func (r *runner) run() int {
 	// a slow reader still has output to take, the lock goes at once without the entry, and
 	// the entry follows in a round trip of its own once the outcome is known.
 	var out outcome
+	// The run's outcome: its last try's, or how it ended between two tries.
+	final := func() outcome {
+		if end != nil {
+			return *end
+		}
+		return outcomeOf(res, o)
+	}
 	early := res.OutputDone(outputSettle)
 	if early {
 		res.WaitOutput()
-		out = outcomeOf(res, o)
+		out = final()
 		if early = !spoolToWrite(spool, out); early {
 			lease.SetRecord(r.fleetRecord(out, &res))
 		}
@@ -228,13 +240,19 @@ func (r *runner) run() int {
 	}()
 	if !early {
 		res.WaitOutput()
-		out = outcomeOf(res, o)
+		out = final()
 	}
-	out = r.finishSpool(spool, &res, out)
-	r.row.Status, r.row.ExitCode, r.row.Signal, r.row.Output = out.Status, out.ExitCode, out.Signal, res.Output
+	if end == nil {
+		out = r.finishSpool(spool, &res, out)
+	} else if err := spool.Finish(false); err != nil {
+		out.Message += fmt.Sprintf("; and %v", err)
+	}
+	r.row.Status, r.row.ExitCode, r.row.Signal = out.Status, out.ExitCode, out.Signal
 	r.row.Exit = &out.Code
-	for _, sg := range res.Streams { // lockrun's stream numbers are the history's
-		r.row.Streams = append(r.row.Streams, history.Segment{Stream: history.Stream(sg.Stream), Len: sg.Len})
+	if end == nil { // else the row is of a try that never started, and res the try before
+		r.row.Output, r.row.Streams = res.Output, streamsOf(res)
+	} else {
+		r.row.FinishedAt = wallNow()
 	}
 	r.row.Error = out.Message
 	if out.Message != "" {
@@ -413,14 +431,17 @@ func (r *runner) fail(code int, format string, args ...any) int {
 }
 
 // childEnv is cronlock's environment plus the run's own variables. A
-// CRONLOCK_SCHEDULED_FOR inherited from an outer run is dropped when this run has no tick.
-func childEnv(o *Options, runID string, token uint64, tick time.Time) []string {
+// CRONLOCK_SCHEDULED_FOR inherited from an outer run is dropped when this run has no tick;
+// CRONLOCK_PING_URL always is.
+func childEnv(o *Options, runID string, token uint64, tick time.Time, try int) []string {
 	add := map[string]string{
 		"CRONLOCK_KEY":           o.Key,
 		"CRONLOCK_RUN_ID":        runID,
+		"CRONLOCK_TRY":           strconv.Itoa(max(try, 1)),
 		"CRONLOCK_NODE":          o.Node,
 		"CRONLOCK_FENCING_TOKEN": strconv.FormatUint(token, 10),
 		"CRONLOCK_SCHEDULED_FOR": "",
+		"CRONLOCK_PING_URL":      "", // a secret, and the job's own pings are not cronlock's
 	}
 	if !tick.IsZero() {
 		add["CRONLOCK_SCHEDULED_FOR"] = tick.UTC().Format(time.RFC3339)
@@ -452,7 +473,7 @@ func (r *runner) jitter(sig *lockrun.Signals) (code int, done bool) {
 	if r.o.Jitter <= 0 {
 		return 0, false
 	}
-	d := time.Duration(rand.Int64N(int64(r.o.Jitter)))
+	d := randN(r.o.Jitter)
 	r.verbosef("sleeping %v before asking for %s (--jitter %v)", d, r.o.Key, r.o.Jitter)
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -29,6 +29,9 @@ func (r *runner) say(level slog.Level, withStatus bool, msg string) {
 		attrs = append(attrs, slog.String("run_id", r.runID))
 	}
 	attrs = append(attrs, slog.String("key", o.Key), slog.String("node", o.Node))
+	if withStatus && r.row != nil && r.row.Try > 1 {
+		attrs = append(attrs, slog.Int("try", r.row.Try))
+	}
 	if withStatus && r.row != nil && r.row.Status != "" {
 		attrs = append(attrs, slog.String("status", r.row.Status))
 	}

@@ -48,7 +48,7 @@ type FleetEntry struct {
 	Signal     string `json:"sig,omitempty"` // the signal that ended the job, "SIGTERM"
 	TickUS     int64  `json:"t,omitempty"`   // the tick the run was for (scheduled_for)
 	DurationMS int64  `json:"d"`             // the job's run time (0 when it never started)
-	Tries      int    `json:"r"`             // attempts of this run (1 until retries exist)
+	Tries      int    `json:"r"`             // tries of the job in this run (--retries)
 	Fence      uint64 `json:"fe,omitempty"`  // the fencing token of the lock it held
 	Error      string `json:"e,omitempty"`   // the first 200 bytes of the run's error
 	StartUS    int64  `json:"a"`             // Redis TIME when the lock was taken (or the entry written)

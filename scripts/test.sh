@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs cronlock's whole test suite against a real, private redis-server.
 #
-# Needs: Go with cgo (gcc) for go-sqlite3. Installs redis-server with apt-get when it is
-# missing (as root). Starts Redis on a free loopback port with its data in a temporary
+# Needs: Go with cgo (gcc) for go-sqlite3. Installs redis-server, and Debian's cron (never
+# started as a service), with apt-get when they are missing (as root). Starts Redis on a free loopback port with its data in a temporary
 # folder, exports CRONLOCK_TEST_REDIS_ADDR for the tests, runs `go test -race ./...`
 # (extra arguments are passed to go test), then a short fuzz run of every Fuzz target
 # (skipped when arguments are given), and stops Redis whatever happens.
@@ -18,6 +18,23 @@ if ! command -v redis-server >/dev/null 2>&1; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq redis-server >/dev/null
+fi
+
+# Debian's cron, for the test that runs a wrapped crontab under a real daemon (it starts
+# its own `cron -f` and stops it). Installed without starting the service: a policy-rc.d
+# that says 101 stops the package's postinst from starting it where there is no systemd.
+if [ ! -x /usr/sbin/cron ] && [ "$(id -u)" = 0 ]; then
+	echo "test.sh: installing Debian's cron (not started as a service)" >&2
+	policy_added=
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 0755 /usr/sbin/policy-rc.d
+		policy_added=1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends cron >/dev/null
+	[ -z "$policy_added" ] || rm -f /usr/sbin/policy-rc.d
 fi
 
 workdir=$(mktemp -d)
@@ -57,7 +74,7 @@ echo "test.sh: redis-server $(redis-server --version | awk '{print $3}') on 127.
 
 export CRONLOCK_TEST_REDIS_ADDR="127.0.0.1:$port"
 go vet ./...
-go test -race -count=1 -timeout 8m "$@" ./...
+go test -race -count=1 -timeout 12m "$@" ./...
 
 # With arguments (e.g. -run Local) only the tests asked for run: no fuzzing.
 [ $# -eq 0 ] || exit 0
@@ -75,7 +92,7 @@ fuzz_inputs() {
 	*) echo 10000 ;;
 	esac
 }
-for pkg in lockrun cmd history metrics keyname procfs tty schedule; do
+for pkg in lockrun cmd history metrics keyname procfs tty schedule crontab; do
 	go test -c -fuzz . -o "$workdir/$pkg.fuzz" "./$pkg"
 	targets=$(cd "$pkg" && "$workdir/$pkg.fuzz" -test.list '^Fuzz')
 	[ -n "$targets" ] || { echo "test.sh: no fuzz targets in ./$pkg" >&2; exit 1; }

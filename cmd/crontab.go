@@ -1,0 +1,274 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+
+	"cronlock/crontab"
+	"cronlock/logline"
+
+	"github.com/mattn/go-isatty"
+
+	"github.com/spf13/cobra"
+)
+
+// crontabOptions are the settings of `cronlock crontab wrap` and `lint`.
+type crontabOptions struct {
+	File       string // "-" = stdin
+	Format     string // auto, user, system
+	CronDaemon string // debian, cronie; "" = the one installed
+	Cronlock   string // "" = this executable
+	Write      bool
+	Fleet      bool
+	Local      bool
+	User       string
+	BackupDir  string
+	LogFormat  string
+	Stdin      io.Reader
+	Stdout     io.Writer
+	Stderr     io.Writer
+}
+
+func newCrontabCmd(stdout, stderr io.Writer) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "crontab wrap|lint [FILE|-]",
+		Short: "Put cronlock in front of an existing crontab, or check one",
+		Args:  subcommandArgs,
+		RunE:  func(c *cobra.Command, args []string) error { return c.Help() },
+	}
+	c.AddCommand(newCrontabWrapCmd(stdout, stderr), newCrontabLintCmd(stdout, stderr))
+	return c
+}
+
+func (o *crontabOptions) addCommonFlags(c *cobra.Command) {
+	c.Flags().StringVar(&o.Format, "format", "auto", "auto (system for /etc/crontab and /etc/cron.d/*, else user), user, or system (a user field after the schedule)")
+	c.Flags().StringVar(&o.CronDaemon, "cron-daemon", "", "debian (ignores CRON_TZ) or cronie (honours it); default: cronie when /usr/sbin/crond exists, else debian")
+}
+
+func newCrontabWrapCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := &crontabOptions{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr}
+	c := &cobra.Command{
+		Use:   "wrap [FILE|-] [--write] [--fleet|--local] [--backup-dir DIR]",
+		Short: "Rewrite a crontab's job lines to run under cronlock",
+		Long: `Rewrite each job line of a crontab to
+  /abs/path/cronlock run --key K --schedule 'S' -- SHELL -c 'LINE'
+and print a unified diff (for FILE) or the whole new crontab (for -, standard input).
+System crontabs (/etc/crontab, /etc/cron.d/*) get --backend local unless --fleet.
+Comments, blank lines, NAME=value lines, @reboot, run-parts lines and lines already
+under cronlock are left as they are; a line with an unescaped % is left alone and
+reported. --write replaces FILE atomically after a backup in --backup-dir.
+
+A user's crontab lives in the cron spool, which only crontab(1) may write:
+  crontab -l | cronlock crontab wrap - | crontab -`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := o.load(c, args); err != nil {
+				return err
+			}
+			return crontabWrap(o)
+		},
+	}
+	o.addCommonFlags(c)
+	c.Flags().BoolVar(&o.Write, "write", false, "replace FILE (atomically, after a backup) instead of printing a diff")
+	c.Flags().BoolVar(&o.Fleet, "fleet", false, "system crontab: use the configured backend (Redis for a fleet) instead of --backend local")
+	c.Flags().BoolVar(&o.Local, "local", false, "user crontab: add --backend local (this machine's lock only)")
+	c.Flags().StringVar(&o.BackupDir, "backup-dir", "/var/backups/cronlock", "folder of --write's backups (never a cron folder)")
+	c.Flags().StringVar(&o.Cronlock, "cronlock", "", "path of cronlock written in each line (default: this executable)")
+	c.Flags().StringVar(&o.User, "user", "", "owner of a user crontab, part of each key (default: the user running wrap; give it with crontab -u USER -l)")
+	c.MarkFlagsMutuallyExclusive("fleet", "local")
+	return c
+}
+
+func newCrontabLintCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := &crontabOptions{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr}
+	c := &cobra.Command{
+		Use:   "lint [FILE|-]",
+		Short: "Report a crontab's pitfalls; exit 1 when there are any",
+		Long: `Report on standard output, one FILE:LINE: line each: unescaped %, a relative
+command with no PATH= line, a 6-field line (seconds, or a user field in the wrong kind of
+crontab), a wrapped line whose --schedule is not its crontab schedule, CRON_TZ= where the
+daemon ignores it, and each line that wrap would change. Exit 1 when there are any,
+0 when there are none, 125 when the file cannot be read.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := o.load(c, args); err != nil {
+				return err
+			}
+			return crontabLint(o)
+		},
+	}
+	o.addCommonFlags(c)
+	return c
+}
+
+// load checks the flags and arguments of c.
+func (o *crontabOptions) load(c *cobra.Command, args []string) error {
+	o.LogFormat = logFormatOf(c)
+	o.File = "-"
+	if len(args) == 1 {
+		o.File = args[0]
+	} else if f, ok := o.Stdin.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		// Waiting for a crontab typed on the terminal would look like a hang.
+		return &usageError{fmt.Errorf("give a crontab FILE, or - to read one from standard input (crontab -l | cronlock %s -)", c.CommandPath()[len("cronlock "):])}
+	}
+	switch o.Format {
+	case "auto", "user", "system":
+	default:
+		return &usageError{fmt.Errorf("--format %q: use auto, user or system", o.Format)}
+	}
+	switch o.CronDaemon {
+	case "":
+		o.CronDaemon = "debian"
+		if _, err := os.Stat("/usr/sbin/crond"); err == nil {
+			o.CronDaemon = "cronie"
+		}
+	case "debian", "cronie":
+	default:
+		return &usageError{fmt.Errorf("--cron-daemon %q: use debian or cronie", o.CronDaemon)}
+	}
+	if o.Write && o.File == "-" {
+		return &usageError{fmt.Errorf("--write needs a FILE: standard input cannot be written back; for a user's crontab run crontab -l | cronlock crontab wrap - | crontab -")}
+	}
+	if o.Write {
+		if err := checkWriteTarget(o.File, o.BackupDir); err != nil {
+			return err
+		}
+	}
+	if o.User == "" {
+		if u, err := user.Current(); err == nil {
+			o.User = u.Username
+		}
+	}
+	if o.Cronlock == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return exitf(ExitFailed, "cannot find cronlock's own path (%v): give it with --cronlock /usr/local/bin/cronlock", err)
+		}
+		o.Cronlock = exe
+	}
+	return nil
+}
+
+// system reports whether the file is in the system format.
+func (o *crontabOptions) system() bool {
+	switch o.Format {
+	case "user":
+		return false
+	case "system":
+		return true
+	}
+	if o.File == "-" {
+		return false
+	}
+	abs, err := filepath.Abs(o.File)
+	if err != nil {
+		return false
+	}
+	return abs == "/etc/crontab" || filepath.Dir(abs) == "/etc/cron.d"
+}
+
+func (o *crontabOptions) wrapOptions() crontab.Options {
+	sys := o.system()
+	return crontab.Options{
+		Cronlock: o.Cronlock,
+		System:   sys,
+		Local:    sys && !o.Fleet || !sys && o.Local,
+		CronTZ:   o.CronDaemon == "cronie",
+		User:     o.User,
+		InCronPath: func(name string) bool {
+			for _, d := range []string{"/usr/bin", "/bin"} {
+				if st, err := os.Stat(filepath.Join(d, name)); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+					return true
+				}
+			}
+			return false
+		},
+	}
+}
+
+// read returns the crontab's text.
+func (o *crontabOptions) read() (string, error) {
+	var b []byte
+	var err error
+	if o.File == "-" {
+		b, err = io.ReadAll(o.Stdin)
+	} else {
+		b, err = os.ReadFile(o.File)
+	}
+	if err != nil {
+		return "", exitf(ExitFailed, "cannot read the crontab %s: %v", o.name(), err)
+	}
+	return string(b), nil
+}
+
+// name is the file as messages show it.
+func (o *crontabOptions) name() string {
+	if o.File == "-" {
+		return "(stdin)"
+	}
+	return o.File
+}
+
+func crontabWrap(o *crontabOptions) error {
+	wo := o.wrapOptions()
+	if err := wo.Check(); err != nil {
+		return exitf(ExitFailed, "%v; give another with --cronlock", err)
+	}
+	text, err := o.read()
+	if err != nil {
+		return err
+	}
+	lines := crontab.Parse(text, wo.System)
+	out, notes := crontab.Wrap(lines, wo)
+	for _, n := range notes {
+		logline.Print(o.Stderr, o.LogFormat, logline.Warn, fmt.Sprintf("%s:%d: %s", o.name(), n.Line, n.Msg))
+	}
+	old := make([]string, len(lines))
+	for i := range lines {
+		old[i] = lines[i].Text
+	}
+	noEOL := text != "" && !strings.HasSuffix(text, "\n")
+	newText := strings.Join(out, "\n")
+	if len(out) > 0 && !noEOL {
+		newText += "\n"
+	}
+	switch {
+	case o.File == "-":
+		_, err = io.WriteString(o.Stdout, newText)
+		return err
+	case !o.Write:
+		_, err = io.WriteString(o.Stdout, crontab.Diff(o.File, old, out, noEOL))
+		return err
+	case newText == text:
+		_, err = fmt.Fprintf(o.Stdout, "%s: nothing to wrap; left as it is\n", o.File)
+		return err
+	}
+	backup, err := writeCrontab(o.File, o.BackupDir, text, newText)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(o.Stdout, "%s: wrapped; the original is in %s\n", o.File, backup)
+	return err
+}
+
+func crontabLint(o *crontabOptions) error {
+	wo := o.wrapOptions()
+	text, err := o.read()
+	if err != nil {
+		return err
+	}
+	fs := crontab.Lint(crontab.Parse(text, wo.System), wo)
+	for _, f := range fs {
+		if _, err := fmt.Fprintf(o.Stdout, "%s:%d: %s\n", o.name(), f.Line, f.Msg); err != nil {
+			return err
+		}
+	}
+	if len(fs) > 0 {
+		return &ExitError{Code: 1}
+	}
+	return nil
+}

@@ -1,0 +1,195 @@
+package crontab
+
+import (
+	"fmt"
+	"strings"
+
+	"cronlock/schedule"
+)
+
+// A Finding is one pitfall lint found on a line.
+type Finding struct {
+	Line int
+	Msg  string
+}
+
+// shellWords are builtins and keywords a command may start with: no PATH lookup.
+var shellWords = map[string]bool{
+	"cd": true, "test": true, "[": true, "[[": true, "command": true, "exec": true,
+	"true": true, "false": true, "echo": true, "printf": true, "export": true, "set": true,
+	"unset": true, "read": true, "eval": true, "if": true, "for": true, "while": true,
+	"until": true, "case": true, "{": true, "(": true, "!": true, ":": true, ".": true,
+	"umask": true, "ulimit": true, "trap": true, "wait": true, "exit": true, "time": true,
+}
+
+// Lint returns the pitfalls of a crontab: what wrap would change or had to leave alone
+// (unescaped %, a sixth field, a schedule cronlock cannot read), relative commands with
+// no PATH= line in force, wrapped lines whose --schedule is not the line's schedule,
+// CRON_TZ= lines a daemon that ignores them (o.CronTZ false) would not honour, and lines
+// cron itself cannot read. run-parts lines are not findings: wrap leaves them on purpose.
+func Lint(lines []Line, o Options) []Finding {
+	var fs []Finding
+	add := func(l *Line, format string, args ...any) {
+		fs = append(fs, Finding{l.Num, fmt.Sprintf(format, args...)})
+	}
+	for i := range lines {
+		l := &lines[i]
+		switch l.Kind {
+		case Invalid:
+			add(l, "cron cannot read this line: it is neither a comment, NAME=value nor a schedule with a command")
+			continue
+		case Env:
+			if l.Name == "CRON_TZ" && !o.CronTZ {
+				add(l, "CRON_TZ= is ignored by Debian's cron: the jobs below fire in the daemon's zone (/etc/localtime); cronie honours it")
+			}
+			continue
+		case Job:
+			text, why := wrapLine(l, o)
+			switch {
+			case why != "" && !strings.HasPrefix(why, "run-parts"):
+				// The line is not what it seems: a guess at its command would mislead.
+				add(l, "%s", strings.TrimSuffix(why, leftAlone))
+				continue
+			case why == "" && text != l.Text:
+				add(l, "not under cronlock: `cronlock crontab wrap` would put it in front")
+			}
+		case Wrapped, Reboot:
+			if _, pct := CronCommand(l.Command); pct {
+				add(l, "unescaped %% (cron turns it into a newline and feeds the rest to the job's stdin): write \\%% for a literal %%")
+			}
+		default:
+			continue
+		}
+		if w := relativeCommand(l); w != "" && (o.InCronPath == nil || !o.InCronPath(w)) {
+			add(l, "relative command %q and no PATH= line above it: cron runs jobs with PATH=/usr/bin:/bin; write its absolute path or add a PATH= line", w)
+		}
+		if l.Kind == Wrapped {
+			if msg := scheduleMismatch(l, o); msg != "" {
+				add(l, "%s", msg)
+			}
+		}
+	}
+	return fs
+}
+
+// relativeCommand returns the first word of l's command when the shell looks it up in
+// PATH and no PATH= line is in force; else "". Only the first command of the line is
+// looked at.
+func relativeCommand(l *Line) string {
+	if _, ok := l.Getenv("PATH"); ok {
+		return ""
+	}
+	cmd, _ := CronCommand(l.Command)
+	for _, w := range strings.Fields(cmd) {
+		if i := strings.IndexByte(w, '='); i > 0 && !strings.ContainsAny(w[:i], "/'\"$") {
+			continue // an assignment before the command
+		}
+		if strings.Contains(w, "/") || shellWords[w] || strings.ContainsAny(w[:1], "$'\"`(") {
+			return ""
+		}
+		return w
+	}
+	return ""
+}
+
+// scheduleMismatch compares the --schedule of a wrapped line with its crontab schedule.
+func scheduleMismatch(l *Line, o Options) string {
+	cmd, _ := CronCommand(l.Command)
+	args, err := shellWordsOf(cmd)
+	if err != nil || len(args) < 2 || args[1] != "run" {
+		return ""
+	}
+	var got, tz string
+	var have bool
+	for i := 2; i < len(args) && args[i] != "--"; i++ {
+		a := args[i]
+		switch {
+		case a == "--schedule" && i+1 < len(args):
+			got, have = args[i+1], true
+			i++
+		case strings.HasPrefix(a, "--schedule="):
+			got, have = a[len("--schedule="):], true
+		case a == "--tz" && i+1 < len(args):
+			tz = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--tz="):
+			tz = a[len("--tz="):]
+		}
+	}
+	if !have {
+		return ""
+	}
+	want := l.Schedule
+	if z, ok := l.Getenv("CRON_TZ"); ok && z != "" && o.CronTZ {
+		want = "CRON_TZ=" + z + " " + want
+	}
+	ws, werr := schedule.Parse(want, "UTC")
+	gs, gerr := schedule.Parse(got, orUTC(tz))
+	if werr != nil || gerr != nil {
+		if strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(want), " ") {
+			return fmt.Sprintf("--schedule %q is not the line's schedule %q", got, want)
+		}
+		return ""
+	}
+	// The zone counts only where the daemon fires by it: UTC stands for "not said".
+	if ws.String() != gs.String() || ws.Zone() != gs.Zone() {
+		return fmt.Sprintf("--schedule %q is not the line's schedule %q: cronlock would count ticks cron never fires", got, want)
+	}
+	return ""
+}
+
+func orUTC(tz string) string {
+	if tz == "" {
+		return "UTC"
+	}
+	return tz
+}
+
+// shellWordsOf splits a simple command line into words as a POSIX shell does for
+// quotes and backslashes; expansions and operators are kept as text. It is enough to
+// read back the arguments wrap writes, and ones people write by hand.
+func shellWordsOf(s string) ([]string, error) {
+	var out []string
+	var b strings.Builder
+	in := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t':
+			if in {
+				out = append(out, b.String())
+				b.Reset()
+				in = false
+			}
+			continue
+		case c == '\'':
+			end := strings.IndexByte(s[i+1:], '\'')
+			if end < 0 {
+				return nil, fmt.Errorf("unclosed '")
+			}
+			b.WriteString(s[i+1 : i+1+end])
+			i += end + 1
+		case c == '"':
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\", s[i+1]) >= 0 {
+					i++
+				}
+				b.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, fmt.Errorf("unclosed \"")
+			}
+		case c == '\\' && i+1 < len(s):
+			i++
+			b.WriteByte(s[i])
+		default:
+			b.WriteByte(c)
+		}
+		in = true
+	}
+	if in {
+		out = append(out, b.String())
+	}
+	return out, nil
+}

@@ -1,0 +1,71 @@
+package jobrun
+
+import (
+	"context"
+
+	"cronlock/history"
+	"cronlock/notify"
+)
+
+// pingDeadline bounds the pings of one run end (the wait for the start ping included);
+// only a test build shortens it (pingknob_on.go).
+var pingDeadline = notify.DefaultDeadline
+
+// pinger is the run's Healthchecks pinger, made once the run id is known.
+func (r *runner) pinger() *notify.Pinger {
+	if r.ping == nil {
+		r.ping = notify.New(r.o.Ping, r.runID)
+		r.ping.Deadline = pingDeadline
+	}
+	return r.ping
+}
+
+// pingStart sends the start ping of --ping in the background: the job does not wait.
+func (r *runner) pingStart() {
+	if r.o.Ping != "" {
+		r.pinger().Start()
+	}
+}
+
+// pingEnd sends the run's final outcome to --ping, after the lock is released: success,
+// /EXIT for a non-zero exit (125 for a run that failed before its job started, 128+N for
+// one interrupted), /fail for a run that exits 0 without succeeding (missed, whatever
+// --conflict-exit-code says; a lost lock under --on-lock-lost continue). A skipped run is
+// not pinged: the host that ran the job pings. A failed ping changes neither outcome nor
+// exit code; it is one warning, at most hourly (cron would mail every run's), since
+// Healthchecks itself alerts when pings stop arriving.
+func (r *runner) pingEnd(code int) {
+	o := r.o
+	if o.Ping == "" || r.row == nil || r.runID == "" {
+		return
+	}
+	st := r.row.Status
+	if st == "" || st == history.StatusSkipped || st == history.StatusRunning {
+		return
+	}
+	exit := code
+	if st == history.StatusMissed {
+		exit = 0
+	}
+	err := r.pinger().Finish(context.Background(), exit, st != history.StatusSucceeded, pingBody(r.row))
+	if err != nil && !o.Quiet && r.shouldWarn("ping", o.Key, err) {
+		r.infof("warning: ping to the --ping URL failed: %v; the run's outcome and exit code are unchanged%s", err, r.repeatNote())
+	}
+}
+
+// pingBody is what a failure ping carries: the end of the output, then cronlock's own
+// line about the run, which is all a run that never started its job has to say.
+func pingBody(row *history.Run) []byte {
+	if row.Status == history.StatusSucceeded {
+		return nil
+	}
+	body := notify.Tail(row.Output)
+	if row.Error != "" {
+		line := "cronlock: " + row.Error + "\n"
+		if len(body) > 0 && body[len(body)-1] != '\n' {
+			line = "\n" + line
+		}
+		body = append(append([]byte(nil), body...), line...)
+	}
+	return notify.Tail(body)
+}

@@ -51,6 +51,15 @@ func newHC(t *testing.T) *hcServer {
 	return h
 }
 
+// answer sets the status and delay of the server's answers. Under the lock: the pings
+// come from cronlock processes, and the race detector sees no order between this write
+// and the handler's read through the network.
+func (h *hcServer) answer(code int, delay time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.code, h.delay = code, delay
+}
+
 func (h *hcServer) url() string { return h.URL + "/" + pingSecret }
 
 func (h *hcServer) got() []hcPing {
@@ -209,9 +218,9 @@ func TestPingServerTrouble(t *testing.T) {
 	down := "http://" + ln.Addr().String() + "/" + pingSecret
 	ln.Close()
 	failing := newHC(t)
-	failing.code = 500
+	failing.answer(500, 0)
 	slow := newHC(t)
-	slow.delay = 30 * time.Second
+	slow.answer(200, 30*time.Second)
 	for _, tc := range []struct{ name, url, cause string }{
 		{"down", down, "connection refused"},
 		{"500", failing.url(), "the server answered HTTP 500"},
@@ -259,7 +268,7 @@ func TestPingServerTrouble(t *testing.T) {
 func TestPingJSONAndVerbose(t *testing.T) {
 	c := newCLI(t, "")
 	hc := newHC(t)
-	hc.code = 404
+	hc.answer(404, 0)
 	code, _, errs := c.run("run", "-v", "--log-format", "json", "-k", "jsonping", "--ping", hc.url(), "--", "sh", "-c", "exit 4")
 	if code != 4 || !strings.Contains(errs, `ping to the --ping URL failed: the server answered HTTP 404`) {
 		t.Fatalf("exit %d, stderr %q", code, errs)

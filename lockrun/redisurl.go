@@ -148,14 +148,26 @@ func (t redisTarget) schemeWord() string {
 // one whose password holds an unescaped "/", "?" or "#", which url.Parse reads as the
 // start of the path, query or fragment (redis://u:pa#ss@h), leaving the password in
 // plain sight.
+//
+// A user name that holds the password (redis://secret:secret@h) is hidden as well:
+// showing it would show the password.
 func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err == nil && !userInfoMisread(raw) {
+		if pw, ok := u.User.Password(); ok && pw != "" && strings.Contains(u.User.Username(), pw) {
+			v := *u
+			v.User = url.UserPassword("xxxxx", "xxxxx")
+			return v.String()
+		}
 		return u.Redacted()
 	}
 	colon, at := rawUserinfo(raw)
 	if colon < 0 {
 		return raw // no user info, or a user name only: no password to hide
+	}
+	start := strings.Index(raw, "//") + 2
+	if pw := raw[colon+1 : at]; start >= 2 && start <= colon && pw != "" && strings.Contains(raw[start:colon], pw) {
+		return raw[:start] + "xxxxx:xxxxx" + raw[at:]
 	}
 	return raw[:colon+1] + "xxxxx" + raw[at:]
 }

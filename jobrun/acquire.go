@@ -1,0 +1,183 @@
+package jobrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"cronlock/history"
+	"cronlock/lockrun"
+	"cronlock/logline"
+	"cronlock/tty"
+)
+
+// The steps before the job starts: the --jitter sleep, taking the lock (or being skipped),
+// and a stop signal meanwhile.
+
+// acquire takes the lock, giving way to a stop signal. done means the run ends here
+// with code (skipped, failed or interrupted), its row already recorded.
+func (r *runner) acquire(sig *lockrun.Signals) (lease lockrun.Lease, code int, done bool) {
+	o := r.o
+	var tries atomic.Int32
+	req := r.request()
+	wait, cut := r.waitFor()
+	req.Wait = wait
+	req.OnTry = func() {
+		if tries.Add(1) == 2 && o.Verbose { // on Acquire's goroutine: no status (see say)
+			r.say(logline.Verbose, false, fmt.Sprintf("%s is held; trying again for up to %s", o.Key, wait))
+		}
+	}
+	// The lock was taken without the eviction check (an ACL without +info): every run
+	// would say so, and cron would mail each one; once an hour says it as well.
+	req.Warn = func(err error) {
+		if !o.Quiet && r.shouldWarn("redis", r.row.Backend, err) { // on Acquire's goroutine: no status
+			r.say(logline.Warn, false, "warning: "+err.Error()+r.repeatNote())
+		}
+	}
+	type result struct {
+		lease lockrun.Lease
+		err   error
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := make(chan result, 1)
+	go func() {
+		l, err := r.locker.Acquire(ctx, req)
+		ch <- result{l, err}
+	}()
+	var res result
+	for waiting := true; waiting; {
+		select {
+		case res = <-ch:
+			waiting = false
+			r.row.Attempt = max(1, int(tries.Load()))
+		case s := <-sig.C:
+			if !lockrun.IsStopSignal(s) {
+				continue // USR1/USR2 before the child exists: nobody to forward them to
+			}
+			cancel()
+			res = <-ch
+			r.row.Attempt = max(1, int(tries.Load()))
+			if res.lease != nil {
+				rctx, c2 := context.WithTimeout(context.Background(), o.OpTimeout)
+				res.lease.GiveBackTick() // the job never started
+				res.lease.Release(rctx)
+				c2()
+			}
+			return nil, r.interrupted(s), true
+		}
+	}
+	var held *lockrun.HeldError
+	var tick *lockrun.TickError
+	switch {
+	case res.err == nil:
+		return res.lease, 0, false
+	case errors.As(res.err, &tick):
+		return nil, r.tickSkip(tick), true
+	case errors.As(res.err, &held) && cut:
+		// The wait ran out at tick + --start-deadline, not at --wait: the run is missed.
+		return nil, r.missed(), true
+	case errors.As(res.err, &held):
+		r.row.Status = history.StatusSkipped
+		if held.Holder != nil {
+			r.row.Holder = held.Holder.String()
+		}
+		code := o.ConflictExitCode
+		r.row.Exit = &code
+		r.recordInsert()
+		r.reportSkip(held)
+		return nil, o.ConflictExitCode, true
+	default:
+		// Only a refusal is worth a line in the fleet's record: a server that did not
+		// answer would not take the entry either, and the run says so already.
+		r.refused = refusal(res.err)
+		return nil, r.fail(ExitFailed, "%v", res.err), true
+	}
+}
+
+// reportSkip says a run was skipped only where someone wants to hear it: cron would
+// mail every skip from every other host.
+func (r *runner) reportSkip(held *lockrun.HeldError) {
+	o := r.o
+	h := held.Holder
+	if h != nil && o.StaleAfter > 0 && !h.Since.IsZero() && time.Since(h.Since) > o.StaleAfter {
+		r.errorf("%s held by %s (pid %d, run %s) for %s, longer than --stale-after %s: is that job hung? See cronlock status --key %s",
+			o.Key, tty.Escape(h.Node), h.PID, tty.Escape(h.RunID), heldFor(time.Since(h.Since)), shortDuration(o.StaleAfter), o.Key)
+		return
+	}
+	if o.Verbose || (!o.Quiet && tty.IsTerminal(o.Stderr)) {
+		// The holder's names come from another host: escaped, as on every display.
+		r.say(logline.Verbose, true, "skipped: "+tty.Escape(held.Error()))
+	}
+}
+
+// heldFor writes how long a lock has been held at a precision that fits its size: a
+// short --stale-after (200ms) must not meet "held for 0s", nor a day-old hang
+// "26h0m12.345s".
+func heldFor(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		return shortDuration(d.Round(time.Second))
+	}
+	return shortDuration(d.Round(time.Minute))
+}
+
+// shortDuration is d.String() without the zero units it ends with: 24h, not 24h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// jitter sleeps a random time in [0, --jitter) before the lock is asked for. A stop signal
+// ends the run there: interrupted, the job never started. done means the run ends with code.
+func (r *runner) jitter(sig *lockrun.Signals) (code int, done bool) {
+	if r.o.Jitter <= 0 {
+		return 0, false
+	}
+	d := randN(r.o.Jitter)
+	r.verbosef("sleeping %v before asking for %s (--jitter %v)", d, r.o.Key, r.o.Jitter)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return 0, false
+		case s := <-sig.C:
+			if lockrun.IsStopSignal(s) {
+				return r.interrupted(s), true
+			}
+			// USR1/USR2 before the child exists: nobody to forward them to.
+		}
+	}
+}
+
+// interrupted records a run that a stop signal ended before its job started, and says so:
+// status interrupted, exit 128+N.
+func (r *runner) interrupted(s os.Signal) int {
+	sg := s.(syscall.Signal)
+	r.row.Status = history.StatusInterrupted
+	r.row.Signal = unix.SignalName(sg)
+	r.row.Error = fmt.Sprintf("stopped by %s before the job started", r.row.Signal)
+	code := 128 + int(sg)
+	r.row.Exit = &code
+	r.recordInsert()
+	r.infof("%s: %s", r.o.Key, r.row.Error)
+	return code
+}

@@ -151,13 +151,12 @@ func NewRedisLocker(o RedisOptions) (*RedisLocker, error) {
 	to := o.Timeout
 	d := newRedisDialer(to, t.tlsConfig())
 	c := redis.NewClient(&redis.Options{
-		Network:  t.network,
-		Addr:     t.addr,
-		Username: t.username,
-		Password: t.password,
-		DB:       t.db,
-		// The dialer does TLS itself and rides out a restart (redisdial.go).
-		Dialer: d.dial,
+		Network: t.network,
+		Addr:    t.addr,
+		// The dialer does TLS itself and rides out a restart (redisdial.go); it sends AUTH
+		// and SELECT in one round trip and spares go-redis's HELLO (redishandshake.go), so
+		// go-redis gets no credentials and database 0.
+		Dialer: newHandshake(t, to).wrap(d.dial),
 
 		// RESP2 and no CLIENT SETINFO: fewer handshake round trips for a short-lived process.
 		Protocol:        2,

@@ -184,7 +184,8 @@ type redisStats struct {
 
 // scriptInner are commands that the scripts call: INFO commandstats counts those too.
 var scriptInner = map[string]bool{"get": true, "set": true, "time": true, "del": true, "publish": true,
-	"lpush": true, "ltrim": true, "pexpire": true, "lrange": true, "pttl": true, "expire": true, "info": true}
+	"lpush": true, "ltrim": true, "pexpire": true, "lrange": true, "pttl": true, "expire": true, "info": true,
+	"lindex": true, "lset": true}
 
 func (r *infoReader) read() (redisStats, error) {
 	s := redisStats{cmds: map[string][2]float64{}}

@@ -362,6 +362,10 @@ func TestTickRoundTrips(t *testing.T) {
 		}
 		return n
 	}
+	// A first run loads the scripts (a new server answers NOSCRIPT once per script).
+	if code, _, errs := c.run("run", "-k", "warm", "--", "true"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
 	plain := count("--", "true")
 	ticked := count("--schedule", "* * * * *", "--", "true")
 	if plain != ticked || ticked > 3 {

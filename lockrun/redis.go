@@ -32,9 +32,7 @@ import (
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// The scripts are sent with EVAL every time rather than EVALSHA: they are about a
-// kilobyte once their comments are stripped, and EVAL costs exactly one round trip, where
-// EVALSHA costs two (NOSCRIPT, then EVAL) after every Redis restart or failover.
+// The scripts are sent by their SHA1, the body only when Redis lacks them (redisscript.go).
 // Each is prepared on first use: a run on the local backend never needs them.
 var (
 	acquireScript = sync.OnceValue(func() string { return loadScript("acquire.lua") })
@@ -85,6 +83,7 @@ const DefaultRedisPrefix = "cronlock:"
 // redisClient is the part of go-redis the locker uses; tests wrap it to inject faults.
 type redisClient interface {
 	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
+	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd
 	Info(ctx context.Context, section ...string) *redis.StringCmd
 	Scan(ctx context.Context, cursor uint64, match string, count int64) *redis.ScanCmd
 	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
@@ -151,13 +150,12 @@ func NewRedisLocker(o RedisOptions) (*RedisLocker, error) {
 	to := o.Timeout
 	d := newRedisDialer(to, t.tlsConfig())
 	c := redis.NewClient(&redis.Options{
-		Network:  t.network,
-		Addr:     t.addr,
-		Username: t.username,
-		Password: t.password,
-		DB:       t.db,
-		// The dialer does TLS itself and rides out a restart (redisdial.go).
-		Dialer: d.dial,
+		Network: t.network,
+		Addr:    t.addr,
+		// The dialer does TLS itself and rides out a restart (redisdial.go); it sends AUTH
+		// and SELECT in one round trip and spares go-redis's HELLO (redishandshake.go), so
+		// go-redis gets no credentials and database 0.
+		Dialer: newHandshake(t, to).wrap(d.dial),
 
 		// RESP2 and no CLIENT SETINFO: fewer handshake round trips for a short-lived process.
 		Protocol:        2,
@@ -449,7 +447,7 @@ func (l *RedisLocker) eval(ctx context.Context, script string, keys []string, ar
 	defer cancel()
 	backoff := 10 * time.Millisecond
 	for {
-		res, err = l.c.Eval(octx, script, keys, args...).Result()
+		res, err = evalScript(octx, l.c, script, keys, args...).Result()
 		if err == nil {
 			return res, false, nil
 		}

@@ -140,8 +140,20 @@ type redisLossyClient struct {
 }
 
 func (c *redisLossyClient) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	cmd := c.redisClient.Eval(ctx, script, keys, args...)
-	if script == c.script {
+	return c.maybeLose(ctx, script == c.script, c.redisClient.Eval(ctx, script, keys, args...))
+}
+
+func (c *redisLossyClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	cmd := c.redisClient.EvalSha(ctx, sha, keys, args...)
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		return cmd // it did not run: the locker sends the body next
+	}
+	return c.maybeLose(ctx, sha == scriptSHA(c.script), cmd)
+}
+
+// maybeLose counts a call of the script and loses its reply while lose lasts.
+func (c *redisLossyClient) maybeLose(ctx context.Context, ours bool, cmd *redis.Cmd) *redis.Cmd {
+	if ours {
 		c.calls.Add(1)
 		if c.lose.Add(-1) >= 0 {
 			cmd.Err() // it ran

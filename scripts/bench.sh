@@ -35,6 +35,9 @@
 # tick record is deleted, so that each --schedule run claims a tick rather than skipping.
 # Prints both medians and their ratio (the goal: within 5%), in about two minutes.
 #
+# `scripts/bench.sh herd`: how many hosts one Redis serves (scripts/bench_herd.sh says how),
+# in about five minutes.
+#
 # `scripts/bench.sh fleet` measures reading the fleet's record: a key given 1000 entries
 # by 1000 real runs (CRONLOCK_FLEET_KEEP=1000), then `history --fleet --key K --limit 20`
 # (table and --json), `--limit 0` (all 1000) and without --key (SCAN), 200 runs each with
@@ -531,10 +534,15 @@ print("|---|---|")
 for r in res:
     print(f"| `cronlock {r['command']}` | {statistics.median(r['times']) * 1000:.2f} |")
 print(f"\nCommands Redis received for one `history --fleet --key K --limit 20`: "
-      f"{os.environ['BENCH_CMDS'].strip()} (HELLO is the connection's handshake; LRANGE and "
+      f"{os.environ['BENCH_CMDS'].strip()} (LRANGE and "
       "the two GETs travel in one pipeline: one round trip).")
 PY
 }
+if [ "${1:-}" = herd ]; then
+	source scripts/bench_herd.sh
+	herd_bench
+	exit 0
+fi
 if [ "${1:-}" = tick ]; then
 	tick_ab
 	exit 0
@@ -846,8 +854,8 @@ print("- The history's part of a short run: its start facts go to a per-run file
       "short by checkpointing and truncating it past 200 pages; about one run in 30 pays for that "
       "checkpoint's two fsyncs (a few ms on this disk).")
 print("- The bash + redis-cli wrapper forks redis-cli twice and `od`, `head`, `tr` for its token; "
-      "cronlock's Redis work is three round trips on one connection (go-redis sends HELLO on every new "
-      "connection, then the acquire and release scripts).")
+      "cronlock's Redis work is two round trips on one connection (the acquire and release scripts, "
+      "sent by SHA1; go-redis's HELLO is answered without a round trip: lockrun/redishandshake.go).")
 if "etcdctl lock" in med:
     e, ev = med["etcdctl lock"], med["etcdctl version (its start-up floor)"]
     print(f"- etcdctl: `etcdctl version`, which talks to no server, takes {ev:.1f} ms of the {e:.1f} ms of "

@@ -9,6 +9,9 @@
 //   - Reset: every open connection is closed with a TCP RST (SO_LINGER 0) on both sides,
 //     and new connections are reset at once, until the mode changes.
 //
+// It also records the request turns of every connection (Turns): the bytes a client sent
+// between two replies, so a test can count round trips on the wire.
+//
 // When the upstream cannot be dialled (the server is down) an accepted connection is
 // closed at once. It is for tests only: no throughput tricks, one goroutine per direction
 // plus one per direction for delayed delivery.
@@ -58,6 +61,8 @@ type Proxy struct {
 	delay  time.Duration
 	links  map[*link]struct{}
 	closed bool
+	turns  []Turn
+	nlinks int
 	wg     sync.WaitGroup
 }
 
@@ -65,6 +70,42 @@ type Proxy struct {
 type link struct {
 	client, server *net.TCPConn
 	once           sync.Once
+	id             int
+	turn           int  // index in Proxy.turns of this link's open turn, -1 when none
+	replied        bool // the server spoke since the open turn began
+}
+
+// Turn is one request turn: what a client sent before it read a reply, so one round trip
+// (a pipeline is one turn). Conn numbers the connection in accept order, from 1.
+type Turn struct {
+	Conn int
+	Data []byte
+}
+
+// Turns returns a copy of every request turn so far, in order.
+func (p *Proxy) Turns() []Turn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Turn, len(p.turns))
+	for i, t := range p.turns {
+		out[i] = Turn{Conn: t.Conn, Data: append([]byte(nil), t.Data...)}
+	}
+	return out
+}
+
+// record notes data read from the client (fromClient) or the server on l.
+func (p *Proxy) record(l *link, data []byte, fromClient bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !fromClient {
+		l.replied = true
+		return
+	}
+	if l.turn < 0 || l.replied {
+		p.turns = append(p.turns, Turn{Conn: l.id})
+		l.turn, l.replied = len(p.turns)-1, false
+	}
+	p.turns[l.turn].Data = append(p.turns[l.turn].Data, data...)
 }
 
 // close closes both sides, with a RST when rst is set.
@@ -149,13 +190,15 @@ func (p *Proxy) accept() {
 			client.Close()
 			continue
 		}
-		l := &link{client: client, server: s.(*net.TCPConn)}
+		l := &link{client: client, server: s.(*net.TCPConn), turn: -1}
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
 			l.close(false)
 			continue
 		}
+		p.nlinks++
+		l.id = p.nlinks
 		p.links[l] = struct{}{}
 		p.mu.Unlock()
 		p.wg.Add(2)
@@ -194,6 +237,7 @@ func (p *Proxy) pipe(l *link, src, dst *net.TCPConn) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			p.record(l, buf[:n], src == l.client)
 			m, delay := p.current()
 			switch m {
 			case Blackhole, Reset:

@@ -16,6 +16,8 @@
 //	benchtools lockloss -n N -out F -redis ADDR -lockkey KEY -period D -- CRONLOCK-ARGV...
 //	    N runs of `CRONLOCK-ARGV... benchtools term`; at a random moment of the renewal
 //	    period D the lock key is deleted (DEL). Sample: the child's SIGTERM minus the DEL.
+//	benchtools stamp                        print "start NS", exit
+//	benchtools herd -n N -keys K -spread D -- CRONLOCK-ARGV...   (see herd.go)
 //	benchtools peakrss -- ARGV...
 //	    run ARGV with its stdout on a pipe this process drains, and print the peak resident
 //	    set size (VmHWM, KiB) that ARGV's process reached.
@@ -68,6 +70,10 @@ func main() {
 		lockloss(args)
 	case "peakrss":
 		peakRSS(args)
+	case "stamp":
+		fmt.Printf("start %d\n", mono())
+	case "herd":
+		herd(args)
 	default:
 		fatalf("unknown subcommand %q", os.Args[1])
 	}

@@ -1,0 +1,57 @@
+package lockrun
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Scripts go by their SHA1 (EVALSHA), and the body (EVAL) only when Redis answers
+// NOSCRIPT: after a restart, a failover or SCRIPT FLUSH, once per script until some run
+// has sent it again. A body sent with every EVAL costs Redis a SHA1 of its kilobytes on
+// every call (the largest single item of its CPU time in the herd benchmark, ahead of
+// the scripts themselves) and the network their bytes; NOSCRIPT costs the first runs
+// after a restart one round trip per script. NOSCRIPT means the script did not run, so
+// the fallback is always safe to send. So is a refusal of EVALSHA by an ACL written for
+// an older cronlock (+eval without +evalsha): such a fleet keeps working, at the cost of
+// that round trip, which the rest of the process then saves by sending EVAL alone.
+
+// scriptSHAs maps a script's body to its SHA1 in hex, computed once per process.
+var scriptSHAs sync.Map
+
+func scriptSHA(script string) string {
+	if v, ok := scriptSHAs.Load(script); ok {
+		return v.(string)
+	}
+	sum := sha1.Sum([]byte(script))
+	sha := hex.EncodeToString(sum[:])
+	scriptSHAs.Store(script, sha)
+	return sha
+}
+
+// evalshaDenied is set once the server's ACL refused EVALSHA to this process.
+var evalshaDenied atomic.Bool
+
+// evalScript runs script with EVALSHA, falling back to EVAL when Redis lacks it or the
+// ACL forbids EVALSHA.
+func evalScript(ctx context.Context, c redisClient, script string, keys []string, args ...any) *redis.Cmd {
+	if evalshaDenied.Load() {
+		return c.Eval(ctx, script, keys, args...)
+	}
+	cmd := c.EvalSha(ctx, scriptSHA(script), keys, args...)
+	err := cmd.Err()
+	switch {
+	case err == nil:
+	case redis.HasErrorPrefix(err, "NOSCRIPT"):
+		return c.Eval(ctx, script, keys, args...)
+	case redis.HasErrorPrefix(err, "NOPERM") && strings.Contains(strings.ToLower(err.Error()), "'evalsha'"):
+		evalshaDenied.Store(true)
+		return c.Eval(ctx, script, keys, args...)
+	}
+	return cmd
+}

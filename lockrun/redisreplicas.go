@@ -62,7 +62,12 @@ func (l *RedisLocker) evalAcked(ctx context.Context, script string, keys []strin
 			return nil, l.redirected(octx, err)
 		}
 		if a.n, err = w.Int64(); err != nil {
-			return nil, err
+			// The script's reply came but WAIT's did not within the operation (the dial
+			// took part of it): no replica acknowledged in time, as far as can be known.
+			if !isTimeout(err) {
+				return nil, err
+			}
+			a.n = 0
 		}
 		return res, nil
 	})

@@ -11,33 +11,46 @@ import (
 	"time"
 )
 
-// Sentinel is a private Sentinel deployment: a master, one replica and three Sentinels
+// Sentinel is a private Sentinel deployment: a master, its replicas and three Sentinels
 // (quorum 2) that see a master down after 500ms.
 type Sentinel struct {
 	Name      string // the master's name: "mymaster"
 	Master    *Server
-	Replica   *Server
+	Replica   *Server   // the first of Replicas
+	Replicas  []*Server // in sync when StartSentinel returns
 	Sentinels []*Server
 	t         testing.TB
 }
 
-// StartSentinel starts a Sentinel deployment on free loopback ports, all of it stopped
-// when the test ends. The replica is in sync when it returns; the Sentinels may not know
-// each other yet (WaitFailoverReady waits for that).
+// StartSentinel starts a Sentinel deployment with one replica on free loopback ports,
+// all of it stopped when the test ends. The replica is in sync when it returns; the
+// Sentinels may not know each other yet (WaitFailoverReady waits for that).
 func StartSentinel(t testing.TB, extra ...string) *Sentinel {
+	t.Helper()
+	return StartSentinelReplicas(t, 1, extra...)
+}
+
+// StartSentinelReplicas is StartSentinel with n replicas.
+func StartSentinelReplicas(t testing.TB, n int, extra ...string) *Sentinel {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		missing(t, "redis-server is not installed")
 	}
 	d := &Sentinel{Name: "mymaster", t: t}
-	// No 5s wait for more replicas before a full sync (the default of Redis 7).
-	d.Master = Start(t, append([]string{"--repl-diskless-sync-delay", "0"}, extra...)...)
-	d.Replica = Start(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(d.Master.Port)}, extra...)...)
-	waitFor(t, 10*time.Second, "the replica to sync", func() bool {
-		info, err := d.Replica.Do("INFO", "replication")
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	})
+	// No 5s wait for more replicas before a full sync (the default of Redis 7), on every
+	// server: a replica may become the master that the others sync from.
+	extra = append([]string{"--repl-diskless-sync-delay", "0"}, extra...)
+	d.Master = Start(t, extra...)
+	for i := 0; i < n; i++ {
+		r := Start(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(d.Master.Port)}, extra...)...)
+		d.Replicas = append(d.Replicas, r)
+		waitFor(t, 10*time.Second, "the replica to sync", func() bool {
+			info, err := r.Do("INFO", "replication")
+			return err == nil && strings.Contains(info, "master_link_status:up")
+		})
+	}
+	d.Replica = d.Replicas[0]
 	for i := 0; i < 3; i++ {
 		s := &Server{Dir: t.TempDir(), t: t, Port: FreePort(t)}
 		s.Addr = "127.0.0.1:" + strconv.Itoa(s.Port)
@@ -71,14 +84,15 @@ func (d *Sentinel) URL() string {
 	return "redis-sentinel://" + strings.Join(hosts, ",") + "/" + d.Name
 }
 
-// WaitFailoverReady waits until every Sentinel knows the replica and the other two,
+// WaitFailoverReady waits until every Sentinel knows the replicas and the other two,
 // so that killing the master leads to a failover.
 func (d *Sentinel) WaitFailoverReady() {
 	d.t.Helper()
-	waitFor(d.t, 15*time.Second, "the Sentinels to know each other and the replica", func() bool {
+	want := fmt.Sprintf("slaves=%d,sentinels=3", len(d.Replicas))
+	waitFor(d.t, 15*time.Second, "the Sentinels to know each other and the replicas", func() bool {
 		for _, s := range d.Sentinels {
 			info, err := s.Do("INFO", "sentinel")
-			if err != nil || !strings.Contains(info, "slaves=1,sentinels=3") {
+			if err != nil || !strings.Contains(info, want) {
 				return false
 			}
 		}

@@ -144,14 +144,15 @@ func TestMinReplicasShortfall(t *testing.T) {
 // line, never showing the password.
 func TestHAURLsRefusedClearly(t *testing.T) {
 	c := newCLI(t, "")
-	for _, url := range []string{
-		"redis-sentinel://:hunter2@127.0.0.1:1",
-		"redis-sentinel://:hunter2@127.0.0.1:1,/m",
-		"redis-cluster://:hunter2@127.0.0.1:1/3",
-		"rediss-cluster://:hunter2@127.0.0.1:1",
+	for url, want := range map[string]string{
+		"redis-sentinel://:hunter2@127.0.0.1:1":       "it names no master",
+		"redis-sentinel://:hunter2@127.0.0.1:1,/m":    "empty entry",
+		"redis-cluster://:hunter2@127.0.0.1:1/3":      "database 0 only",
+		"rediss-cluster://:hunter2@127.0.0.1:1":       "TLS is not supported",
+		"redis-sentinel://:hunter2@[::1]:1,h:2/m/x/y": "more than /MASTER/db",
 	} {
 		code, _, errs := c.run("run", "-k", "x", "--redis", url, "--", "true")
-		if code != 125 || strings.Count(errs, "\n") != 2 || strings.Contains(errs, "hunter2") || !strings.Contains(errs, "invalid Redis URL") {
+		if code != 125 || strings.Count(errs, "\n") != 2 || strings.Contains(errs, "hunter2") || !strings.Contains(errs, want) {
 			// Two lines: the URL's error, and the warning that --redis shows a password in ps.
 			t.Errorf("%s: exit %d, stderr %q", url, code, errs)
 		}

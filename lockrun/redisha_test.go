@@ -3,6 +3,9 @@ package lockrun
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -213,5 +216,44 @@ func TestHAURLParsing(t *testing.T) {
 		if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "pa#ss") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: the message shows the password or spans lines: %q", tc.url, err)
 		}
+	}
+}
+
+// TestMinReplicasLatency prints the median time of an acquire and of a renewal on one
+// master with one replica, with and without --min-replicas 1. A measurement, run by
+// hand for BENCHMARKS.md:
+//
+//	CRONLOCK_BENCH_HA=1 go test -count=1 -run TestMinReplicasLatency -v ./lockrun
+func TestMinReplicasLatency(t *testing.T) {
+	if os.Getenv("CRONLOCK_BENCH_HA") == "" {
+		t.Skip("a measurement: set CRONLOCK_BENCH_HA=1")
+	}
+	d := redistest.StartSentinel(t)
+	ctx := context.Background()
+	median := func(f func()) time.Duration {
+		var ds []time.Duration
+		for range 300 {
+			start := time.Now()
+			f()
+			ds = append(ds, time.Since(start))
+		}
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return ds[len(ds)/2]
+	}
+	for _, n := range []int{0, 1} {
+		l := haLocker(t, d.URL(), func(o *RedisOptions) { o.MinReplicas = n })
+		redisMustAcquire(t, l, redisTestReq("warm")).Release(ctx)
+		acq := median(func() {
+			lease := redisMustAcquire(t, l, redisTestReq("lat"))
+			lease.Release(ctx)
+		})
+		lease := redisMustAcquire(t, l, redisTestReq("lat"))
+		renew := median(func() {
+			if err := lease.Renew(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+		lease.Release(ctx)
+		fmt.Printf("| %d | %.0f | %.0f |\n", n, float64(acq.Microseconds()), float64(renew.Microseconds()))
 	}
 }

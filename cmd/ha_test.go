@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,5 +157,27 @@ func TestHAURLsRefusedClearly(t *testing.T) {
 			// Two lines: the URL's error, and the warning that --redis shows a password in ps.
 			t.Errorf("%s: exit %d, stderr %q", url, code, errs)
 		}
+	}
+}
+
+// TestSentinelUnknownMaster: a master name no Sentinel monitors is one clear line, 125.
+func TestSentinelUnknownMaster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Sentinel deployment")
+	}
+	d := redistest.StartSentinel(t)
+	c := newCLI(t, strings.TrimSuffix(d.URL(), d.Name)+"nosuch")
+	code, _, errs := c.run("run", "-k", "x", "--redis-timeout", "1s", "--", "true")
+	if code != 125 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, `monitors a master named "nosuch"`) {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestSentinelsUnreachable: Sentinels that all refuse are one line naming each, 125.
+func TestSentinelsUnreachable(t *testing.T) {
+	c := newCLI(t, fmt.Sprintf("redis-sentinel://127.0.0.1:%d,127.0.0.1:%d/m", redistest.FreePort(t), redistest.FreePort(t)))
+	code, _, errs := c.run("run", "-k", "x", "--redis-timeout", "300ms", "--", "true")
+	if code != 125 || strings.Count(errs, "\n") != 1 || strings.Count(errs, "connection refused") != 2 {
+		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 }

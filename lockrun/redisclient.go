@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -216,6 +217,9 @@ func (r *sentinelResolver) masterAddr(ctx context.Context) (string, error) {
 		if err == nil {
 			err = fmt.Errorf("unexpected reply %v", v)
 		}
+		if isAuthError(err.Error()) {
+			return "", &sentinelAuthError{addr: r.addrs[j], err: err}
+		}
 		errs = append(errs, fmt.Errorf("sentinel %s: %w", r.addrs[j], err))
 		if ctx.Err() != nil {
 			break
@@ -224,8 +228,38 @@ func (r *sentinelResolver) masterAddr(ctx context.Context) (string, error) {
 	if unknown > 0 && len(errs) == 0 {
 		return "", &NoMasterError{Master: r.master, Sentinels: r.addrs}
 	}
-	return "", errors.Join(errs...)
+	return "", joinedError(errs)
 }
+
+// joinedError is the errors of several Sentinels on one line (errors.Join puts newlines
+// between them, and every cronlock message is one line); errors.Is and As see them all.
+type joinedError []error
+
+func (e joinedError) Error() string {
+	var b strings.Builder
+	for i, err := range e {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+func (e joinedError) Unwrap() []error { return e }
+
+// sentinelAuthError is a Sentinel that refused cronlock's credentials: the Sentinels'
+// password is a setting of its own.
+type sentinelAuthError struct {
+	addr string
+	err  error
+}
+
+func (e *sentinelAuthError) Error() string {
+	return fmt.Sprintf("the Sentinel %s refused: %v; put the Sentinels' password (requirepass in sentinel.conf) in the file named by CRONLOCK_REDIS_SENTINEL_PASSWORD_FILE", e.addr, e.err)
+}
+
+func (e *sentinelAuthError) Unwrap() error { return e.err }
 
 func (r *sentinelResolver) close() {
 	for _, s := range r.sentinels {

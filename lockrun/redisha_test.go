@@ -136,6 +136,17 @@ func TestClusterLockPaths(t *testing.T) {
 	c := redistest.StartCluster(t)
 	l := haLocker(t, c.URL())
 	exerciseLockPaths(t, l)
+
+	// WAIT reaches the master of the lock's slot (go-redis would send a keyless command
+	// anywhere) and counts its replicas: none here, for keys on every master.
+	l = haLocker(t, c.URL(), func(o *RedisOptions) { o.MinReplicas = 1; o.Timeout = 300 * time.Millisecond })
+	for _, k := range []string{"w-a", "w-b", "w-c", "w-d"} {
+		_, err := l.Acquire(context.Background(), redisTestReq(k))
+		var re *ReplicaError
+		if !errors.As(err, &re) || re.Got != 0 {
+			t.Fatalf("Acquire(%s) on a cluster without replicas, --min-replicas 1: %v", k, err)
+		}
+	}
 }
 
 func TestMinReplicasAcksAcquireAndRenew(t *testing.T) {

@@ -58,6 +58,11 @@ func (l *RedisLocker) evalAcked(ctx context.Context, script string, keys []strin
 			return nil
 		})
 		res, err := ev.Result()
+		if err != nil && isTimeout(err) && res != nil {
+			// The script's reply was read, and only WAIT's was late: go-redis (on a
+			// Cluster node's pipeline) then gives every command of the pipeline the error.
+			err = nil
+		}
 		if err != nil {
 			return nil, l.redirected(octx, err)
 		}

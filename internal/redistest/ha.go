@@ -51,6 +51,12 @@ func StartSentinelReplicas(t testing.TB, n int, extra ...string) *Sentinel {
 		})
 	}
 	d.Replica = d.Replicas[0]
+	// After a diskless sync the master counts a replica (in WAIT too) only once the
+	// replica's first once-a-second REPLCONF ACK came in.
+	waitFor(t, 10*time.Second, "the master to see its replicas online", func() bool {
+		info, err := d.Master.Do("INFO", "replication")
+		return err == nil && strings.Count(info, "state=online") == n
+	})
 	for i := 0; i < 3; i++ {
 		s := &Server{Dir: t.TempDir(), t: t, Port: FreePort(t)}
 		s.Addr = "127.0.0.1:" + strconv.Itoa(s.Port)

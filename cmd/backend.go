@@ -30,6 +30,10 @@ type backendOptions struct {
 	// FleetKeep is CRONLOCK_FLEET_KEEP: entries of the fleet's record kept per key
 	// (a setting only: it is the fleet's, not one run's); 0 = the default.
 	FleetKeep int
+	// MinReplicas is run's --min-replicas; SentinelPasswordFile is
+	// CRONLOCK_REDIS_SENTINEL_PASSWORD_FILE (backendha.go).
+	MinReplicas          int
+	SentinelPasswordFile string
 
 	urlFromFlag bool // the URL came from --redis, where ps shows it
 }
@@ -47,7 +51,7 @@ var backendTwins = map[string]string{
 func (o *backendOptions) addFlags(fs *pflag.FlagSet) {
 	o.RedisTimeout = 2 * time.Second
 	fs.StringVar(&o.Backend, "backend", "auto", "lock backend: redis, local, or auto (redis when a Redis URL is set) (env CRONLOCK_BACKEND)")
-	fs.StringVar(&o.RedisURL, "redis", "", "Redis URL: redis://[user:pass@]host:port/db, rediss://…, unix:///path (env CRONLOCK_REDIS_URL)")
+	fs.StringVar(&o.RedisURL, "redis", "", "Redis URL: redis://[user:pass@]host:port/db, rediss://…, unix:///path, redis-sentinel://h1:26379,h2:26379/MASTER[/db], redis-cluster://h1:6379,h2:6379 (env CRONLOCK_REDIS_URL)")
 	fs.StringVar(&o.PasswordFile, "redis-password-file", "", "read the Redis password from this file (env CRONLOCK_REDIS_PASSWORD_FILE)")
 	fs.Var(durationValue{d: &o.RedisTimeout, positive: true}, "redis-timeout", "deadline of one Redis operation (env CRONLOCK_REDIS_TIMEOUT)")
 	fs.StringVar(&o.Prefix, "prefix", "cronlock:", "namespace of every Redis key cronlock writes (env CRONLOCK_PREFIX)")
@@ -89,7 +93,7 @@ func (o *backendOptions) resolve(fs *pflag.FlagSet, s *settings) error {
 	default:
 		return fmt.Errorf("--backend %q: use redis, local or auto", o.Backend)
 	}
-	return nil
+	return o.resolveHA(fs, s)
 }
 
 // load reads the settings and resolves the backend flags of command c, for the commands
@@ -141,6 +145,9 @@ func (o *backendOptions) open() (lockrun.Locker, error) {
 			return nil, err
 		}
 		ro.Password = pw
+	}
+	if err := o.haOptions(&ro); err != nil {
+		return nil, err
 	}
 	return lockrun.NewRedisLocker(ro)
 }

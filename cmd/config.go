@@ -34,6 +34,7 @@ var configNames = []string{
 	"CRONLOCK_HISTORY_RETENTION", "CRONLOCK_ALLOW_EVICTION", "CRONLOCK_TZ", "CRONLOCK_MAX_SKEW",
 	"CRONLOCK_FLEET_KEEP", "CRONLOCK_JITTER", "CRONLOCK_PING_URL",
 	"CRONLOCK_OUTPUT",
+	"CRONLOCK_REDIS_MIN_REPLICAS", "CRONLOCK_REDIS_SENTINEL_PASSWORD_FILE",
 }
 
 // loadSettings reads the config file and overlays the environment. Only the default file

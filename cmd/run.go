@@ -47,6 +47,7 @@ var runTwins = map[string]string{
 	"metrics-dir": "CRONLOCK_METRICS_DIR",
 	// Only run takes locks, so only run can be refused for a server that evicts them.
 	"allow-eviction": "CRONLOCK_ALLOW_EVICTION",
+	"min-replicas":   minReplicasName,
 	"log-format":     "CRONLOCK_LOG_FORMAT", // root's flag, resolved here with run's other settings
 }
 
@@ -110,6 +111,7 @@ skipped (exit --conflict-exit-code, 0 by default) and recorded in the history.`,
 	o.backendOptions.addFlags(f)
 	f.Var(yesNoValue{&o.AllowEviction}, "allow-eviction", "take the lock even on a Redis that can evict keys (maxmemory with a policy but noeviction) (env CRONLOCK_ALLOW_EVICTION)")
 	f.Lookup("allow-eviction").NoOptDefVal = "yes"
+	addMinReplicasFlag(f, &o.backendOptions)
 	f.Var(durationValue{d: &j.Wait}, "wait", "how long to wait for a held lock; 0 skips at once")
 	f.Var(durationValue{d: &j.Jitter}, "jitter", "sleep a random time in [0, this) before asking for the lock, to spread a fleet's runs (env CRONLOCK_JITTER); 0 = none")
 	f.Var(durationValue{d: &j.Timeout}, "timeout", "longest run time, of all tries and the delays between them; then stop the job and exit 124; 0 = none")

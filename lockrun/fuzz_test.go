@@ -87,6 +87,8 @@ func FuzzParseRedisURL(f *testing.F) {
 		"redis:u:pw@h", "redis:/u:pw@h", "//u:pw@h", "redis://u:p@ss@h", "REDIS://H",
 		"redis://h:+1", "redis://h?db=+3", "redis://h?db=1&db=2", "redis://%zz",
 		"unix:///run/redis@1.sock", "unix:///run/a:b@c.sock", "redis://u:p//w@h", "redis:u:p//w@h",
+		"redis-sentinel://u:s3cretPW@s1:26379,[::1]:5/m/2", "redis-cluster://:s3cretPW@n1,n2:7000",
+		"redis-sentinel://:s3cret#PW@s1/m", "redis-cluster://:s3cretPW@n1/ma@ster", "rediss-cluster://:pw@h",
 	} {
 		f.Add(s)
 	}
@@ -163,6 +165,8 @@ func FuzzRedisURLPassword(f *testing.F) {
 		{"unix", "", "s3cretPW", "/run/redis.sock"},
 		{"redis", "u", "a b c d", "h"},
 		{"redis", "u:v", "s3cretPW", "h"},
+		{"redis-sentinel", "u", "s3cret/PW", "s1:26379,s2/m/1"},
+		{"redis-cluster", "", "s3cret?PW", "[::1]:7000,n2"},
 	} {
 		f.Add(s[0], s[1], s[2], s[3])
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // Redis layout of one lock KEY (the hash tag puts all of them in one Cluster slot):
@@ -62,7 +61,7 @@ func loadScript(name string) string {
 
 // RedisOptions configures NewRedisLocker.
 type RedisOptions struct {
-	URL      string        // redis://[user:pass@]host:port/db, rediss://… (TLS), unix:///path[?db=N]
+	URL      string        // redis://[user:pass@]host:port/db, rediss://… (TLS), unix:///path[?db=N], redis-sentinel://…, redis-cluster://… (redisurlha.go)
 	Password string        // from --redis-password-file; overrides the URL's password when non-empty
 	Timeout  time.Duration // deadline of one Redis operation (dial, read, write, script); default 2s if 0
 	Prefix   string        // key namespace, default "cronlock:"
@@ -72,6 +71,12 @@ type RedisOptions struct {
 	// FleetKeep is how many entries the fleet's record keeps per key
 	// (CRONLOCK_FLEET_KEEP); 0 = DefaultFleetKeep.
 	FleetKeep int
+	// MinReplicas is how many replicas must acknowledge each acquire and renewal
+	// (--min-replicas); 0 = none are waited for. See redisreplicas.go.
+	MinReplicas int
+	// SentinelPassword authenticates to the Sentinels of a redis-sentinel:// URL
+	// (CRONLOCK_REDIS_SENTINEL_PASSWORD_FILE); "" = none.
+	SentinelPassword string
 }
 
 // DefaultRedisTimeout is the deadline of one Redis operation when RedisOptions.Timeout is 0.
@@ -104,6 +109,7 @@ type RedisLocker struct {
 	allowEviction bool
 	dialer        *redisDialer
 	keep          int // entries of the fleet's record kept per key; 0 = DefaultFleetKeep
+	minReplicas   int // replicas that must acknowledge acquire and renewal (WAIT)
 
 	// poll overrides the waiters' polling period (default min(1s, ttl/3)); tests raise it
 	// to prove that a release wakes a waiter through pub/sub alone.
@@ -149,49 +155,11 @@ func NewRedisLocker(o RedisOptions) (*RedisLocker, error) {
 
 	to := o.Timeout
 	d := newRedisDialer(to, t.tlsConfig())
-	c := redis.NewClient(&redis.Options{
-		Network: t.network,
-		Addr:    t.addr,
-		// The dialer does TLS itself and rides out a restart (redisdial.go); it sends AUTH
-		// and SELECT in one round trip and spares go-redis's HELLO (redishandshake.go), so
-		// go-redis gets no credentials and database 0.
-		Dialer: newHandshake(t, to).wrap(d.dial),
-
-		// RESP2 and no CLIENT SETINFO: fewer handshake round trips for a short-lived process.
-		Protocol:        2,
-		DisableIdentity: true,
-
-		// Every time-out explicit (the defaults are 5s each), and the caller's context
-		// deadline cuts a socket read short, so a renewal never outlives its lease. The
-		// dial is bounded by the caller's context instead of DialTimeout (redisdial.go).
-		DialTimeout:           dialUnbounded,
-		ReadTimeout:           to,
-		WriteTimeout:          to,
-		PoolTimeout:           to,
-		ContextTimeoutEnabled: true,
-
-		// No hidden retries: the locker retries itself, within its own deadline, and only
-		// operations that are safe to repeat (all of its scripts are idempotent).
-		// The dialer retries dials itself, so the pool makes one attempt.
-		MaxRetries:         -1,
-		MinRetryBackoff:    -1,
-		MaxRetryBackoff:    -1,
-		DialerRetries:      1,
-		DialerRetryTimeout: 10 * time.Millisecond,
-
-		// Small, but not 1: PoolSize is also how many failed dials open go-redis's dial
-		// circuit breaker, which the dialer keeps below it (redisdial.go).
-		PoolSize:         4,
-		MinIdleConns:     0,
-		MaxIdleConns:     4,
-		MaxActiveConns:   8,
-		PipelinePoolSize: -1, // pipelines (List) share the main pool
-		ConnMaxIdleTime:  time.Minute,
-		ConnMaxLifetime:  0,
-
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-	})
-	return &RedisLocker{c: c, target: t, timeout: to, prefix: o.Prefix, allowEviction: o.AllowEviction, dialer: d, keep: o.FleetKeep}, nil
+	c, err := newRedisClient(t, o, d)
+	if err != nil {
+		return nil, err
+	}
+	return &RedisLocker{c: c, target: t, timeout: to, prefix: o.Prefix, allowEviction: o.AllowEviction, dialer: d, keep: o.FleetKeep, minReplicas: o.MinReplicas}, nil
 }
 
 // validPrefix allows the key charset only: no "{" or "}" (they would break the hash tag)
@@ -385,7 +353,7 @@ func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token, mode 
 	// Read before the first send: when a retry inside eval finds the lock already ours,
 	// its PX was set by the attempt sent here.
 	sent := clockOr(l.now)()
-	res, unknown, err := l.eval(ctx, acquireScript(), keys, args...)
+	res, acks, unknown, err := l.evalAcked(ctx, acquireScript(), keys, args...)
 	if err != nil {
 		// A release cannot reach a server that no dial reaches either.
 		if unknown && l.unreachable() == nil {
@@ -395,7 +363,13 @@ func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token, mode 
 		}
 		return nil, nil, l.userError("take lock "+req.Key, err)
 	}
-	return l.acquireReply(ctx, req, token, sent, res)
+	lease, held, err := l.acquireReply(ctx, req, token, sent, res)
+	if lease != nil && mode == "" {
+		if err := l.checkAcquireAcks(ctx, lease, acks); err != nil {
+			return nil, nil, err
+		}
+	}
+	return lease, held, err
 }
 
 // releaseArgs is what a release does besides letting the lock go.
@@ -443,11 +417,19 @@ func (l *RedisLocker) ClaimMissed(ctx context.Context, req Request) error {
 // retried it for as long as a restart can heal it (redisdial.go). unknown reports that a
 // failed call may have run anyway (it may have been sent, and no reply came).
 func (l *RedisLocker) eval(ctx context.Context, script string, keys []string, args ...any) (res any, unknown bool, err error) {
+	return l.retry(ctx, func(octx context.Context) (any, error) {
+		return evalScript(octx, l.c, script, keys, args...).Result()
+	})
+}
+
+// retry runs one attempt of an idempotent operation as eval does, within one operation
+// time-out; attempt gets the operation's context.
+func (l *RedisLocker) retry(ctx context.Context, attempt func(octx context.Context) (any, error)) (res any, unknown bool, err error) {
 	octx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	backoff := 10 * time.Millisecond
 	for {
-		res, err = evalScript(octx, l.c, script, keys, args...).Result()
+		res, err = attempt(octx)
 		if err == nil {
 			return res, false, nil
 		}

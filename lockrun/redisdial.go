@@ -54,6 +54,9 @@ type redisDialer struct {
 	// failing holds the last dial error while the server cannot be reached; nil after a
 	// dial succeeds.
 	failing atomic.Pointer[error]
+	// resolve, when set, names the server at each attempt instead of the pool's address
+	// (a Sentinel's master, which a failover changes).
+	resolve func(ctx context.Context) (string, error)
 }
 
 func newRedisDialer(attempt time.Duration, cfg *tls.Config) *redisDialer {
@@ -92,6 +95,13 @@ func (d *redisDialer) dial(ctx context.Context, network, addr string) (net.Conn,
 }
 
 func (d *redisDialer) dialOnce(ctx context.Context, network, addr string) (net.Conn, error) {
+	if d.resolve != nil {
+		a, err := d.resolve(ctx)
+		if err != nil {
+			return nil, err
+		}
+		addr = a
+	}
 	nd := &net.Dialer{}
 	if d.tls == nil {
 		return nd.DialContext(ctx, network, addr)

@@ -44,7 +44,13 @@ func (l *RedisLocker) userError(op string, err error) error {
 	server := l.target.server()
 	detail := err.Error()
 	var msg string
+	var nm *NoMasterError
+	var sa *sentinelAuthError
 	switch {
+	case errors.As(err, &nm): // before the data servers' password advice
+		msg = fmt.Sprintf("%s: %s: %s", op, server, nm)
+	case errors.As(err, &sa):
+		msg = fmt.Sprintf("%s: %s: %s", op, server, sa)
 	case errors.Is(err, context.Canceled):
 		msg = fmt.Sprintf("%s: %s: interrupted", op, server)
 	case isAuthError(detail) && l.target.password == "":

@@ -133,10 +133,24 @@ func (l *RedisLocker) List(ctx context.Context) (map[string]Holder, error) {
 func (l *RedisLocker) scanNames(ctx context.Context, kind, what string, page func(names []string) error) error {
 	seen := map[string]bool{}
 	match := l.prefix + "{*}:" + kind
+	nodes, err := l.scanNodes(ctx)
+	if err != nil {
+		return l.userError(what, err)
+	}
+	for _, node := range nodes {
+		if err := l.scanNode(ctx, node, match, kind, what, seen, page); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanNode is scanNames on one server.
+func (l *RedisLocker) scanNode(ctx context.Context, node scanner, match, kind, what string, seen map[string]bool, page func(names []string) error) error {
 	var cursor uint64
 	for {
 		octx, cancel := context.WithTimeout(ctx, l.timeout)
-		keys, next, err := l.c.Scan(octx, cursor, match, 1000).Result()
+		keys, next, err := node.Scan(octx, cursor, match, 1000).Result()
 		cancel()
 		if err != nil {
 			return l.userError(what, err)

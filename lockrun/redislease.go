@@ -57,14 +57,14 @@ func (s *redisLease) Sent() time.Duration { return s.sent }
 // time-out. It returns an error wrapping ErrLockLost when the lock is gone or not ours
 // (the key is never re-created), and another error when the outcome is unknown.
 func (s *redisLease) Renew(ctx context.Context) error {
-	res, _, err := s.l.eval(ctx, renewScript(), []string{s.l.lockKey(s.key)}, s.token, durMS(s.ttl))
+	res, acks, _, err := s.l.evalAcked(ctx, renewScript(), []string{s.l.lockKey(s.key)}, s.token, durMS(s.ttl))
 	if err != nil {
 		return s.l.userError("renew lock "+s.key, err)
 	}
 	if n, _ := res.(int64); n != 1 {
 		return fmt.Errorf("renew lock %s: it expired or was taken over: %w", s.key, ErrLockLost)
 	}
-	return nil
+	return s.l.renewAcks(s.key, acks)
 }
 
 // Release deletes the lock if it is still ours and announces it to waiters; with MinHold it

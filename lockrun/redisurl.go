@@ -18,6 +18,10 @@ type redisTarget struct {
 	username string
 	password string
 	db       int
+
+	// Sentinel and Cluster (redisurlha.go): every seed address, and the master's name.
+	addrs  []string // Sentinels, or Cluster nodes; addr is then the first of them
+	master string   // the name Sentinel knows the master by
 }
 
 // parseRedisURL understands redis://[user:pass@]host[:port][/db], rediss://… (TLS) and
@@ -28,11 +32,14 @@ type redisTarget struct {
 func parseRedisURL(raw string) (redisTarget, error) {
 	var t redisTarget
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("invalid Redis URL %q: %s (want redis://[user:pass@]host:port/db, rediss://… or unix:///path; check --redis / CRONLOCK_REDIS_URL)",
+		return fmt.Errorf("invalid Redis URL %q: %s (want redis://[user:pass@]host:port/db, rediss://…, unix:///path, redis-sentinel://h1:26379,h2:26379/MASTER or redis-cluster://h1:6379,h2:6379; check --redis / CRONLOCK_REDIS_URL)",
 			RedactURL(raw), fmt.Sprintf(format, a...))
 	}
 	if strings.TrimSpace(raw) == "" {
 		return t, fmt.Errorf("no Redis URL given: set --redis or CRONLOCK_REDIS_URL")
+	}
+	if haScheme(raw) != "" {
+		return parseHAURL(raw)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -88,7 +95,7 @@ func parseRedisURL(raw string) (redisTarget, error) {
 	case "":
 		return t, bad("it has no scheme")
 	default:
-		return t, bad("the scheme %q is not redis, rediss or unix", u.Scheme)
+		return t, bad("the scheme %q is not redis, rediss, unix, redis-sentinel or redis-cluster", u.Scheme)
 	}
 	if q.Has("db") {
 		if t.db, err = parseDB(q.Get("db")); err != nil {
@@ -118,6 +125,9 @@ func (t redisTarget) tlsConfig() *tls.Config {
 // describe names the target for people, without any secret:
 // "redis 127.0.0.1:6379/0", "rediss redis.example.com:6380/2", "redis unix:/run/redis.sock/0".
 func (t redisTarget) describe() string {
+	if t.addrs != nil {
+		return t.describeHA()
+	}
 	where := t.addr
 	if t.network == "unix" {
 		where = "unix:" + t.addr
@@ -127,6 +137,9 @@ func (t redisTarget) describe() string {
 
 // server names the server in error messages: "redis 127.0.0.1:6379".
 func (t redisTarget) server() string {
+	if t.addrs != nil {
+		return t.serverHA()
+	}
 	if t.network == "unix" {
 		return t.schemeWord() + " unix:" + t.addr
 	}

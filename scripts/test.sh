@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs cronlock's whole test suite against a real, private redis-server.
 #
-# Needs: Go with cgo (gcc) for go-sqlite3. Installs redis-server, and Debian's cron (never
+# Needs: Go with cgo (gcc) for go-sqlite3. Installs redis-server (its package brings
+# redis-cli, which the Cluster tests use to create a cluster; Sentinels are redis-server
+# --sentinel), and Debian's cron (never
 # started as a service), with apt-get when they are missing (as root). Starts Redis on a free loopback port with its data in a temporary
 # folder, exports CRONLOCK_TEST_REDIS_ADDR for the tests, runs `go test -race ./...`
 # (extra arguments are passed to go test), then a short fuzz run of every Fuzz target

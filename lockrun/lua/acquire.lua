@@ -40,6 +40,9 @@ local cur = redis.call('GET', KEYS[1])
 if cur and not missedMode then
   local ok, h = pcall(cjson.decode, cur)
   if ok and type(h) == 'table' and h.token == ARGV[1] then
+    -- A write, so that a WAIT sent after this retry (--min-replicas) waits for the
+    -- replicas to have the lock: WAIT counts only this connection's writes.
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
     return {1, h.fence, '', h.acquired_us or ''}
   end
 end

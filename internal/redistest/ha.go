@@ -1,0 +1,190 @@
+package redistest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Sentinel is a private Sentinel deployment: a master, its replicas and three Sentinels
+// (quorum 2) that see a master down after 500ms.
+type Sentinel struct {
+	Name      string // the master's name: "mymaster"
+	Master    *Server
+	Replica   *Server   // the first of Replicas
+	Replicas  []*Server // in sync when StartSentinel returns
+	Sentinels []*Server
+	t         testing.TB
+}
+
+// StartSentinel starts a Sentinel deployment with one replica on free loopback ports,
+// all of it stopped when the test ends. The replica is in sync when it returns; the
+// Sentinels may not know each other yet (WaitFailoverReady waits for that).
+func StartSentinel(t testing.TB, extra ...string) *Sentinel {
+	t.Helper()
+	return StartSentinelReplicas(t, 1, extra...)
+}
+
+// StartSentinelReplicas is StartSentinel with n replicas.
+func StartSentinelReplicas(t testing.TB, n int, extra ...string) *Sentinel {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		missing(t, "redis-server is not installed")
+	}
+	d := &Sentinel{Name: "mymaster", t: t}
+	// No 5s wait for more replicas before a full sync (the default of Redis 7), on every
+	// server: a replica may become the master that the others sync from.
+	extra = append([]string{"--repl-diskless-sync-delay", "0"}, extra...)
+	d.Master = Start(t, extra...)
+	for i := 0; i < n; i++ {
+		r := Start(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(d.Master.Port)}, extra...)...)
+		d.Replicas = append(d.Replicas, r)
+		waitFor(t, 10*time.Second, "the replica to sync", func() bool {
+			info, err := r.Do("INFO", "replication")
+			return err == nil && strings.Contains(info, "master_link_status:up")
+		})
+	}
+	d.Replica = d.Replicas[0]
+	// After a diskless sync the master counts a replica (in WAIT too) only once the
+	// replica's first once-a-second REPLCONF ACK came in.
+	waitFor(t, 10*time.Second, "the master to see its replicas online", func() bool {
+		info, err := d.Master.Do("INFO", "replication")
+		return err == nil && strings.Count(info, "state=online") == n
+	})
+	for i := 0; i < 3; i++ {
+		s := &Server{Dir: t.TempDir(), t: t, Port: FreePort(t)}
+		s.Addr = "127.0.0.1:" + strconv.Itoa(s.Port)
+		conf := filepath.Join(s.Dir, "sentinel.conf")
+		text := fmt.Sprintf(`port %d
+bind 127.0.0.1
+dir %s
+logfile %s
+sentinel monitor %s 127.0.0.1 %d 2
+sentinel down-after-milliseconds %s 500
+sentinel failover-timeout %s 3000
+sentinel parallel-syncs %s 1
+`, s.Port, s.Dir, filepath.Join(s.Dir, "sentinel.log"), d.Name, d.Master.Port, d.Name, d.Name, d.Name)
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s.args = []string{conf, "--sentinel"}
+		s.start(bin)
+		t.Cleanup(s.Kill)
+		d.Sentinels = append(d.Sentinels, s)
+	}
+	return d
+}
+
+// URL is the redis-sentinel:// URL of the deployment.
+func (d *Sentinel) URL() string {
+	var hosts []string
+	for _, s := range d.Sentinels {
+		hosts = append(hosts, s.Addr)
+	}
+	return "redis-sentinel://" + strings.Join(hosts, ",") + "/" + d.Name
+}
+
+// WaitFailoverReady waits until every Sentinel knows the replicas and the other two,
+// so that killing the master leads to a failover.
+func (d *Sentinel) WaitFailoverReady() {
+	d.t.Helper()
+	want := fmt.Sprintf("slaves=%d,sentinels=3", len(d.Replicas))
+	waitFor(d.t, 15*time.Second, "the Sentinels to know each other and the replicas", func() bool {
+		for _, s := range d.Sentinels {
+			info, err := s.Do("INFO", "sentinel")
+			if err != nil || !strings.Contains(info, want) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// MasterAddr is the master's address as the first Sentinel that answers says.
+func (d *Sentinel) MasterAddr() string {
+	for _, s := range d.Sentinels {
+		info, err := s.Do("INFO", "sentinel")
+		if err != nil {
+			continue
+		}
+		_, rest, ok := strings.Cut(info, "address=")
+		if ok {
+			addr, _, _ := strings.Cut(rest, ",")
+			return addr
+		}
+	}
+	return ""
+}
+
+// WaitPromoted waits until the Sentinels name a master other than old.
+func (d *Sentinel) WaitPromoted(old string) {
+	d.t.Helper()
+	waitFor(d.t, 20*time.Second, "the Sentinels to promote a new master", func() bool {
+		a := d.MasterAddr()
+		return a != "" && a != old
+	})
+}
+
+// Cluster is a private Redis Cluster of three masters without replicas.
+type Cluster struct {
+	Nodes []*Server
+}
+
+// StartCluster starts a three-master Cluster on free loopback ports, stopped when the
+// test ends; every slot is served when it returns.
+func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		missing(t, "redis-cli is not installed (apt-get install redis-tools)")
+	}
+	c := &Cluster{}
+	var addrs []string
+	for i := 0; i < 3; i++ {
+		s := Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "2000")
+		c.Nodes = append(c.Nodes, s)
+		addrs = append(addrs, s.Addr)
+	}
+	args := append([]string{"--cluster", "create"}, addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	waitFor(t, 15*time.Second, "every node to report cluster_state:ok", func() bool {
+		for _, s := range c.Nodes {
+			info, err := s.Do("CLUSTER", "INFO")
+			if err != nil || !strings.Contains(info, "cluster_state:ok") {
+				return false
+			}
+		}
+		return true
+	})
+	return c
+}
+
+// URL is the redis-cluster:// URL of the cluster, naming every node.
+func (c *Cluster) URL() string {
+	var hosts []string
+	for _, s := range c.Nodes {
+		hosts = append(hosts, s.Addr)
+	}
+	return "redis-cluster://" + strings.Join(hosts, ",")
+}
+
+func waitFor(t testing.TB, limit time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after %s waiting for %s", limit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

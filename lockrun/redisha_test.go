@@ -1,0 +1,270 @@
+package lockrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cronlock/internal/redistest"
+)
+
+// haLocker is a locker on a Sentinel or Cluster URL with a prefix of its own.
+func haLocker(t *testing.T, url string, edit ...func(*RedisOptions)) *RedisLocker {
+	t.Helper()
+	return newRedisTestLocker(t, "", append([]func(*RedisOptions){func(o *RedisOptions) { o.URL = url }}, edit...)...)
+}
+
+// exerciseLockPaths runs every lock path on l: exclusion among concurrent acquirers,
+// renewal, a --wait hand-off woken by the release, a tick claim, the fleet's record,
+// status's List and unlock.
+func exerciseLockPaths(t *testing.T, l *RedisLocker) {
+	ctx := context.Background()
+	// Exclusion: of eight concurrent acquirers of one key, exactly one wins.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var won []Lease
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lease, err := l.Acquire(ctx, redisTestReq("excl"))
+			var held *HeldError
+			if err != nil && !errors.As(err, &held) {
+				t.Errorf("Acquire: %v", err)
+			}
+			if err == nil {
+				mu.Lock()
+				won = append(won, lease)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(won) != 1 {
+		t.Fatalf("%d of 8 concurrent acquirers took the lock, want 1", len(won))
+	}
+	if err := won[0].Renew(ctx); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+
+	// The hand-off: a waiter polls only every 10s here, so a prompt wake-up is the
+	// release's message.
+	l.poll = 10 * time.Second
+	got := make(chan error, 1)
+	go func() {
+		req := redisTestReq("excl")
+		req.Wait, req.RunID = 8*time.Second, "run-w"
+		lease, err := l.Acquire(ctx, req)
+		if err == nil {
+			lease.Release(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	released := time.Now()
+	if err := won[0].Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("waiter: %v", err)
+	}
+	if d := time.Since(released); d > 5*time.Second {
+		t.Fatalf("the waiter took %s after the release: it was not woken by it", d)
+	}
+
+	// A tick is claimed once, and the run's release writes the fleet's record.
+	tick := time.Now().Truncate(time.Minute)
+	req := redisTestReq("ticked")
+	req.Tick, req.Schedule, req.Zone = tick, "* * * * *", "UTC"
+	lease := redisMustAcquire(t, l, req)
+	lease.(*redisLease).SetRecord(&RunRecord{RunID: "run-a", Node: "host-a", Status: "succeeded"})
+	if err := lease.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	req.RunID = "run-b"
+	var te *TickError
+	if _, err := l.Acquire(ctx, req); !errors.As(err, &te) || te.RunID != "run-a" {
+		t.Fatalf("second claim of one tick: %v, want a TickError naming run-a", err)
+	}
+	es, err := l.Fleet(ctx, "ticked", 10)
+	if err != nil || len(es) != 1 || es[0].RunID != "run-a" {
+		t.Fatalf("Fleet = %+v, %v; want run-a's entry", es, err)
+	}
+
+	// status and unlock see locks on every node (Cluster keys spread over all masters).
+	keys := []string{"s-a", "s-b", "s-c", "s-d", "s-e", "s-f"}
+	for _, k := range keys {
+		redisMustAcquire(t, l, redisTestReq(k))
+	}
+	held, err := l.List(ctx)
+	if err != nil || len(held) != len(keys) {
+		t.Fatalf("List = %d locks, %v; want %d", len(held), err, len(keys))
+	}
+	names, err := l.FleetKeys(ctx)
+	if err != nil || len(names) != 1 || names[0] != "ticked" {
+		t.Fatalf("FleetKeys = %v, %v", names, err)
+	}
+	for _, k := range keys {
+		if h, err := l.Unlock(ctx, k, true); err != nil || h == nil || h.RunID != "run-a" {
+			t.Fatalf("Unlock(%s) = %+v, %v", k, h, err)
+		}
+	}
+}
+
+func TestSentinelLockPaths(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Sentinel deployment")
+	}
+	d := redistest.StartSentinel(t)
+	l := haLocker(t, d.URL())
+	exerciseLockPaths(t, l)
+	if got := l.Describe(); !strings.HasPrefix(got, "redis-sentinel 127.0.0.1:") || !strings.HasSuffix(got, "/mymaster/0") {
+		t.Fatalf("Describe = %q", got)
+	}
+}
+
+func TestClusterLockPaths(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	c := redistest.StartCluster(t)
+	l := haLocker(t, c.URL())
+	exerciseLockPaths(t, l)
+
+	// WAIT reaches the master of the lock's slot (go-redis would send a keyless command
+	// anywhere) and counts its replicas: none here, for keys on every master.
+	l = haLocker(t, c.URL(), func(o *RedisOptions) { o.MinReplicas = 1; o.Timeout = 300 * time.Millisecond })
+	for _, k := range []string{"w-a", "w-b", "w-c", "w-d"} {
+		_, err := l.Acquire(context.Background(), redisTestReq(k))
+		var re *ReplicaError
+		if !errors.As(err, &re) || re.Got != 0 {
+			t.Fatalf("Acquire(%s) on a cluster without replicas, --min-replicas 1: %v", k, err)
+		}
+	}
+}
+
+func TestMinReplicasAcksAcquireAndRenew(t *testing.T) {
+	d := redistest.StartSentinel(t)
+	l := haLocker(t, d.URL(), func(o *RedisOptions) { o.MinReplicas = 1 })
+	ctx := context.Background()
+	lease := redisMustAcquire(t, l, redisTestReq("acked"))
+	// The replica has the lock at once: WAIT returned after it acknowledged.
+	if v, err := d.Replica.Do("GET", l.lockKey("acked")); err != nil || !strings.Contains(v, lease.(*redisLease).token) {
+		t.Fatalf("replica's copy of the lock = %q, %v", v, err)
+	}
+	if err := lease.Renew(ctx); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+
+	// With the replica gone, acquire is refused and the lock let go; a renewal is
+	// unconfirmed, not lost.
+	d.Replica.Kill()
+	_, err := l.Acquire(ctx, redisTestReq("unacked"))
+	var re *ReplicaError
+	if !errors.As(err, &re) || re.Got != 0 || re.Want != 1 {
+		t.Fatalf("Acquire without a replica: %v, want a ReplicaError", err)
+	}
+	if !strings.HasPrefix(err.Error(), "only 0 of 1 replicas acknowledged the lock unacked within ") {
+		t.Fatalf("message: %q", err)
+	}
+	if v, _ := d.Master.Do("EXISTS", l.lockKey("unacked")); v != "0" {
+		t.Fatalf("the unacknowledged lock was kept (EXISTS = %s)", v)
+	}
+	err = lease.Renew(ctx)
+	if err == nil || errors.Is(err, ErrLockLost) || !strings.Contains(err.Error(), "unconfirmed") {
+		t.Fatalf("Renew without a replica: %v, want an unconfirmed renewal", err)
+	}
+}
+
+func TestHAURLParsing(t *testing.T) {
+	for _, tc := range []struct {
+		url, describe, master string
+		addrs                 []string
+		user, pass            string
+		db                    int
+	}{
+		{"redis-sentinel://s1:26379,s2:26380/mymaster", "redis-sentinel s1:26379,s2:26380/mymaster/0", "mymaster", []string{"s1:26379", "s2:26380"}, "", "", 0},
+		{"redis-sentinel://u:p%40ss@s1,[::1]:5000/m/3", "redis-sentinel s1:26379,[::1]:5000/m/3", "m", []string{"s1:26379", "[::1]:5000"}, "u", "p@ss", 3},
+		{"redis-cluster://n1:7000,n2,n3:7002", "redis-cluster n1:7000,n2:6379,n3:7002", "", []string{"n1:7000", "n2:6379", "n3:7002"}, "", "", 0},
+		{"redis-cluster://:secret@n1:7000/", "redis-cluster n1:7000", "", []string{"n1:7000"}, "", "secret", 0},
+	} {
+		tg, err := parseRedisURL(tc.url)
+		if err != nil {
+			t.Errorf("%s: %v", tc.url, err)
+			continue
+		}
+		if tg.describe() != tc.describe || tg.master != tc.master || strings.Join(tg.addrs, " ") != strings.Join(tc.addrs, " ") ||
+			tg.username != tc.user || tg.password != tc.pass || tg.db != tc.db {
+			t.Errorf("%s: got %+v (describe %q)", tc.url, tg, tg.describe())
+		}
+		if strings.Contains(tg.describe(), "secret") || strings.Contains(tg.describe(), "p@ss") {
+			t.Errorf("%s: describe shows the password: %q", tc.url, tg.describe())
+		}
+	}
+	for _, tc := range []struct{ url, want string }{
+		{"redis-sentinel://s1:26379", "it names no master"},
+		{"redis-sentinel://s1:26379/m/1/2", "more than /MASTER/db"},
+		{"redis-sentinel://s1:26379/m/x", `the database "x"`},
+		{"redis-sentinel://s1:99999/m", `the port "99999"`},
+		{"redis-sentinel://s1:26379,,s2/m", "empty entry"},
+		{"redis-sentinel:///m", "names no host"},
+		{"redis-cluster://n1:7000/2", "database 0 only"},
+		{"redis-cluster://n1:7000?timeout=1s", "query"},
+		{"rediss-cluster://:secret@n1:7000", "TLS is not supported"},
+		{"redis-cluster://u:pa#ss@n1", `not user:password@host`},
+	} {
+		_, err := parseRedisURL(tc.url)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.url, err, tc.want)
+			continue
+		}
+		if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "pa#ss") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: the message shows the password or spans lines: %q", tc.url, err)
+		}
+	}
+}
+
+// TestMinReplicasLatency prints the median time of an acquire and of a renewal on one
+// master with one replica, with and without --min-replicas 1. A measurement, run by
+// hand for BENCHMARKS.md:
+//
+//	CRONLOCK_BENCH_HA=1 go test -count=1 -run TestMinReplicasLatency -v ./lockrun
+func TestMinReplicasLatency(t *testing.T) {
+	if os.Getenv("CRONLOCK_BENCH_HA") == "" {
+		t.Skip("a measurement: set CRONLOCK_BENCH_HA=1")
+	}
+	d := redistest.StartSentinel(t)
+	ctx := context.Background()
+	median := func(f func()) time.Duration {
+		var ds []time.Duration
+		for range 300 {
+			start := time.Now()
+			f()
+			ds = append(ds, time.Since(start))
+		}
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return ds[len(ds)/2]
+	}
+	for _, n := range []int{0, 1} {
+		l := haLocker(t, d.URL(), func(o *RedisOptions) { o.MinReplicas = n })
+		redisMustAcquire(t, l, redisTestReq("warm")).Release(ctx)
+		acq := median(func() {
+			lease := redisMustAcquire(t, l, redisTestReq("lat"))
+			lease.Release(ctx)
+		})
+		lease := redisMustAcquire(t, l, redisTestReq("lat"))
+		renew := median(func() {
+			if err := lease.Renew(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+		lease.Release(ctx)
+		fmt.Printf("| %d | %.0f | %.0f |\n", n, float64(acq.Microseconds()), float64(renew.Microseconds()))
+	}
+}

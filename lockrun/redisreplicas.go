@@ -1,0 +1,137 @@
+package lockrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// --min-replicas: WAIT N is pipelined right after the acquire and every renewal, on the
+// connection that ran the script (WAIT counts the replicas that acknowledged that
+// connection's writes). It cannot run inside the script. On a Cluster it goes to the
+// master of the lock's slot, which go-redis would not do for a command without a key.
+
+// ReplicaError is returned by Acquire when fewer replicas than --min-replicas
+// acknowledged the new lock in time. The lock was let go (and a claimed tick given back).
+type ReplicaError struct {
+	Key    string
+	Server string
+	Want   int
+	Got    int64
+	Within time.Duration // the time WAIT was given
+}
+
+func (e *ReplicaError) Error() string {
+	return fmt.Sprintf("only %d of %d replicas acknowledged the lock %s within %s on %s; the lock was let go and the job not started: check the replicas (INFO replication on the master), or lower --min-replicas (CRONLOCK_REDIS_MIN_REPLICAS)",
+		e.Got, e.Want, e.Key, e.Within.Round(time.Millisecond), e.Server)
+}
+
+// acked is what one evalAcked attempt learned from WAIT.
+type acked struct {
+	n      int64         // replicas that acknowledged; -1 = WAIT not sent
+	within time.Duration // the time WAIT was given
+}
+
+// evalAcked is eval for the scripts that take or extend a lease: with minReplicas it
+// sends WAIT right after the script in the same round trip, and returns its count.
+func (l *RedisLocker) evalAcked(ctx context.Context, script string, keys []string, args ...any) (any, acked, bool, error) {
+	if l.minReplicas <= 0 {
+		res, unknown, err := l.eval(ctx, script, keys, args...)
+		return res, acked{n: -1}, unknown, err
+	}
+	var a acked
+	res, unknown, err := l.retry(ctx, func(octx context.Context) (any, error) {
+		p, err := l.pipelinerFor(octx, keys[0])
+		if err != nil {
+			return nil, err
+		}
+		a.within = waitTimeout(octx)
+		var ev *redis.Cmd
+		var w *redis.Cmd
+		p.Pipelined(octx, func(pp redis.Pipeliner) error {
+			ev = pp.Eval(octx, script, keys, args...)
+			w = pp.Do(octx, "WAIT", l.minReplicas, a.within.Milliseconds())
+			return nil
+		})
+		res, err := ev.Result()
+		if err != nil && isTimeout(err) && res != nil {
+			// The script's reply was read, and only WAIT's was late: go-redis (on a
+			// Cluster node's pipeline) then gives every command of the pipeline the error.
+			err = nil
+		}
+		if err != nil {
+			return nil, l.redirected(octx, err)
+		}
+		if a.n, err = w.Int64(); err != nil {
+			// The script's reply came but WAIT's did not within the operation (the dial
+			// took part of it): no replica acknowledged in time, as far as can be known.
+			if !isTimeout(err) {
+				return nil, err
+			}
+			a.n = 0
+		}
+		return res, nil
+	})
+	return res, a, unknown, err
+}
+
+// waitTimeout is WAIT's time-out: what is left of the operation, less a margin for the
+// reply to come back before the client gives up on it; never 0, which means forever.
+func waitTimeout(octx context.Context) time.Duration {
+	left := time.Second
+	if dl, ok := octx.Deadline(); ok {
+		left = time.Until(dl)
+	}
+	return max(left-max(left/10, 5*time.Millisecond), time.Millisecond).Truncate(time.Millisecond)
+}
+
+// pipelinerFor is the client whose pipeline reaches the server that holds key.
+func (l *RedisLocker) pipelinerFor(ctx context.Context, key string) (interface {
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+}, error) {
+	if cc, ok := l.c.(*clusterClient); ok {
+		return cc.MasterForKey(ctx, key)
+	}
+	return l.c, nil
+}
+
+// redirected turns a MOVED or ASK reply, met by a pipeline sent straight to one Cluster
+// node, into an error that retry tries again, once the slot map is reloaded.
+func (l *RedisLocker) redirected(ctx context.Context, err error) error {
+	cc, ok := l.c.(*clusterClient)
+	var rerr redis.Error
+	if !ok || !errors.As(err, &rerr) {
+		return err
+	}
+	if msg := rerr.Error(); strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ") {
+		cc.ReloadState(ctx)
+		return fmt.Errorf("the lock's slot moved (%s)", msg)
+	}
+	return err
+}
+
+// checkAcquireAcks lets a lease go when fewer than minReplicas acknowledged it.
+func (l *RedisLocker) checkAcquireAcks(ctx context.Context, lease *redisLease, a acked) error {
+	if l.minReplicas <= 0 || a.n >= int64(l.minReplicas) {
+		return nil
+	}
+	lease.GiveBackTick()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
+	lease.Release(rctx) // best effort: an unreleased lock expires after its TTL
+	cancel()
+	return &ReplicaError{Key: lease.key, Server: l.target.server(), Want: l.minReplicas, Got: max(a.n, 0), Within: a.within}
+}
+
+// renewAcks is the error of a renewal that fewer than minReplicas acknowledged: not a
+// lost lock, but not a confirmed one either, so the fail-closed clock keeps running.
+func (l *RedisLocker) renewAcks(key string, a acked) error {
+	if l.minReplicas <= 0 || a.n >= int64(l.minReplicas) {
+		return nil
+	}
+	return fmt.Errorf("renew lock %s: only %d of %d replicas acknowledged the renewal within %s on %s; it counts as unconfirmed",
+		key, max(a.n, 0), l.minReplicas, a.within.Round(time.Millisecond), l.target.server())
+}

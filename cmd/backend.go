@@ -18,7 +18,7 @@ import (
 // backendOptions are the settings that choose and reach a lock backend; run, status and
 // unlock share them.
 type backendOptions struct {
-	Backend      string // auto, redis, local
+	Backend      string // auto, redis, etcd, local
 	RedisURL     string
 	PasswordFile string
 	RedisTimeout time.Duration
@@ -30,6 +30,7 @@ type backendOptions struct {
 	// FleetKeep is CRONLOCK_FLEET_KEEP: entries of the fleet's record kept per key
 	// (a setting only: it is the fleet's, not one run's); 0 = the default.
 	FleetKeep int
+	etcdOptions
 
 	urlFromFlag bool // the URL came from --redis, where ps shows it
 }
@@ -51,6 +52,7 @@ func (o *backendOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PasswordFile, "redis-password-file", "", "read the Redis password from this file (env CRONLOCK_REDIS_PASSWORD_FILE)")
 	fs.Var(durationValue{d: &o.RedisTimeout, positive: true}, "redis-timeout", "deadline of one Redis operation (env CRONLOCK_REDIS_TIMEOUT)")
 	fs.StringVar(&o.Prefix, "prefix", "cronlock:", "namespace of every Redis key cronlock writes (env CRONLOCK_PREFIX)")
+	o.etcdOptions.addFlags(fs)
 	fs.StringVar(&o.LockDir, "lock-dir", "", "folder of the local backend's lock files (env CRONLOCK_LOCK_DIR; default /run/cronlock for root, else /tmp/cronlock-UID)")
 }
 
@@ -74,6 +76,9 @@ func (o *backendOptions) resolve(fs *pflag.FlagSet, s *settings) error {
 	if err := s.checkAbsPath(fs, "lock-dir", "CRONLOCK_LOCK_DIR", o.LockDir, lockrun.DefaultLockDir()); err != nil {
 		return err
 	}
+	if done, err := o.resolveEtcd(); done || err != nil {
+		return err
+	}
 	switch o.Backend {
 	case "auto":
 		if o.RedisURL != "" {
@@ -87,7 +92,7 @@ func (o *backendOptions) resolve(fs *pflag.FlagSet, s *settings) error {
 		}
 	case "local":
 	default:
-		return fmt.Errorf("--backend %q: use redis, local or auto", o.Backend)
+		return fmt.Errorf("--backend %q: use redis, etcd, local or auto", o.Backend)
 	}
 	return nil
 }
@@ -133,6 +138,9 @@ func (o *backendOptions) open() (lockrun.Locker, error) {
 			dir = lockrun.DefaultLockDir()
 		}
 		return lockrun.NewLocalLocker(dir)
+	}
+	if o.Backend == "etcd" {
+		return o.openEtcd()
 	}
 	ro := lockrun.RedisOptions{URL: o.RedisURL, Timeout: o.RedisTimeout, Prefix: o.Prefix, AllowEviction: o.AllowEviction, FleetKeep: o.FleetKeep}
 	if o.PasswordFile != "" {

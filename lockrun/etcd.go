@@ -68,6 +68,9 @@ type EtcdLocker struct {
 
 	// now is the clock of Lease.Sent; nil means Boottime.
 	now func() time.Duration
+	// poll overrides the waiters' polling period (default min(1s, ttl/3)); tests raise it
+	// to prove that a release wakes a waiter through the watch alone.
+	poll time.Duration
 }
 
 var (

@@ -40,7 +40,10 @@ func (l *EtcdLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 		return lease, nil
 	}
 	deadline := time.Now().Add(req.Wait)
-	poll := max(min(time.Second, req.TTL/3), 10*time.Millisecond)
+	poll := l.poll
+	if poll <= 0 {
+		poll = max(min(time.Second, req.TTL/3), 10*time.Millisecond)
+	}
 	for {
 		lease, held, rev, err := l.attempt(ctx, req, false)
 		if err != nil && (!retryableEtcdError(err) || ctx.Err() != nil) {

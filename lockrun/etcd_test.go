@@ -176,6 +176,10 @@ func TestEtcdWrongPassword(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "authentication failed") || strings.Contains(err.Error(), "wrong-horse") {
 		t.Fatalf("err = %v; want an authentication failure without the password", err)
 	}
+	anon := newEtcdLocker(t, srv, EtcdOptions{})
+	if _, err := anon.Acquire(context.Background(), etcdReq("auth", "r1")); err == nil || !strings.Contains(err.Error(), "CRONLOCK_ETCD_USER") {
+		t.Fatalf("no user: %v; want an error naming CRONLOCK_ETCD_USER", err)
+	}
 	ok := newEtcdLocker(t, srv, EtcdOptions{User: etcdtest.User, Password: etcdtest.Password})
 	a, err := ok.Acquire(context.Background(), etcdReq("auth", "r1"))
 	if err != nil {

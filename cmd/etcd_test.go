@@ -263,3 +263,15 @@ func TestEtcdScheduleTickAndFleet(t *testing.T) {
 		t.Fatalf("--max-skew on etcd: exit %d, stderr %q; want 125, one line naming NTP", code, errs)
 	}
 }
+
+// TestEtcdBadEndpoints: endpoints that are not http(s)://host:port are refused in one
+// line, and a password pasted into one is never repeated.
+func TestEtcdBadEndpoints(t *testing.T) {
+	c := newCLI(t, "")
+	for _, e := range []string{"ftp://h:1", "http://h", "http://bob:hunter2@127.0.0.1:2379"} {
+		code, _, errs := c.run("run", "--etcd", e, "-k", "x", "--", "true")
+		if code != 125 || strings.Count(errs, "\n") != 1 || strings.Contains(errs, "hunter2") || !strings.Contains(errs, "etcd endpoint") {
+			t.Fatalf("--etcd %q: exit %d, stderr %q; want 125, one line, no password", e, code, errs)
+		}
+	}
+}

@@ -104,9 +104,13 @@ func NewEtcdLocker(o EtcdOptions) (*EtcdLocker, error) {
 	}
 	var hosts []string
 	secure := false
-	for _, e := range o.Endpoints {
+	for i, e := range o.Endpoints {
 		u, err := url.Parse(e)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") || u.User != nil {
+		if strings.Contains(e, "@") {
+			// Never echoed: what is before the @ may be a password.
+			return nil, fmt.Errorf("etcd endpoint %d holds an @: a user and password do not go in the URL; set --etcd-user / CRONLOCK_ETCD_USER and put the password in CRONLOCK_ETCD_PASSWORD_FILE", i+1)
+		}
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") {
 			return nil, fmt.Errorf("etcd endpoint %q: give http://host:port or https://host:port (--etcd / CRONLOCK_ETCD_ENDPOINTS, comma-separated)", e)
 		}
 		secure = secure || u.Scheme == "https"

@@ -187,3 +187,12 @@ func TestEtcdWrongPassword(t *testing.T) {
 	}
 	a.Release(context.Background())
 }
+
+// TestEtcdEndpointPasswordNeverShown: a password pasted into an endpoint URL is refused
+// without being repeated.
+func TestEtcdEndpointPasswordNeverShown(t *testing.T) {
+	_, err := NewEtcdLocker(EtcdOptions{Endpoints: []string{"http://127.0.0.1:2379", "http://bob:hunter2@127.0.0.1:2379"}})
+	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "CRONLOCK_ETCD_PASSWORD_FILE") {
+		t.Fatalf("err = %v; want a refusal naming the password file, without the password", err)
+	}
+}

@@ -316,9 +316,10 @@ func (l *EtcdLocker) holders(ctx context.Context, names []string) (map[string]Ho
 }
 
 // Unlock removes key whatever its holder and returns the holder it removed (nil, nil when
-// the key is free). Without force it refuses a lock whose lease is alive: a lease lives
-// only while its holder keeps it alive, so only a lock kept for --min-hold after its
-// release (or a value cronlock did not write... which it also refuses) can go without it.
+// the key is free). Without force it refuses every lock but one kept for --min-hold after
+// its release: a key lives only while its holder keeps its lease alive, so any other lock
+// has a holder that renewed it within its TTL (a value cronlock did not write is refused
+// too, as on Redis).
 func (l *EtcdLocker) Unlock(ctx context.Context, key string, force bool) (*Holder, error) {
 	if err := ValidKey(key); err != nil {
 		return nil, err

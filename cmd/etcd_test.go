@@ -275,3 +275,15 @@ func TestEtcdBadEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestEtcdTickGivenBack: a run whose command is missing never started its job, so it
+// gives its tick back and the next host runs it.
+func TestEtcdTickGivenBack(t *testing.T) {
+	c := newEtcdCLI(t, etcdtest.Start(t, etcdtest.Options{}))
+	if code, _, _ := c.run("run", "-k", "gb", "--schedule", "@yearly", "--", "/nonexistent/job"); code != 127 {
+		t.Fatalf("missing command: exit %d, want 127", code)
+	}
+	if code, out, errs := c.run("run", "-k", "gb", "--schedule", "@yearly", "--capture", "0", "--", "echo", "ran"); code != 0 || out != "ran\n" {
+		t.Fatalf("next run of the tick: exit %d, %q %q; want it to run", code, out, errs)
+	}
+}

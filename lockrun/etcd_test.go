@@ -196,3 +196,33 @@ func TestEtcdEndpointPasswordNeverShown(t *testing.T) {
 		t.Fatalf("err = %v; want a refusal naming the password file, without the password", err)
 	}
 }
+
+// TestEtcdMinHold: a release before --min-hold keeps the lock, marked released, until the
+// hold is over; unlock may remove such a lock without --force.
+func TestEtcdMinHold(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	l := newEtcdLocker(t, srv, EtcdOptions{})
+	ctx := context.Background()
+	req := etcdReq("hold", "r1")
+	req.MinHold = 30 * time.Second
+	a, err := l.Acquire(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var held *HeldError
+	if _, err := l.Acquire(ctx, etcdReq("hold", "r2")); !errors.As(err, &held) {
+		t.Fatalf("acquire during the hold: %v, want held", err)
+	}
+	h, err := l.Unlock(ctx, "hold", false)
+	if err != nil || h == nil || h.RunID != "r1" {
+		t.Fatalf("unlock of a held-after-release lock: %+v, %v; want r1 removed", h, err)
+	}
+	b, err := l.Acquire(ctx, etcdReq("hold", "r3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Release(ctx)
+}

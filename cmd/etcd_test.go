@@ -287,3 +287,23 @@ func TestEtcdTickGivenBack(t *testing.T) {
 		t.Fatalf("next run of the tick: exit %d, %q %q; want it to run", code, out, errs)
 	}
 }
+
+// TestEtcdWaitOutlivesRestart: a --wait that starts while etcd (with users) is down takes
+// the lock once it is back: a failed connection is made again, not kept.
+func TestEtcdWaitOutlivesRestart(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{Auth: true})
+	c := newEtcdCLI(t, srv)
+	c.env = append(c.env, "CRONLOCK_PREFIX=cronlock:")
+	srv.Kill()
+	waiter := c.command("run", "-k", "back", "--wait", "30s", "--redis-timeout", "300ms", "--", "true")
+	var errb bytes.Buffer
+	waiter.Stderr = &errb
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // several attempts fail meanwhile
+	srv.Restart()
+	if err := waiter.Wait(); err != nil {
+		t.Fatalf("waiter: %v, stderr %q; want it to run once etcd is back", err, errb.String())
+	}
+}

@@ -62,9 +62,9 @@ type EtcdLocker struct {
 	timeout time.Duration
 	prefix  string
 
-	once sync.Once
-	c    *clientv3.Client
-	cerr error
+	mu     sync.Mutex
+	c      *clientv3.Client
+	closed bool
 
 	// now is the clock of Lease.Sent; nil means Boottime.
 	now func() time.Duration
@@ -168,15 +168,22 @@ func etcdTLS(o EtcdOptions) (*tls.Config, error) {
 	return tc, nil
 }
 
-// client connects on first use. With a user, connecting includes the authentication.
+// client connects on first use, and again after a failed connection (a waiter outlives an
+// etcd restart). With a user, connecting includes the authentication.
 func (l *EtcdLocker) client() (*clientv3.Client, error) {
-	l.once.Do(func() {
-		l.c, l.cerr = clientv3.New(l.cfg)
-		if l.cerr != nil {
-			l.cerr = l.userError("connect", l.cerr)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, errors.New("lockrun: etcd locker closed")
+	}
+	if l.c == nil {
+		c, err := clientv3.New(l.cfg)
+		if err != nil {
+			return nil, l.userError("connect", err)
 		}
-	})
-	return l.c, l.cerr
+		l.c = c
+	}
+	return l.c, nil
 }
 
 // Describe names the backend without secrets: "etcd 127.0.0.1:2379".
@@ -187,7 +194,9 @@ func (l *EtcdLocker) TokenBackend() string { return "etcd" }
 
 // Close closes the client's connections.
 func (l *EtcdLocker) Close() error {
-	l.once.Do(func() { l.cerr = errors.New("closed") })
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
 	if l.c != nil {
 		return l.c.Close()
 	}

@@ -17,6 +17,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
 
 // etcd layout of one lock KEY, the same names as on Redis (the braces cannot occur in a
@@ -130,6 +132,13 @@ func NewEtcdLocker(o EtcdOptions) (*EtcdLocker, error) {
 		// caller instead.
 		Logger:          zap.NewNop(),
 		MaxUnaryRetries: 2,
+		// gRPC's own reconnect back-off starts at 1s and grows to 2 minutes: after an etcd
+		// restart it could keep a holder from renewing until its lease is gone. Short and
+		// capped at one operation time-out instead.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: min(o.Timeout, time.Second)},
+			MinConnectTimeout: o.Timeout,
+		})},
 	}
 	if secure || o.CAFile != "" || o.CertFile != "" || o.KeyFile != "" {
 		tc, err := etcdTLS(o)

@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -29,10 +31,12 @@ var etcdTwins = map[string]string{
 	"etcd-key-file":      "CRONLOCK_ETCD_KEY_FILE",
 }
 
+// init adds the etcd settings to the shared tables, in a fixed order: configNames is
+// listed in messages.
 func init() {
-	for flag, name := range etcdTwins {
-		backendTwins[flag] = name
-		configNames = append(configNames, name)
+	for _, flag := range slices.Sorted(maps.Keys(etcdTwins)) {
+		backendTwins[flag] = etcdTwins[flag]
+		configNames = append(configNames, etcdTwins[flag])
 	}
 }
 

@@ -226,3 +226,53 @@ func TestEtcdMinHold(t *testing.T) {
 	}
 	b.Release(ctx)
 }
+
+// TestEtcdDuplicatesByRevision: two runs one after the other are not duplicates even when
+// the second host's clock is 10s behind (the hosts' times overlap); a run that kept going
+// after its key was removed and taken over is one, both it and the taker.
+func TestEtcdDuplicatesByRevision(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	l := newEtcdLocker(t, srv, EtcdOptions{})
+	ctx := context.Background()
+	run := func(id string, now func() time.Time) Lease {
+		t.Helper()
+		req := etcdReq("dup", id)
+		req.Now = now
+		a, err := l.Acquire(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.SetRecord(&RunRecord{RunID: id, Node: "n-" + id, Status: "succeeded", Tries: 1})
+		return a
+	}
+	a := run("0190a000-0000-7000-8000-000000000001", nil)
+	a.Release(ctx)
+	b := run("0190a000-0000-7000-8000-000000000002", func() time.Time { return time.Now().Add(-10 * time.Second) })
+	b.Release(ctx)
+	es, err := l.Fleet(ctx, "dup", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if e.Duplicate {
+			t.Fatalf("%s marked DUPLICATE: runs one after the other, only the hosts' clocks overlap (%+v)", e.RunID, es)
+		}
+	}
+	c := run("0190a000-0000-7000-8000-000000000003", nil)
+	if _, err := l.Unlock(ctx, "dup", true); err != nil {
+		t.Fatal(err)
+	}
+	d := run("0190a000-0000-7000-8000-000000000004", nil)
+	d.Release(ctx)
+	c.Release(ctx) // lost, but its job ran until now: an overlap
+	es, _ = l.Fleet(ctx, "dup", 0)
+	dups := 0
+	for _, e := range es {
+		if e.Duplicate {
+			dups++
+		}
+	}
+	if dups != 2 {
+		t.Fatalf("%d DUPLICATE entries, want the 2 overlapping runs: %+v", dups, es)
+	}
+}

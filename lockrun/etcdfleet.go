@@ -3,6 +3,7 @@
 package lockrun
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -44,15 +45,20 @@ func (l *EtcdLocker) RecordRun(ctx context.Context, key string, rec *RunRecord) 
 		return nil
 	}
 	now := time.Now().UnixMicro()
-	return l.putEntry(ctx, key, rec, 0, now, now)
+	return l.putEntry(ctx, key, rec, 0, now, now, 0)
 }
 
 // putEntry writes one entry, with its count and the tick record read in the same call.
-func (l *EtcdLocker) putEntry(ctx context.Context, key string, rec *RunRecord, fence uint64, startUS, endUS int64) error {
+// endRev is the revision of the run's release (0: none, or this write is the release).
+func (l *EtcdLocker) putEntry(ctx context.Context, key string, rec *RunRecord, fence uint64, startUS, endUS, endRev int64) error {
 	entryKey := l.runsDir(key) + rec.RunID
+	rf := ""
+	if endRev > 0 {
+		rf = `,"rf":` + strconv.FormatInt(endRev, 10)
+	}
 	var resp *clientv3.TxnResponse
 	err := l.op(ctx, "record the run of "+key+" in the fleet's record", func(ctx context.Context, c *clientv3.Client) (err error) {
-		resp, err = c.Txn(ctx).Then(clientv3.OpPut(entryKey, encodeFleetEntry(rec, fence)+entryTail(startUS, endUS, 0)),
+		resp, err = c.Txn(ctx).Then(clientv3.OpPut(entryKey, encodeFleetEntry(rec, fence)+rf+entryTail(startUS, endUS, 0)),
 			clientv3.OpGet(l.runsDir(key), clientv3.WithPrefix(), clientv3.WithCountOnly()),
 			clientv3.OpGet(l.tickKey(key))).Commit()
 		return err
@@ -151,11 +157,17 @@ func (l *EtcdLocker) FleetAll(ctx context.Context, keys []string, limit int) (ma
 		}
 		var es []FleetEntry
 		ids := map[string]bool{}
+		endRev := map[string]int64{}
 		for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
 			var e FleetEntry
-			if json.Unmarshal(kv.Value, &e) != nil {
+			var rf struct {
+				Rev int64 `json:"rf"`
+			}
+			if json.Unmarshal(kv.Value, &e) != nil || json.Unmarshal(kv.Value, &rf) != nil {
 				continue
 			}
+			// The release wrote the entry in its own transaction, unless it says otherwise.
+			endRev[e.RunID] = cmp.Or(rf.Rev, kv.CreateRevision)
 			e.Key = k
 			if e.RunID == tr.RunID && !tr.Missed {
 				e.Skips = max(e.Skips, tr.Skips)
@@ -170,10 +182,29 @@ func (l *EtcdLocker) FleetAll(ctx context.Context, keys []string, limit int) (ma
 		if limit > 0 && len(es) > limit {
 			es = es[:limit]
 		}
-		MarkDuplicates(es)
+		markByRevision(es, endRev)
 		out[k] = es
 	}
 	return out, nil
+}
+
+// markByRevision is MarkDuplicates with each run's hold of the lock measured in revisions,
+// from its lock key's creation (the fencing token) to its release, instead of the hosts'
+// clocks, which etcd cannot correct: revisions are one order across the cluster, so two
+// holds overlap in them only if they really overlapped.
+func markByRevision(es []FleetEntry, endRev map[string]int64) {
+	revs := make([]FleetEntry, len(es))
+	for i, e := range es {
+		e.StartUS, e.EndUS = 0, 0 // a run without a token is judged by its tick alone
+		if e.Fence > 0 {
+			e.StartUS, e.EndUS = int64(e.Fence), endRev[e.RunID]
+		}
+		revs[i] = e
+	}
+	MarkDuplicates(revs)
+	for i := range es {
+		es[i].Duplicate = revs[i].Duplicate
+	}
 }
 
 // redisStyleLock is the lock's value in the Redis backend's shape, which pendingEntry reads.

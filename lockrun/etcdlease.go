@@ -34,6 +34,7 @@ type etcdLease struct {
 
 	record    *RunRecord
 	endUS     int64
+	endRev    int64 // the release's revision
 	recordErr error
 }
 
@@ -127,6 +128,7 @@ func (s *etcdLease) Release(ctx context.Context) error {
 		s.record = nil
 		return err
 	}
+	s.endRev = resp.Header.Revision
 	s.l.revoke(ctx, c, s.id)
 	if s.record != nil {
 		off := len(resp.Responses) - 2
@@ -145,7 +147,7 @@ func (s *etcdLease) WriteRecord(ctx context.Context, rec *RunRecord) error {
 	if end == 0 {
 		end = time.Now().UnixMicro()
 	}
-	return s.l.putEntry(ctx, s.key, rec, uint64(s.fence), s.acquiredUS, end)
+	return s.l.putEntry(ctx, s.key, rec, uint64(s.fence), s.acquiredUS, end, s.endRev)
 }
 
 // giveBackTick restores the tick record a run claimed, when it still names that run: the

@@ -307,3 +307,21 @@ func TestEtcdWaitOutlivesRestart(t *testing.T) {
 		t.Fatalf("waiter: %v, stderr %q; want it to run once etcd is back", err, errb.String())
 	}
 }
+
+// TestEtcdNoFalseDuplicateFromSkew: a host whose clock is 1.5s behind runs a key right
+// after another host's 1s run: by the hosts' clocks the runs overlap, by etcd's revisions
+// they do not, and the fleet's record marks no DUPLICATE.
+func TestEtcdNoFalseDuplicateFromSkew(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	a, b := newEtcdCLI(t, srv), newEtcdCLI(t, srv)
+	b.env = append(b.env, "CRONLOCK_PREFIX="+envOf(a.env, "CRONLOCK_PREFIX"), "CRONLOCK_NODE=hostb", "CRONLOCK_TEST_CLOCK_OFFSET=-1500ms")
+	for _, c := range []*cli{a, b} {
+		if code, _, errs := c.run("run", "-k", "skew", "--", "sleep", "1"); code != 0 {
+			t.Fatalf("run: exit %d: %s", code, errs)
+		}
+	}
+	code, out, errs := a.run("history", "--fleet", "--key", "skew", "--json")
+	if code != 0 || strings.Count(out, "\n") != 2 || strings.Contains(out, `"duplicate":true`) {
+		t.Fatalf("history --fleet: exit %d, %q %s; want two runs, neither DUPLICATE", code, out, errs)
+	}
+}

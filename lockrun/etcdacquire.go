@@ -206,7 +206,7 @@ func (l *EtcdLocker) create(ctx context.Context, c *clientv3.Client, req Request
 		return nil, false, err
 	}
 	el := &etcdLease{l: l, key: req.Key, id: g.ID, ttl: req.TTL, minHold: req.MinHold, sent: sent,
-		runID: req.RunID, ticked: newTick != "", acquiredUS: now.UnixMicro(), holder: holder}
+		runID: req.RunID, ticked: newTick != "", acquiredUS: now.UnixMicro(), holder: holder, wall: req.now}
 	if resp.Succeeded {
 		el.fence = resp.Header.Revision // the key was created by this very revision
 		return el, false, nil

@@ -30,7 +30,8 @@ type etcdLease struct {
 	ticked     bool
 	giveBack   atomic.Bool
 	acquiredUS int64
-	holder     etcdHolder // the value the lock key was created with
+	holder     etcdHolder       // the value the lock key was created with
+	wall       func() time.Time // the run's wall clock (Request.Now), for the record's end
 
 	record    *RunRecord
 	endUS     int64
@@ -107,11 +108,11 @@ func (s *etcdLease) Release(ctx context.Context) error {
 			return err
 		}
 		h := s.holder
-		h.ReleasedUS = time.Now().UnixMicro()
+		h.ReleasedUS = s.wall().UnixMicro()
 		b, _ := json.Marshal(h)
 		then = []clientv3.Op{clientv3.OpPut(lockKey, string(b), clientv3.WithLease(g.ID))}
 	}
-	s.endUS = time.Now().UnixMicro()
+	s.endUS = s.wall().UnixMicro()
 	var extra []clientv3.Op
 	entryKey := s.l.runsDir(s.key) + s.runID
 	if s.record != nil {
@@ -145,7 +146,7 @@ func (s *etcdLease) Release(ctx context.Context) error {
 func (s *etcdLease) WriteRecord(ctx context.Context, rec *RunRecord) error {
 	end := s.endUS
 	if end == 0 {
-		end = time.Now().UnixMicro()
+		end = s.wall().UnixMicro()
 	}
 	return s.l.putEntry(ctx, s.key, rec, uint64(s.fence), s.acquiredUS, end, s.endRev)
 }

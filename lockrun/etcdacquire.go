@@ -166,9 +166,7 @@ func (l *EtcdLocker) attempt(ctx context.Context, req Request, missed bool) (*et
 		if err != nil || !retry {
 			return lease, nil, 0, err
 		}
-		if lease == nil && retry {
-			continue
-		}
+		// Taken, or the tick claimed, since the read: read again.
 	}
 	return nil, nil, 0, fmt.Errorf("take lock %s on %s: the tick record kept changing under this run; try again", req.Key, l.Describe())
 }

@@ -18,7 +18,7 @@ import (
 // backendOptions are the settings that choose and reach a lock backend; run, status and
 // unlock share them.
 type backendOptions struct {
-	Backend      string // auto, redis, local
+	Backend      string // auto, redis, etcd, local
 	RedisURL     string
 	PasswordFile string
 	RedisTimeout time.Duration
@@ -34,6 +34,7 @@ type backendOptions struct {
 	// CRONLOCK_REDIS_SENTINEL_PASSWORD_FILE (backendha.go).
 	MinReplicas          int
 	SentinelPasswordFile string
+	etcdOptions
 
 	urlFromFlag bool // the URL came from --redis, where ps shows it
 }
@@ -55,6 +56,7 @@ func (o *backendOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PasswordFile, "redis-password-file", "", "read the Redis password from this file (env CRONLOCK_REDIS_PASSWORD_FILE)")
 	fs.Var(durationValue{d: &o.RedisTimeout, positive: true}, "redis-timeout", "deadline of one Redis operation (env CRONLOCK_REDIS_TIMEOUT)")
 	fs.StringVar(&o.Prefix, "prefix", "cronlock:", "namespace of every Redis key cronlock writes (env CRONLOCK_PREFIX)")
+	o.etcdOptions.addFlags(fs)
 	fs.StringVar(&o.LockDir, "lock-dir", "", "folder of the local backend's lock files (env CRONLOCK_LOCK_DIR; default /run/cronlock for root, else /tmp/cronlock-UID)")
 }
 
@@ -78,6 +80,9 @@ func (o *backendOptions) resolve(fs *pflag.FlagSet, s *settings) error {
 	if err := s.checkAbsPath(fs, "lock-dir", "CRONLOCK_LOCK_DIR", o.LockDir, lockrun.DefaultLockDir()); err != nil {
 		return err
 	}
+	if done, err := o.resolveEtcd(); done || err != nil {
+		return err
+	}
 	switch o.Backend {
 	case "auto":
 		if o.RedisURL != "" {
@@ -91,7 +96,7 @@ func (o *backendOptions) resolve(fs *pflag.FlagSet, s *settings) error {
 		}
 	case "local":
 	default:
-		return fmt.Errorf("--backend %q: use redis, local or auto", o.Backend)
+		return fmt.Errorf("--backend %q: use redis, etcd, local or auto", o.Backend)
 	}
 	return o.resolveHA(fs, s)
 }
@@ -137,6 +142,9 @@ func (o *backendOptions) open() (lockrun.Locker, error) {
 			dir = lockrun.DefaultLockDir()
 		}
 		return lockrun.NewLocalLocker(dir)
+	}
+	if o.Backend == "etcd" {
+		return o.openEtcd()
 	}
 	ro := lockrun.RedisOptions{URL: o.RedisURL, Timeout: o.RedisTimeout, Prefix: o.Prefix, AllowEviction: o.AllowEviction, FleetKeep: o.FleetKeep}
 	if o.PasswordFile != "" {

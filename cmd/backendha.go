@@ -30,7 +30,10 @@ func (o *backendOptions) resolveHA(fs *pflag.FlagSet, s *settings) error {
 	if o.MinReplicas < 0 || o.MinReplicas > maxMinReplicas {
 		return fmt.Errorf("--min-replicas %d (%s): use 0 to %d", o.MinReplicas, minReplicasName, maxMinReplicas)
 	}
-	if o.Backend == "local" && fs.Changed("min-replicas") && o.MinReplicas > 0 {
+	if o.Backend != "redis" && fs.Changed("min-replicas") && o.MinReplicas > 0 {
+		if o.Backend == "etcd" {
+			return fmt.Errorf("--min-replicas needs the Redis backend: etcd acknowledges a write only once a quorum of its members has it")
+		}
 		return fmt.Errorf("--min-replicas needs the Redis backend: a local lock has no replicas")
 	}
 	o.SentinelPasswordFile = s.vals[sentinelPasswordName]

@@ -76,7 +76,8 @@ func TestBadInput(t *testing.T) {
 		{name: "unknown flag", args: []string{"run", "-k", "a", "--frobnicate", "--", "true"}, code: 125, stderr: `unknown flag: --frobnicate \(see 'cronlock run --help'\)`, oneLine: true},
 		{name: "quiet and verbose", args: []string{"run", "-k", "a", "-q", "-v", "--", "true"}, code: 125, stderr: `contradict`, oneLine: true},
 		// Backends and Redis.
-		{name: "backend unknown", args: []string{"run", "-k", "a", "--backend", "etcd", "--", "true"}, code: 125, stderr: `use redis, local or auto`, oneLine: true},
+		{name: "backend unknown", args: []string{"run", "-k", "a", "--backend", "consul", "--", "true"}, code: 125, stderr: `use redis, etcd, local or auto`, oneLine: true},
+		{name: "etcd without endpoints", args: []string{"run", "-k", "a", "--backend", "etcd", "--", "true"}, code: 125, stderr: `CRONLOCK_ETCD_ENDPOINTS is required`, oneLine: true},
 		{name: "backend redis without url", args: []string{"run", "-k", "a", "--backend", "redis", "--", "true"}, code: 125, stderr: `--redis or CRONLOCK_REDIS_URL is required`, oneLine: true},
 		{name: "redis url bad scheme", args: []string{"run", "-k", "a", "--redis", "ftp://h:1/0", "--", "true"}, code: 125, stderr: `cronlock: `, oneLine: true, status: history.StatusError},
 		{name: "redis url garbage", args: []string{"run", "-k", "a", "--redis", "::not a url::", "--", "true"}, code: 125, stderr: `cronlock: `, oneLine: true, status: history.StatusError},

@@ -189,7 +189,7 @@ func checkRun(o *checkOptions) error {
 	defer locker.Close()
 	var tr *lockrun.TickRecord
 	switch l := locker.(type) {
-	case *lockrun.RedisLocker:
+	case lockrun.FleetStore:
 		// The fleet's view: every host's runs from the fleet's record, from any host.
 		ctx := context.Background()
 		if tr, err = l.TickRecord(ctx, o.Key); err == nil {
@@ -258,7 +258,7 @@ func (o *checkOptions) localRuns() ([]check.Run, error) {
 
 // fleetRuns gathers the fleet's runs of key for the verdict: the newest entries of its
 // record (with the lock's holder as running, and DUPLICATE marks).
-func fleetRuns(ctx context.Context, l *lockrun.RedisLocker, key string) ([]check.Run, error) {
+func fleetRuns(ctx context.Context, l lockrun.FleetStore, key string) ([]check.Run, error) {
 	entries, err := l.Fleet(ctx, key, checkRecords)
 	if err != nil {
 		return nil, err

@@ -67,7 +67,7 @@ job's own code, null when it died of a signal or never started.
 takes a duration ago (36h, 90m, 7d, 1d12h) or a time (2025-06-01, 2025-06-01 15:04,
 2025-06-01T15:04:05, RFC 3339), in local time or UTC with --utc.
 
---fleet lists every host's runs from the fleet's record in Redis instead of this
+--fleet lists every host's runs from the fleet's record in Redis (or etcd) instead of this
 machine's file: any host with the Redis URL can read it. Its table shows each run's tick
 and marks DUPLICATE two runs of one key that claimed the same tick or held the lock at
 overlapping times (on the Redis clock); --json adds "duplicate", "skips", "tries". A
@@ -112,7 +112,7 @@ the lock as running.`,
 	f.BoolVar(&o.UTC, "utc", false, "show times in UTC")
 	f.StringVar(&since, "since", "", "only runs started at or after this time or this long ago (2025-06-01, 7d, 36h)")
 	f.StringVar(&until, "until", "", "only runs started before this time or this long ago")
-	f.BoolVar(&fleet, "fleet", false, "every host's runs, from the fleet's record in Redis")
+	f.BoolVar(&fleet, "fleet", false, "every host's runs, from the fleet's record in Redis or etcd")
 	bo.addFlags(f)
 	c.AddCommand(newHistoryShowCmd(stdout))
 	c.AddCommand(newHistoryStatsCmd(stdout, stderr))
@@ -123,7 +123,7 @@ the lock as running.`,
 // historyFleetCmd checks history's flags for --fleet and runs it.
 func historyFleetCmd(c *cobra.Command, o *historyOptions, bo *backendOptions, since, until string) error {
 	if c.Flags().Changed("history") {
-		return &usageError{fmt.Errorf("--history and --fleet do not go together: --fleet reads the record in Redis, not a file")}
+		return &usageError{fmt.Errorf("--history and --fleet do not go together: --fleet reads the record in Redis or etcd, not a file")}
 	}
 	if o.Limit < 0 {
 		return &usageError{fmt.Errorf("--limit must be 0 (all) or more, not %d", o.Limit)}

@@ -20,25 +20,25 @@ import (
 // no --key: each call has its own deadline, as status's walk has.
 const fleetKeysPerCall = 200
 
-// openFleet connects to the Redis that holds the fleet's record, from the backend flags
-// and settings alone: a monitoring box needs only the URL.
-func openFleet(c *cobra.Command, bo *backendOptions) (*lockrun.RedisLocker, error) {
+// openFleet connects to the Redis or etcd that holds the fleet's record, from the backend
+// flags and settings alone: a monitoring box needs only the URL.
+func openFleet(c *cobra.Command, bo *backendOptions) (lockrun.FleetStore, error) {
 	if err := bo.load(c); err != nil {
 		return nil, err
 	}
-	if bo.Backend != "redis" {
-		return nil, &usageError{fmt.Errorf("--fleet reads the fleet's record in Redis: give --redis or set CRONLOCK_REDIS_URL (the local backend has only this machine's history)")}
+	if bo.Backend != "redis" && bo.Backend != "etcd" {
+		return nil, &usageError{fmt.Errorf("--fleet reads the fleet's record in Redis or etcd: give --redis or CRONLOCK_REDIS_URL, or --etcd or CRONLOCK_ETCD_ENDPOINTS (the local backend has only this machine's history)")}
 	}
 	l, err := bo.open()
 	if err != nil {
 		return nil, exitf(ExitFailed, "%v", err)
 	}
-	return l.(*lockrun.RedisLocker), nil
+	return l.(lockrun.FleetStore), nil
 }
 
 // readFleet returns the entries of key (every key with a record when ""), newest first;
 // per key at most limit (0 = all kept). Each key's entries are marked DUPLICATE.
-func readFleet(l *lockrun.RedisLocker, key string, limit int) ([]lockrun.FleetEntry, error) {
+func readFleet(l lockrun.FleetStore, key string, limit int) ([]lockrun.FleetEntry, error) {
 	ctx := context.Background()
 	if key != "" {
 		es, err := l.Fleet(ctx, key, limit)

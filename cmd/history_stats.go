@@ -62,7 +62,7 @@ show as x and interrupted runs as !. Skipped runs are ·, running runs ?.
 2025-06-01 15:04, 2025-06-01T15:04:05, RFC 3339), in local time or UTC with --utc; they
 select runs by start time, --since inclusive, --until exclusive.
 
---fleet summarises every host's runs from the fleet's record in Redis (at most the
+--fleet summarises every host's runs from the fleet's record in Redis or etcd (at most the
 CRONLOCK_FLEET_KEEP newest runs of each key are kept there).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -71,7 +71,7 @@ CRONLOCK_FLEET_KEEP newest runs of each key are kept there).`,
 			}
 			if fleet {
 				if c.Flags().Changed("history") {
-					return &usageError{fmt.Errorf("--history and --fleet do not go together: --fleet reads the record in Redis, not a file")}
+					return &usageError{fmt.Errorf("--history and --fleet do not go together: --fleet reads the record in Redis or etcd, not a file")}
 				}
 				if o.Filter.Key != "" {
 					if err := checkKey(o.Filter.Key); err != nil {
@@ -121,7 +121,7 @@ CRONLOCK_FLEET_KEEP newest runs of each key are kept there).`,
 	f.IntVarP(&last, "last", "n", last, "window: the newest N matching runs of each key; 0 = all")
 	f.BoolVar(&o.JSON, "json", false, "one JSON object per key per line")
 	f.BoolVar(&o.UTC, "utc", false, "show and read times in UTC")
-	f.BoolVar(&fleet, "fleet", false, "every host's runs, from the fleet's record in Redis")
+	f.BoolVar(&fleet, "fleet", false, "every host's runs, from the fleet's record in Redis or etcd")
 	bo.addFlags(f)
 	return c
 }

@@ -30,7 +30,7 @@ func buildAndRun(m *testing.M) int {
 	cronlockBin = filepath.Join(dir, "cronlock")
 	// The test clock (CRONLOCK_TEST_CLOCK_OFFSET) exists only with this tag: a release
 	// build has no setting that moves its clock (TestTestClockOnlyInTestBuilds).
-	args := []string{"build", "-tags", "cronlock_testclock", "-o", cronlockBin}
+	args := []string{"build", "-tags", "cronlock_testclock" + etcdBuildTag, "-o", cronlockBin}
 	if raceEnabled {
 		args = append(args, "-race")
 	}

@@ -192,6 +192,9 @@ func (o *runOptions) resolve(c *cobra.Command, s *settings) error {
 	if err := o.resolveSchedule(f); err != nil {
 		return err
 	}
+	if err := o.etcdSkew(f); err != nil {
+		return err
+	}
 	if j.StartDeadline > 0 && j.Jitter >= j.StartDeadline {
 		return fmt.Errorf("--jitter %v is not shorter than --start-deadline %v: runs would be missed by their own sleep; make the jitter shorter", j.Jitter, j.StartDeadline)
 	}

@@ -304,8 +304,9 @@ func (r *runner) fail(code int, format string, args ...any) int {
 // childEnv is cronlock's environment plus the run's own variables. A
 // CRONLOCK_SCHEDULED_FOR inherited from an outer run is dropped when this run has no tick;
 // CRONLOCK_PING_URL always is.
-func childEnv(o *Options, runID string, token uint64, tick time.Time, try int) []string {
+func childEnv(o *Options, runID string, token uint64, tokenBackend string, tick time.Time, try int) []string {
 	add := map[string]string{
+		"CRONLOCK_TOKEN_BACKEND": tokenBackend, // tokens of two backends do not compare
 		"CRONLOCK_KEY":           o.Key,
 		"CRONLOCK_RUN_ID":        runID,
 		"CRONLOCK_TRY":           strconv.Itoa(max(try, 1)),

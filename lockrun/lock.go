@@ -2,7 +2,8 @@
 // that child: process group, signal forwarding, time-outs, and no process of the job left
 // behind once the lock is released.
 //
-// Two backends implement Locker: Redis (for a fleet) and a kernel file lock (one machine).
+// Two backends implement Locker: Redis (for a fleet) and a kernel file lock (one machine);
+// a third, etcd (for a fleet that runs etcd), exists only in builds with the etcd tag.
 // The package knows nothing of flags, configuration files or the run history; the cmd
 // package wires those together. It never invokes a shell: the child's argv is executed
 // directly.

@@ -3,11 +3,12 @@
 #
 # Needs: Go with cgo (gcc) for go-sqlite3. Installs redis-server (its package brings
 # redis-cli, which the Cluster tests use to create a cluster; Sentinels are redis-server
-# --sentinel), and Debian's cron (never
-# started as a service), with apt-get when they are missing (as root). Starts Redis on a free loopback port with its data in a temporary
+# --sentinel), Debian's cron and etcd-server (neither started as a service), with apt-get
+# when they are missing (as root). Starts Redis on a free loopback port with its data in a temporary
 # folder, exports CRONLOCK_TEST_REDIS_ADDR for the tests, runs `go test -race ./...`
-# (extra arguments are passed to go test), then a short fuzz run of every Fuzz target
-# (skipped when arguments are given), and stops Redis whatever happens.
+# (extra arguments are passed to go test), then the etcd backend's tests with the etcd
+# build tag (each starts its own etcd), then a short fuzz run of every Fuzz target
+# (both skipped when arguments are given), and stops Redis whatever happens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,6 +37,22 @@ if [ ! -x /usr/sbin/cron ] && [ "$(id -u)" = 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends cron >/dev/null
+	[ -z "$policy_added" ] || rm -f /usr/sbin/policy-rc.d
+fi
+
+# Debian's etcd-server, for the etcd backend's tests (each starts a private etcd on free
+# ports). Not started as a service, as cron above.
+if ! command -v etcd >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+	echo "test.sh: installing Debian's etcd-server (not started as a service)" >&2
+	policy_added=
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 0755 /usr/sbin/policy-rc.d
+		policy_added=1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends etcd-server >/dev/null
 	[ -z "$policy_added" ] || rm -f /usr/sbin/policy-rc.d
 fi
 
@@ -78,8 +95,14 @@ export CRONLOCK_TEST_REDIS_ADDR="127.0.0.1:$port"
 go vet ./...
 go test -race -count=1 -timeout 12m "$@" ./...
 
-# With arguments (e.g. -run Local) only the tests asked for run: no fuzzing.
+# With arguments (e.g. -run Local) only the tests asked for run: no etcd step, no fuzzing.
 [ $# -eq 0 ] || exit 0
+
+# The etcd backend lives behind a build tag (it would slow every other run's start-up):
+# its tests, and the cmd tests' binary, need the tag. Only the tests that use etcd run
+# again; under CI=true a missing etcd fails them.
+go vet -tags etcd ./lockrun ./cmd ./internal/etcdtest
+go test -race -count=1 -timeout 12m -tags etcd -run 'Etcd' ./lockrun ./cmd
 
 # A short fuzz run of every Fuzz target (their seeds already ran above, as plain tests
 # under -race). Go fuzzes one target per run: `go test -c -fuzz .` builds one

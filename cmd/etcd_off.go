@@ -1,0 +1,11 @@
+//go:build !etcd
+
+package cmd
+
+import "cronlock/lockrun"
+
+// etcdBuilt: this build has no etcd backend. The etcd client adds about 2.5 ms to every
+// start of the program (BENCHMARKS.md), which the Redis and local users would pay.
+const etcdBuilt = false
+
+func (o *backendOptions) openEtcd() (lockrun.Locker, error) { return nil, errNoEtcd }

@@ -1,0 +1,327 @@
+//go:build etcd
+
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cronlock/history"
+	"cronlock/internal/etcdtest"
+	"cronlock/internal/proctest"
+)
+
+// newEtcdCLI is newCLI pointed at srv (its TLS files and user included).
+func newEtcdCLI(t *testing.T, srv *etcdtest.Server) *cli {
+	c := newCLI(t, "")
+	c.env = append(c.env, srv.Env()...)
+	return c
+}
+
+// TestEtcdConcurrentRunsOneKey: 12 cronlocks on one key at once, with a job three times
+// longer than the TTL: exactly one runs, renewed to its end, and the 11 others skip.
+func TestEtcdConcurrentRunsOneKey(t *testing.T) {
+	c := newEtcdCLI(t, etcdtest.Start(t, etcdtest.Options{}))
+	marks := filepath.Join(c.dir, "marks")
+	const n = 12
+	var wg sync.WaitGroup
+	codes := make([]int, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i], _, _ = c.run("run", "-k", "busy", "--ttl", "1s", "--",
+				"sh", "-c", "echo start >> "+marks+"; sleep 3; echo end >> "+marks)
+		}()
+	}
+	wg.Wait()
+	for i, code := range codes {
+		if code != 0 {
+			t.Errorf("run %d exited %d, want 0", i, code)
+		}
+	}
+	if b, _ := os.ReadFile(marks); string(b) != "start\nend\n" {
+		t.Fatalf("job marks %q: want exactly one run, start then end", b)
+	}
+	var ran, skipped int
+	for _, r := range c.history("busy") {
+		switch r.Status {
+		case history.StatusSucceeded:
+			ran++
+		case history.StatusSkipped:
+			skipped++
+		}
+	}
+	if ran != 1 || skipped != n-1 {
+		t.Fatalf("history: %d succeeded, %d skipped; want 1 and %d", ran, skipped, n-1)
+	}
+}
+
+// TestEtcdGoneFailsClosed: etcd killed, or frozen, under a running job: the job is
+// stopped before its lease could have ended (fail closed), lock_lost, exit 125.
+func TestEtcdGoneFailsClosed(t *testing.T) {
+	for _, fault := range []string{"kill", "stop"} {
+		t.Run(fault, func(t *testing.T) {
+			srv := etcdtest.Start(t, etcdtest.Options{})
+			c := newEtcdCLI(t, srv)
+			pidf := filepath.Join(c.dir, "job.pid")
+			cmd := c.command("run", "-k", "gone", "--ttl", "2s", "--grace", "5s", "--redis-timeout", "300ms",
+				"--", "sh", "-c", "echo $$ > "+pidf+"; exec sleep 30")
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := proctest.ReadPID(t, pidf)
+			faultAt := time.Now()
+			died := make(chan time.Duration, 1)
+			go func() {
+				for !proctest.Dead(pid) {
+					time.Sleep(2 * time.Millisecond)
+				}
+				died <- time.Since(faultAt)
+			}()
+			if fault == "kill" {
+				srv.Kill()
+			} else {
+				srv.Stop()
+				defer srv.Cont()
+			}
+			err := cmd.Wait()
+			took := <-died
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 125 {
+				t.Fatalf("cronlock ended with %v (stderr %q), want exit 125", err, errb.String())
+			}
+			// The lease counts from before the last renewal was sent, which came before
+			// the fault: the job must be dead within the 2s lease whatever --grace says.
+			if took > 2*time.Second {
+				t.Fatalf("the job died %v after the fault, after its 2s lease could have ended", took)
+			}
+			if !strings.Contains(errb.String(), "lock was lost") {
+				t.Fatalf("stderr %q does not say the lock was lost", errb.String())
+			}
+			if rows := c.history("gone"); len(rows) != 1 || rows[0].Status != history.StatusLockLost {
+				t.Fatalf("history %+v, want one lock_lost run", rows)
+			}
+		})
+	}
+}
+
+// TestEtcdTokenRisesAcrossRestart: the fencing token is the lock key's create revision,
+// kept in etcd's data: after a restart the next token is still larger. The job learns
+// which backend issued it.
+func TestEtcdTokenRisesAcrossRestart(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	c := newEtcdCLI(t, srv)
+	out := filepath.Join(c.dir, "token")
+	job := []string{"--", "sh", "-c", `echo "$CRONLOCK_FENCING_TOKEN $CRONLOCK_TOKEN_BACKEND" > ` + out}
+	token := func() uint64 {
+		t.Helper()
+		if code, _, errs := c.run(append([]string{"run", "-k", "fence"}, job...)...); code != 0 {
+			t.Fatalf("run exited %d: %s", code, errs)
+		}
+		b, _ := os.ReadFile(out)
+		tok, backend, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+		if backend != "etcd" {
+			t.Fatalf("CRONLOCK_TOKEN_BACKEND=%q, want etcd", backend)
+		}
+		n, err := strconv.ParseUint(tok, 10, 64)
+		if err != nil || n == 0 {
+			t.Fatalf("CRONLOCK_FENCING_TOKEN=%q", tok)
+		}
+		return n
+	}
+	first := token()
+	srv.Restart()
+	if second := token(); second <= first {
+		t.Fatalf("token %d after a restart, %d before: want it to rise", second, first)
+	}
+}
+
+// TestEtcdStatusUnlock: status names the holder; unlock refuses a live holder without
+// --force and removes it with it; the holder then finds its lock gone.
+func TestEtcdStatusUnlock(t *testing.T) {
+	c := newEtcdCLI(t, etcdtest.Start(t, etcdtest.Options{}))
+	held := filepath.Join(c.dir, "held")
+	holder := c.command("run", "-k", "su", "--ttl", "3s", "--on-lock-lost", "continue", "--",
+		"sh", "-c", "touch "+held+"; sleep 3")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	proctest.WaitFile(t, held)
+	code, out, errs := c.run("status", "--key", "su", "--json")
+	var st lockStatus
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Node != "clinode" || st.FencingToken == 0 || !strings.HasPrefix(st.Backend, "etcd ") {
+		t.Fatalf("status: exit %d, %q %q; want the holder clinode with a token on etcd", code, out, errs)
+	}
+	if code, _, errs := c.run("status"); code != 0 {
+		t.Fatalf("status exited %d: %s", code, errs)
+	}
+	if code, _, errs := c.run("unlock", "-k", "su"); code != 125 || !strings.Contains(errs, "--force") {
+		t.Fatalf("unlock without --force: exit %d, %q; want 125 naming --force", code, errs)
+	}
+	if code, out, errs := c.run("unlock", "-k", "su", "--force"); code != 0 || !strings.Contains(out, "clinode") {
+		t.Fatalf("unlock --force: exit %d, %q %q; want the removed holder named", code, out, errs)
+	}
+	if code, out, _ := c.run("status", "--key", "su"); code != 0 || !strings.Contains(out, "su is not held") {
+		t.Fatalf("status after unlock: %d %q", code, out)
+	}
+	holder.Wait()
+	if rows := c.history("su"); len(rows) != 1 || rows[0].Status != history.StatusLockLost {
+		t.Fatalf("history %+v, want the holder's run lock_lost", rows)
+	}
+}
+
+// TestEtcdWaitHandoff: a run with --wait takes the lock when the holder lets it go, and
+// runs after it, never beside it.
+func TestEtcdWaitHandoff(t *testing.T) {
+	c := newEtcdCLI(t, etcdtest.Start(t, etcdtest.Options{}))
+	marks, held := filepath.Join(c.dir, "marks"), filepath.Join(c.dir, "held")
+	first := c.command("run", "-k", "hand", "--", "sh", "-c", "touch "+held+"; echo a >> "+marks+"; sleep 1; echo a >> "+marks)
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	proctest.WaitFile(t, held)
+	code, _, errs := c.run("run", "-k", "hand", "--wait", "20s", "--", "sh", "-c", "echo b >> "+marks)
+	if err := first.Wait(); err != nil || code != 0 {
+		t.Fatalf("holder: %v; waiter exit %d (%s)", err, code, errs)
+	}
+	if b, _ := os.ReadFile(marks); string(b) != "a\na\nb\n" {
+		t.Fatalf("marks %q: want the waiter to run after the holder", b)
+	}
+}
+
+// TestEtcdTLSAndAuth: a cluster with TLS, client certificates and users; a wrong
+// password is one line that never shows it.
+func TestEtcdTLSAndAuth(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{TLS: true, Auth: true})
+	c := newEtcdCLI(t, srv)
+	c.env = append(c.env, "CRONLOCK_PREFIX=cronlock:") // the user's role covers this prefix only
+	if code, _, errs := c.run("run", "-k", "tls", "--", "true"); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	if code, out, errs := c.run("history", "--fleet", "--key", "tls"); code != 0 || !strings.Contains(out, "succeeded") {
+		t.Fatalf("history --fleet: exit %d: %q %s", code, out, errs)
+	}
+	bad := filepath.Join(c.dir, "bad-pw")
+	os.WriteFile(bad, []byte("not-the-pw-77\n"), 0o600)
+	c.env = append(c.env, "CRONLOCK_ETCD_PASSWORD_FILE="+bad)
+	code, _, errs := c.run("run", "-k", "tls", "--", "true")
+	if code != 125 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "authentication failed") || strings.Contains(errs, "not-the-pw") {
+		t.Fatalf("wrong password: exit %d, stderr %q; want 125, one line, no password", code, errs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(c.dir, "history.db")); bytes.Contains(b, []byte("not-the-pw")) {
+		t.Fatal("the password is in the history file")
+	}
+	// Without a user, etcd takes the client certificate's common name (cronlock) as one.
+	c.env = append(c.env, "CRONLOCK_ETCD_USER=", "CRONLOCK_ETCD_PASSWORD_FILE=")
+	if code, _, errs := c.run("run", "-k", "tls", "--", "true"); code != 0 {
+		t.Fatalf("certificate as the user: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestEtcdScheduleTickAndFleet: two hosts started for one tick: one runs, the other is
+// skipped by the tick record; the fleet's record shows the run, with the skip, and check
+// is content. --max-skew, which needs a server clock, is refused on etcd.
+func TestEtcdScheduleTickAndFleet(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	a, b := newEtcdCLI(t, srv), newEtcdCLI(t, srv)
+	b.env = append(b.env, "CRONLOCK_PREFIX="+envOf(a.env, "CRONLOCK_PREFIX"), "CRONLOCK_NODE=hostb")
+	marks := filepath.Join(a.dir, "marks")
+	job := []string{"--", "sh", "-c", "echo ran >> " + marks}
+	for _, c := range []*cli{a, b} {
+		if code, _, errs := c.run(append([]string{"run", "-k", "tick", "--schedule", "@yearly"}, job...)...); code != 0 {
+			t.Fatalf("run: exit %d: %s", code, errs)
+		}
+	}
+	if m, _ := os.ReadFile(marks); string(m) != "ran\n" {
+		t.Fatalf("marks %q: want one run for the tick", m)
+	}
+	if rows := b.history("tick"); len(rows) != 1 || rows[0].Status != history.StatusSkipped || !strings.Contains(rows[0].Error+rows[0].Holder, "clinode") {
+		t.Fatalf("second host's history %+v: want skipped, naming clinode", rows)
+	}
+	code, out, errs := b.run("history", "--fleet", "--key", "tick", "--json")
+	var e fleetJSON
+	if code != 0 || json.Unmarshal([]byte(out), &e) != nil || e.Node != "clinode" || e.Status != "succeeded" || e.ScheduledFor == nil || e.Skips != 1 || e.FencingToken == 0 {
+		t.Fatalf("history --fleet: exit %d, %q %s; want one succeeded run of clinode for the tick, 1 skip", code, out, errs)
+	}
+	if code, out, errs := b.run("check", "--key", "tick"); code != 0 {
+		t.Fatalf("check: exit %d, %q %s; want OK", code, out, errs)
+	}
+	code, _, errs = a.run(append([]string{"run", "-k", "tick", "--schedule", "@yearly", "--max-skew", "5s"}, job...)...)
+	if code != 125 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "NTP") {
+		t.Fatalf("--max-skew on etcd: exit %d, stderr %q; want 125, one line naming NTP", code, errs)
+	}
+}
+
+// TestEtcdBadEndpoints: endpoints that are not http(s)://host:port are refused in one
+// line, and a password pasted into one is never repeated.
+func TestEtcdBadEndpoints(t *testing.T) {
+	c := newCLI(t, "")
+	for _, e := range []string{"ftp://h:1", "http://h", "http://bob:hunter2@127.0.0.1:2379"} {
+		code, _, errs := c.run("run", "--etcd", e, "-k", "x", "--", "true")
+		if code != 125 || strings.Count(errs, "\n") != 1 || strings.Contains(errs, "hunter2") || !strings.Contains(errs, "etcd endpoint") {
+			t.Fatalf("--etcd %q: exit %d, stderr %q; want 125, one line, no password", e, code, errs)
+		}
+	}
+}
+
+// TestEtcdTickGivenBack: a run whose command is missing never started its job, so it
+// gives its tick back and the next host runs it.
+func TestEtcdTickGivenBack(t *testing.T) {
+	c := newEtcdCLI(t, etcdtest.Start(t, etcdtest.Options{}))
+	if code, _, _ := c.run("run", "-k", "gb", "--schedule", "@yearly", "--", "/nonexistent/job"); code != 127 {
+		t.Fatalf("missing command: exit %d, want 127", code)
+	}
+	if code, out, errs := c.run("run", "-k", "gb", "--schedule", "@yearly", "--capture", "0", "--", "echo", "ran"); code != 0 || out != "ran\n" {
+		t.Fatalf("next run of the tick: exit %d, %q %q; want it to run", code, out, errs)
+	}
+}
+
+// TestEtcdWaitOutlivesRestart: a --wait that starts while etcd (with users) is down takes
+// the lock once it is back: a failed connection is made again, not kept.
+func TestEtcdWaitOutlivesRestart(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{Auth: true})
+	c := newEtcdCLI(t, srv)
+	c.env = append(c.env, "CRONLOCK_PREFIX=cronlock:")
+	srv.Kill()
+	waiter := c.command("run", "-k", "back", "--wait", "30s", "--redis-timeout", "300ms", "--", "true")
+	var errb bytes.Buffer
+	waiter.Stderr = &errb
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // several attempts fail meanwhile
+	srv.Restart()
+	if err := waiter.Wait(); err != nil {
+		t.Fatalf("waiter: %v, stderr %q; want it to run once etcd is back", err, errb.String())
+	}
+}
+
+// TestEtcdNoFalseDuplicateFromSkew: a host whose clock is 1.5s behind runs a key right
+// after another host's 1s run: by the hosts' clocks the runs overlap, by etcd's revisions
+// they do not, and the fleet's record marks no DUPLICATE.
+func TestEtcdNoFalseDuplicateFromSkew(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	a, b := newEtcdCLI(t, srv), newEtcdCLI(t, srv)
+	b.env = append(b.env, "CRONLOCK_PREFIX="+envOf(a.env, "CRONLOCK_PREFIX"), "CRONLOCK_NODE=hostb", "CRONLOCK_TEST_CLOCK_OFFSET=-1500ms")
+	for _, c := range []*cli{a, b} {
+		if code, _, errs := c.run("run", "-k", "skew", "--", "sleep", "1"); code != 0 {
+			t.Fatalf("run: exit %d: %s", code, errs)
+		}
+	}
+	code, out, errs := a.run("history", "--fleet", "--key", "skew", "--json")
+	if code != 0 || strings.Count(out, "\n") != 2 || strings.Contains(out, `"duplicate":true`) {
+		t.Fatalf("history --fleet: exit %d, %q %s; want two runs, neither DUPLICATE", code, out, errs)
+	}
+}

@@ -1,0 +1,278 @@
+//go:build etcd
+
+package lockrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"cronlock/internal/etcdtest"
+)
+
+func newEtcdLocker(t *testing.T, srv *etcdtest.Server, o EtcdOptions) *EtcdLocker {
+	t.Helper()
+	o.Endpoints = []string{srv.Endpoint}
+	if o.Timeout == 0 {
+		o.Timeout = time.Second
+	}
+	l, err := NewEtcdLocker(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func etcdReq(key, run string) Request {
+	return Request{Key: key, TTL: 2 * time.Second, Node: "n-" + run, PID: 1, RunID: run}
+}
+
+// TestEtcdLockCycle: take, hold off a second taker, renew, release; the fencing token is
+// the key's create revision and rises with each acquisition.
+func TestEtcdLockCycle(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	l := newEtcdLocker(t, srv, EtcdOptions{})
+	ctx := context.Background()
+	a, err := l.Acquire(ctx, etcdReq("cycle", "r1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Acquire(ctx, etcdReq("cycle", "r2"))
+	var held *HeldError
+	if !errors.As(err, &held) || held.Holder == nil || held.Holder.RunID != "r1" || held.Holder.FencingToken != a.FencingToken() {
+		t.Fatalf("second acquire: %v (holder %+v), want held by r1 with token %d", err, held, a.FencingToken())
+	}
+	if err := a.Renew(ctx); err != nil {
+		t.Fatalf("renew: %v", err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if err := a.Renew(ctx); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("renew after release: %v, want ErrLockLost", err)
+	}
+	b, err := l.Acquire(ctx, etcdReq("cycle", "r3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release(ctx)
+	if b.FencingToken() <= a.FencingToken() {
+		t.Fatalf("token %d after %d: want it to rise", b.FencingToken(), a.FencingToken())
+	}
+	kv, err := srv.Root().Get(ctx, "cronlock:{cycle}:lock")
+	if err != nil || len(kv.Kvs) != 1 || uint64(kv.Kvs[0].CreateRevision) != b.FencingToken() {
+		t.Fatalf("lock key %+v (%v): want create revision %d", kv, err, b.FencingToken())
+	}
+}
+
+// TestEtcdRenewSeesKeyReplaced: a key deleted and created again by someone else is a lost
+// lock, although the lease itself is still alive.
+func TestEtcdRenewSeesKeyReplaced(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	l := newEtcdLocker(t, srv, EtcdOptions{})
+	ctx := context.Background()
+	a, err := l.Acquire(ctx, etcdReq("replaced", "r1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := srv.Root()
+	if _, err := root.Delete(ctx, "cronlock:{replaced}:lock"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.Put(ctx, "cronlock:{replaced}:lock", `{"node":"intruder"}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Renew(ctx); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("renew: %v, want ErrLockLost", err)
+	}
+	if err := a.Release(ctx); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("release: %v, want ErrLockLost", err)
+	}
+	if kv, _ := root.Get(ctx, "cronlock:{replaced}:lock"); len(kv.Kvs) != 1 {
+		t.Fatal("the release removed another holder's key")
+	}
+}
+
+// TestEtcdWaitWakesOnWatch: with polling slowed to a minute, a waiter still takes the lock
+// soon after its release: the watch on the key woke it.
+func TestEtcdWaitWakesOnWatch(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	l := newEtcdLocker(t, srv, EtcdOptions{})
+	l.poll = time.Minute
+	ctx := context.Background()
+	a, err := l.Acquire(ctx, etcdReq("watch", "r1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		req := etcdReq("watch", "r2")
+		req.Wait = 20 * time.Second
+		b, err := l.Acquire(ctx, req)
+		if err == nil {
+			b.Release(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("waiter: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the waiter did not take the lock after its release: the watch did not wake it")
+	}
+}
+
+// TestEtcdFleetRecordTrimmed: the record keeps the newest FleetKeep entries (and at most a
+// tenth more between trims), newest first.
+func TestEtcdFleetRecordTrimmed(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	l := newEtcdLocker(t, srv, EtcdOptions{FleetKeep: 10})
+	ctx := context.Background()
+	var last string
+	for i := range 25 {
+		last = fmt.Sprintf("0190%04d-0000-7000-8000-000000000000", i)
+		if err := l.RecordRun(ctx, "trim", &RunRecord{RunID: last, Node: "n", Status: "error", Exit: 125}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := srv.Root().Get(ctx, "cronlock:{trim}:runs/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Count < 10 || resp.Count > 11 {
+		t.Fatalf("%d entries stored, want 10 or 11", resp.Count)
+	}
+	es, err := l.Fleet(ctx, "trim", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) < 10 || es[0].RunID != last {
+		t.Fatalf("fleet: %d entries, newest %q; want at least 10, newest %q", len(es), es[0].RunID, last)
+	}
+	keys, err := l.FleetKeys(ctx)
+	if err != nil || strings.Join(keys, ",") != "trim" {
+		t.Fatalf("FleetKeys = %v, %v; want [trim]", keys, err)
+	}
+}
+
+// TestEtcdWrongPassword: a refused login is one error that names what to check, never
+// the password.
+func TestEtcdWrongPassword(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{Auth: true})
+	l := newEtcdLocker(t, srv, EtcdOptions{User: etcdtest.User, Password: "wrong-horse-battery"})
+	_, err := l.Acquire(context.Background(), etcdReq("auth", "r1"))
+	if err == nil || !strings.Contains(err.Error(), "authentication failed") || strings.Contains(err.Error(), "wrong-horse") {
+		t.Fatalf("err = %v; want an authentication failure without the password", err)
+	}
+	anon := newEtcdLocker(t, srv, EtcdOptions{})
+	if _, err := anon.Acquire(context.Background(), etcdReq("auth", "r1")); err == nil || !strings.Contains(err.Error(), "CRONLOCK_ETCD_USER") {
+		t.Fatalf("no user: %v; want an error naming CRONLOCK_ETCD_USER", err)
+	}
+	ok := newEtcdLocker(t, srv, EtcdOptions{User: etcdtest.User, Password: etcdtest.Password})
+	a, err := ok.Acquire(context.Background(), etcdReq("auth", "r1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Release(context.Background())
+}
+
+// TestEtcdEndpointPasswordNeverShown: a password pasted into an endpoint URL is refused
+// without being repeated.
+func TestEtcdEndpointPasswordNeverShown(t *testing.T) {
+	_, err := NewEtcdLocker(EtcdOptions{Endpoints: []string{"http://127.0.0.1:2379", "http://bob:hunter2@127.0.0.1:2379"}})
+	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "CRONLOCK_ETCD_PASSWORD_FILE") {
+		t.Fatalf("err = %v; want a refusal naming the password file, without the password", err)
+	}
+}
+
+// TestEtcdMinHold: a release before --min-hold keeps the lock, marked released, until the
+// hold is over; unlock may remove such a lock without --force.
+func TestEtcdMinHold(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	l := newEtcdLocker(t, srv, EtcdOptions{})
+	ctx := context.Background()
+	req := etcdReq("hold", "r1")
+	req.MinHold = 30 * time.Second
+	a, err := l.Acquire(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var held *HeldError
+	if _, err := l.Acquire(ctx, etcdReq("hold", "r2")); !errors.As(err, &held) {
+		t.Fatalf("acquire during the hold: %v, want held", err)
+	}
+	h, err := l.Unlock(ctx, "hold", false)
+	if err != nil || h == nil || h.RunID != "r1" {
+		t.Fatalf("unlock of a held-after-release lock: %+v, %v; want r1 removed", h, err)
+	}
+	b, err := l.Acquire(ctx, etcdReq("hold", "r3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Release(ctx)
+}
+
+// TestEtcdDuplicatesByRevision: two runs one after the other are not duplicates even when
+// the second host's clock is 10s behind (the hosts' times overlap); a run that kept going
+// after its key was removed and taken over is one, both it and the taker.
+func TestEtcdDuplicatesByRevision(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	l := newEtcdLocker(t, srv, EtcdOptions{})
+	ctx := context.Background()
+	run := func(id string, now func() time.Time) Lease {
+		t.Helper()
+		req := etcdReq("dup", id)
+		req.Now = now
+		a, err := l.Acquire(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.SetRecord(&RunRecord{RunID: id, Node: "n-" + id, Status: "succeeded", Tries: 1})
+		return a
+	}
+	a := run("0190a000-0000-7000-8000-000000000001", nil)
+	a.Release(ctx)
+	b := run("0190a000-0000-7000-8000-000000000002", func() time.Time { return time.Now().Add(-10 * time.Second) })
+	b.Release(ctx)
+	es, err := l.Fleet(ctx, "dup", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if e.Duplicate {
+			t.Fatalf("%s marked DUPLICATE: runs one after the other, only the hosts' clocks overlap (%+v)", e.RunID, es)
+		}
+	}
+	c := run("0190a000-0000-7000-8000-000000000003", nil)
+	if _, err := l.Unlock(ctx, "dup", true); err != nil {
+		t.Fatal(err)
+	}
+	d := run("0190a000-0000-7000-8000-000000000004", nil)
+	d.Release(ctx)
+	c.Release(ctx) // lost, but its job ran until now: an overlap
+	es, _ = l.Fleet(ctx, "dup", 0)
+	dups := 0
+	for _, e := range es {
+		if e.Duplicate {
+			dups++
+		}
+	}
+	if dups != 2 {
+		t.Fatalf("%d DUPLICATE entries, want the 2 overlapping runs: %+v", dups, es)
+	}
+}

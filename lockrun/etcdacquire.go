@@ -1,0 +1,345 @@
+//go:build etcd
+
+package lockrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Acquire takes req.Key: it reads the lock (and the tick record), and only when the lock
+// is free grants a lease and creates the key in a transaction that succeeds only if the
+// key is still absent (and the tick record unchanged). A held lock thus costs one round
+// trip; a taken one three. With req.Wait it waits on a watch of the key, woken by its
+// deletion, and also polls every min(1s, ttl/3).
+func (l *EtcdLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
+	if err := ValidKey(req.Key); err != nil {
+		return nil, err
+	}
+	if req.TTL <= 0 {
+		return nil, fmt.Errorf("the lock TTL must be positive, not %s (--ttl)", req.TTL)
+	}
+	if req.Wait <= 0 {
+		lease, held, _, err := l.attempt(ctx, req, false)
+		if err != nil {
+			return nil, err
+		}
+		if held != nil {
+			return nil, &HeldError{Key: req.Key, Holder: held}
+		}
+		return lease, nil
+	}
+	deadline := time.Now().Add(req.Wait)
+	poll := l.poll
+	if poll <= 0 {
+		poll = max(min(time.Second, req.TTL/3), 10*time.Millisecond)
+	}
+	for {
+		lease, held, rev, err := l.attempt(ctx, req, false)
+		if err != nil && (!retryableEtcdError(err) || ctx.Err() != nil) {
+			return nil, err
+		}
+		if err == nil && held == nil {
+			return lease, nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			if err != nil {
+				return nil, err
+			}
+			return nil, &HeldError{Key: req.Key, Holder: held}
+		}
+		if err := l.waitDelete(ctx, req.Key, rev, min(poll, left)); err != nil {
+			return nil, fmt.Errorf("wait for lock %s: %w", req.Key, err)
+		}
+	}
+}
+
+// waitDelete returns when the lock key is deleted after revision rev (0: unknown, then
+// it only sleeps), after d, or with ctx's error.
+func (l *EtcdLocker) waitDelete(ctx context.Context, key string, rev int64, d time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var events clientv3.WatchChan
+	if c, err := l.client(); err == nil && rev > 0 {
+		events = c.Watch(clientv3.WithRequireLeader(wctx), l.lockKey(key), clientv3.WithRev(rev+1), clientv3.WithFilterPut())
+	}
+	for {
+		select {
+		case w, ok := <-events:
+			if !ok || w.Err() != nil || len(w.Events) > 0 {
+				if !ok || w.Err() != nil {
+					events = nil // a broken watch: the poll still wakes the waiter
+					continue
+				}
+				return nil
+			}
+		case <-wctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// ClaimMissed claims req.Tick as missed without taking the lock.
+func (l *EtcdLocker) ClaimMissed(ctx context.Context, req Request) error {
+	if req.Tick.IsZero() {
+		return fmt.Errorf("claim a missed tick of %s: no tick given", req.Key)
+	}
+	_, _, _, err := l.attempt(ctx, req, true)
+	return err
+}
+
+// attempt asks for the lock once (a changed tick record is read again, a few times). It
+// returns the lease, or the holder and the revision it was seen at when another run holds
+// the lock. With missed it claims the tick alone, as missed.
+func (l *EtcdLocker) attempt(ctx context.Context, req Request, missed bool) (*etcdLease, *Holder, int64, error) {
+	c, err := l.client()
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if req.OnTry != nil {
+		req.OnTry()
+	}
+	lockKey, tickKey := l.lockKey(req.Key), l.tickKey(req.Key)
+	scheduled := !req.Tick.IsZero()
+	for range 5 {
+		// The lease counts from before the Grant was sent.
+		sent := clockOr(l.now)()
+		var read *clientv3.TxnResponse
+		err := l.op(ctx, "take lock "+req.Key, func(ctx context.Context, c *clientv3.Client) (err error) {
+			read, err = c.Txn(ctx).Then(clientv3.OpGet(lockKey), clientv3.OpGet(tickKey)).Commit()
+			return err
+		})
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		lockKV, tickKV := firstKV(read, 0), firstKV(read, 1)
+		var rec *tickRecord
+		var tickRev int64
+		if tickKV != nil {
+			tickRev = tickKV.ModRevision
+			var r tickRecord
+			if json.Unmarshal(tickKV.Value, &r) == nil && digits(r.TickUS) {
+				rec = &r
+			}
+		}
+		var newTick string
+		if scheduled {
+			tickUS := strconv.FormatInt(req.Tick.UnixMicro(), 10)
+			if rec != nil && rec.RunID != req.RunID && !greaterDec(tickUS, rec.TickUS) {
+				l.countSkip(ctx, c, req.Key, tickRev, *rec)
+				rec.Skips++
+				raw, _ := json.Marshal(rec)
+				return nil, nil, 0, tickErrorOf(req, string(raw))
+			}
+			newTick = l.newTickRecord(req, rec, tickUS, missed)
+		}
+		if missed {
+			var resp *clientv3.TxnResponse
+			err := l.op(ctx, "claim the tick of "+req.Key, func(ctx context.Context, c *clientv3.Client) (err error) {
+				resp, err = c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(tickKey), "=", tickRev)).
+					Then(clientv3.OpPut(tickKey, newTick)).Commit()
+				return err
+			})
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			if resp.Succeeded {
+				return nil, nil, 0, nil
+			}
+			continue // claimed meanwhile: judge the new record
+		}
+		if lockKV != nil {
+			return nil, holderOf(lockKV.Value, lockKV.CreateRevision), read.Header.Revision, nil
+		}
+		lease, retry, err := l.create(ctx, c, req, sent, tickRev, newTick)
+		if err != nil || !retry {
+			return lease, nil, 0, err
+		}
+		// Taken, or the tick claimed, since the read: read again.
+	}
+	return nil, nil, 0, fmt.Errorf("take lock %s on %s: the tick record kept changing under this run; try again", req.Key, l.Describe())
+}
+
+// create grants the lease and creates the lock key (and claims the tick) if the key is
+// still absent and the tick record unchanged. retry reports that it was not: read again.
+// When no reply came, the lease is revoked, which deletes a key it may have created.
+func (l *EtcdLocker) create(ctx context.Context, c *clientv3.Client, req Request, sent time.Duration, tickRev int64, newTick string) (lease *etcdLease, retry bool, err error) {
+	var g *clientv3.LeaseGrantResponse
+	if err := l.op(ctx, "take lock "+req.Key, func(ctx context.Context, c *clientv3.Client) (err error) {
+		g, err = c.Grant(ctx, leaseSeconds(req.TTL))
+		return err
+	}); err != nil {
+		return nil, false, err
+	}
+	now := req.now()
+	holder := etcdHolder{Node: req.Node, PID: req.PID, RunID: req.RunID, SinceMS: now.UnixMilli(),
+		AcquiredUS: now.UnixMicro(), TTLMS: req.TTL.Milliseconds()}
+	v, _ := json.Marshal(holder)
+	lockKey, tickKey := l.lockKey(req.Key), l.tickKey(req.Key)
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lockKey), "=", 0)}
+	then := []clientv3.Op{clientv3.OpPut(lockKey, string(v), clientv3.WithLease(g.ID))}
+	if newTick != "" {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(tickKey), "=", tickRev))
+		then = append(then, clientv3.OpPut(tickKey, newTick))
+	}
+	var resp *clientv3.TxnResponse
+	err = l.op(ctx, "take lock "+req.Key, func(ctx context.Context, c *clientv3.Client) (err error) {
+		resp, err = c.Txn(ctx).If(cmps...).Then(then...).Else(clientv3.OpGet(lockKey)).Commit()
+		return err
+	})
+	if err != nil {
+		// The outcome is unknown: revoking the lease deletes the key if it was created.
+		l.revoke(ctx, c, g.ID)
+		return nil, false, err
+	}
+	el := &etcdLease{l: l, key: req.Key, id: g.ID, ttl: req.TTL, minHold: req.MinHold, sent: sent,
+		runID: req.RunID, ticked: newTick != "", acquiredUS: now.UnixMicro(), holder: holder, wall: req.now}
+	if resp.Succeeded {
+		el.fence = resp.Header.Revision // the key was created by this very revision
+		return el, false, nil
+	}
+	l.revoke(ctx, c, g.ID)
+	if kv := firstKV(resp, 0); kv != nil && kv.Lease == int64(g.ID) {
+		el.fence = kv.CreateRevision // a retried commit whose first reply was lost
+		return el, false, nil
+	}
+	return nil, true, nil
+}
+
+// revoke ends a lease (and deletes its keys), best effort, within its own time-out.
+func (l *EtcdLocker) revoke(ctx context.Context, c *clientv3.Client, id clientv3.LeaseID) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
+	defer cancel()
+	c.Revoke(rctx, id)
+}
+
+// newTickRecord is the JSON of this run's claim of its tick (acquire.lua's claimTick).
+func (l *EtcdLocker) newTickRecord(req Request, rec *tickRecord, tickUS string, missed bool) string {
+	prev := ""
+	if rec != nil {
+		prev = rec.TickUS
+		if rec.RunID == req.RunID {
+			prev = rec.PrevUS
+		}
+	}
+	b, _ := json.Marshal(tickRecord{TickUS: tickUS, PrevUS: prev, Expr: req.Schedule, TZ: req.Zone,
+		Node: req.Node, RunID: req.RunID, Missed: missed, ClaimedUS: strconv.FormatInt(req.now().UnixMicro(), 10)})
+	return string(b)
+}
+
+// countSkip raises the skip count of the tick record, and of the claimer's entry in the
+// fleet's record when its run has ended already. Best effort: the count is a nicety, and
+// a record changed meanwhile is left as it is.
+func (l *EtcdLocker) countSkip(ctx context.Context, c *clientv3.Client, key string, rev int64, rec tickRecord) {
+	rec.Skips++
+	b, _ := json.Marshal(rec)
+	entryKey := l.runsDir(key) + rec.RunID
+	var resp *clientv3.TxnResponse
+	l.op(ctx, "count a skip", func(ctx context.Context, c *clientv3.Client) (err error) {
+		resp, err = c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(l.tickKey(key)), "=", rev)).
+			Then(clientv3.OpPut(l.tickKey(key), string(b)), clientv3.OpGet(entryKey)).Commit()
+		return err
+	})
+	if resp == nil || !resp.Succeeded || rec.RunID == "" {
+		return
+	}
+	if kv := firstKV(resp, 1); kv != nil {
+		l.setEntrySkips(ctx, entryKey, kv.Value, kv.ModRevision, rec.Skips)
+	}
+}
+
+// firstKV is the first key of the i-th response of a transaction, nil when none.
+func firstKV(resp *clientv3.TxnResponse, i int) *mvccKV {
+	if resp == nil || i >= len(resp.Responses) {
+		return nil
+	}
+	r := resp.Responses[i].GetResponseRange()
+	if r == nil || len(r.Kvs) == 0 {
+		return nil
+	}
+	return r.Kvs[0]
+}
+
+func digits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// greaterDec is a > b for decimal strings without leading zeros.
+func greaterDec(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) > len(b)
+	}
+	return a > b
+}
+
+// etcdError is an error a user reads: it names the cluster and what to check.
+type etcdError struct {
+	msg string
+	err error
+}
+
+func (e *etcdError) Error() string { return e.msg }
+func (e *etcdError) Unwrap() error { return e.err }
+
+// userError turns a client error into a message that says what failed and what to do.
+// The client's errors never hold the password: etcd does not echo it.
+func (l *EtcdLocker) userError(op string, err error) error {
+	var ee *etcdError
+	if errors.As(err, &ee) {
+		return err
+	}
+	server := l.Describe()
+	detail := err.Error()
+	if s, ok := status.FromError(err); ok && s.Message() != "" {
+		detail = s.Message()
+	}
+	var msg string
+	switch {
+	case errors.Is(err, context.Canceled):
+		msg = fmt.Sprintf("%s: %s: interrupted", op, server)
+	case errors.Is(err, rpctypes.ErrAuthFailed) || strings.Contains(detail, "authentication failed"):
+		msg = fmt.Sprintf("%s authentication failed: %s (check --etcd-user / CRONLOCK_ETCD_USER and the password in CRONLOCK_ETCD_PASSWORD_FILE)", server, detail)
+	case errors.Is(err, rpctypes.ErrUserEmpty) || strings.Contains(detail, "user name is empty") || strings.Contains(detail, "invalid auth token"):
+		msg = fmt.Sprintf("%s requires a user: %s (set --etcd-user / CRONLOCK_ETCD_USER and CRONLOCK_ETCD_PASSWORD_FILE)", server, detail)
+	case errors.Is(err, rpctypes.ErrPermissionDenied) || strings.Contains(detail, "permission denied"):
+		msg = fmt.Sprintf("%s refused: %s (the etcd user's role needs readwrite on the key range with prefix %s; see the README)", server, detail, l.prefix)
+	case errors.Is(err, rpctypes.ErrNoSpace) || strings.Contains(detail, "database space exceeded"):
+		msg = fmt.Sprintf("%s is out of space (NOSPACE alarm): %s; no lock can be taken until an operator compacts and defragments the cluster and runs etcdctl alarm disarm (enable --auto-compaction-retention, see the README)", server, detail)
+	case isTimeout(err) || status.Code(err) == codes.DeadlineExceeded:
+		msg = fmt.Sprintf("%s unreachable or did not answer within %s: %s: %s (check --etcd / CRONLOCK_ETCD_ENDPOINTS and that etcd runs, or raise --redis-timeout)", server, l.timeout, op, detail)
+	case status.Code(err) == codes.Unavailable:
+		msg = fmt.Sprintf("%s unreachable: %s: %s (check --etcd / CRONLOCK_ETCD_ENDPOINTS, the TLS files, and that etcd runs)", server, op, detail)
+	default:
+		msg = fmt.Sprintf("%s: %s: %s", op, server, detail)
+	}
+	return &etcdError{msg: msg, err: err}
+}
+
+// retryableEtcdError reports an error that asking again later may cure: the cluster was
+// unreachable or slow. Not a refusal (auth, permission, space).
+func retryableEtcdError(err error) bool {
+	var ee *etcdError
+	if !errors.As(err, &ee) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	return isTimeout(ee.err) || status.Code(ee.err) == codes.Unavailable || status.Code(ee.err) == codes.DeadlineExceeded
+}

@@ -1,0 +1,177 @@
+//go:build etcd
+
+package lockrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+type mvccKV = mvccpb.KeyValue
+
+// etcdLease is a held etcd lock: the key, and the lease it is attached to.
+type etcdLease struct {
+	l          *EtcdLocker
+	key        string
+	id         clientv3.LeaseID
+	fence      int64 // the key's create revision
+	ttl        time.Duration
+	minHold    time.Duration
+	sent       time.Duration
+	runID      string
+	ticked     bool
+	giveBack   atomic.Bool
+	acquiredUS int64
+	holder     etcdHolder       // the value the lock key was created with
+	wall       func() time.Time // the run's wall clock (Request.Now), for the record's end
+
+	record    *RunRecord
+	endUS     int64
+	endRev    int64 // the release's revision
+	recordErr error
+}
+
+// FencingToken is the lock key's create revision: it rises across the whole cluster and
+// survives restarts.
+func (s *etcdLease) FencingToken() uint64 { return uint64(s.fence) }
+
+// TTL is the lease length asked for (the server's, in whole seconds, is never shorter).
+func (s *etcdLease) TTL() time.Duration { return s.ttl }
+
+// Sent is when the read before the Grant was sent.
+func (s *etcdLease) Sent() time.Duration { return s.sent }
+
+// GiveBackTick makes Release give the tick back and ignore MinHold: the job never started.
+func (s *etcdLease) GiveBackTick() { s.giveBack.Store(true) }
+
+// SetRecord makes Release write rec to the fleet's record in its own transaction.
+func (s *etcdLease) SetRecord(rec *RunRecord) { s.record = rec }
+
+// RecordErr is why Release could not write the record; nil when it was or none was given.
+func (s *etcdLease) RecordErr() error { return s.recordErr }
+
+// Renew keeps the lease alive once, then checks that the key is still the one this lease
+// created. ErrLockLost: the lease is gone, or the key is gone or replaced.
+func (s *etcdLease) Renew(ctx context.Context) error {
+	c, err := s.l.client()
+	if err != nil {
+		return err
+	}
+	if _, err := c.KeepAliveOnce(ctx, s.id); err != nil {
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return fmt.Errorf("renew lock %s: its lease expired or was revoked: %w", s.key, ErrLockLost)
+		}
+		return s.l.userError("renew lock "+s.key, err)
+	}
+	resp, err := c.Get(ctx, s.l.lockKey(s.key))
+	if err != nil {
+		return s.l.userError("renew lock "+s.key, err)
+	}
+	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != s.fence || resp.Kvs[0].Lease != int64(s.id) {
+		return fmt.Errorf("renew lock %s: the key was deleted or taken over: %w", s.key, ErrLockLost)
+	}
+	return nil
+}
+
+// Release deletes the lock if it is still ours, writing the fleet's entry in the same
+// transaction; with MinHold left, it moves the key to a lease of the hold left instead,
+// marked released. The old lease is revoked either way. It returns an error wrapping
+// ErrLockLost when the lock was no longer ours (nothing is removed then).
+func (s *etcdLease) Release(ctx context.Context) error {
+	c, err := s.l.client()
+	if err != nil {
+		return err
+	}
+	giveBack := s.ticked && s.giveBack.Load()
+	if giveBack {
+		s.l.giveBackTick(ctx, s.key, s.runID)
+	}
+	lockKey := s.l.lockKey(s.key)
+	mine := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lockKey), "=", s.fence),
+		clientv3.Compare(clientv3.LeaseValue(lockKey), "=", s.id)}
+	then := []clientv3.Op{clientv3.OpDelete(lockKey)}
+	if hold := s.minHold - (clockOr(s.l.now)() - s.sent); hold > 0 && !giveBack {
+		var g *clientv3.LeaseGrantResponse
+		err := s.l.op(ctx, "release lock "+s.key, func(ctx context.Context, c *clientv3.Client) (err error) {
+			g, err = c.Grant(ctx, leaseSeconds(hold))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		h := s.holder
+		h.ReleasedUS = s.wall().UnixMicro()
+		b, _ := json.Marshal(h)
+		then = []clientv3.Op{clientv3.OpPut(lockKey, string(b), clientv3.WithLease(g.ID))}
+	}
+	s.endUS = s.wall().UnixMicro()
+	var extra []clientv3.Op
+	entryKey := s.l.runsDir(s.key) + s.runID
+	if s.record != nil {
+		extra = []clientv3.Op{clientv3.OpPut(entryKey, encodeFleetEntry(s.record, uint64(s.fence))+entryTail(s.acquiredUS, s.endUS, 0)),
+			clientv3.OpGet(s.l.runsDir(s.key), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+			clientv3.OpGet(s.l.tickKey(s.key))}
+	}
+	var resp *clientv3.TxnResponse
+	err = s.l.op(ctx, "release lock "+s.key, func(ctx context.Context, c *clientv3.Client) (err error) {
+		resp, err = c.Txn(ctx).If(mine...).Then(append(then, extra...)...).Else(extra...).Commit()
+		return err
+	})
+	if err != nil {
+		s.record = nil
+		return err
+	}
+	s.endRev = resp.Header.Revision
+	s.l.revoke(ctx, c, s.id)
+	if s.record != nil {
+		off := len(resp.Responses) - 2
+		s.l.afterEntry(ctx, s.key, entryKey, s.runID, resp, off, resp.Header.Revision)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("release lock %s: it had already expired or been taken over: %w", s.key, ErrLockLost)
+	}
+	return nil
+}
+
+// WriteRecord writes rec now, in a round trip of its own: for a run whose outcome was not
+// final when it let the lock go.
+func (s *etcdLease) WriteRecord(ctx context.Context, rec *RunRecord) error {
+	end := s.endUS
+	if end == 0 {
+		end = s.wall().UnixMicro()
+	}
+	return s.l.putEntry(ctx, s.key, rec, uint64(s.fence), s.acquiredUS, end, s.endRev)
+}
+
+// giveBackTick restores the tick record a run claimed, when it still names that run: the
+// tick it replaced comes back (or the record goes), so the next host runs this tick.
+func (l *EtcdLocker) giveBackTick(ctx context.Context, key, runID string) {
+	tickKey := l.tickKey(key)
+	l.op(ctx, "give back the tick of "+key, func(ctx context.Context, c *clientv3.Client) error {
+		resp, err := c.Get(ctx, tickKey)
+		if err != nil || len(resp.Kvs) == 0 {
+			return err
+		}
+		kv := resp.Kvs[0]
+		var r map[string]any
+		if json.Unmarshal(kv.Value, &r) != nil || r["run_id"] != runID {
+			return nil
+		}
+		op := clientv3.OpDelete(tickKey)
+		if prev, _ := r["prev_us"].(string); prev != "" {
+			r["tick_us"], r["prev_us"], r["given_back"], r["run_id"], r["node"] = prev, "", runID, "", ""
+			b, _ := json.Marshal(r)
+			op = clientv3.OpPut(tickKey, string(b))
+		}
+		_, err = c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(tickKey), "=", kv.ModRevision)).Then(op).Commit()
+		return err
+	})
+}

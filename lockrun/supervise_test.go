@@ -277,8 +277,12 @@ func TestSuperviseForwardTermToGrandchild(t *testing.T) {
 	realSignalsOnce.Do(func() { realSignals = NotifySignals() })
 	dir := t.TempDir()
 	mark, ready := filepath.Join(dir, "mark"), filepath.Join(dir, "ready")
+	// READY only once sleep runs: a SIGTERM that reaches the forked subshell before it
+	// has reset the trap it inherited is taken by that trap and lost (dash), and the
+	// sleep would then live until the grace's SIGKILL.
 	inner := writeScript(t, "inner.sh", `trap 'echo got > "$MARK"; exit 0' TERM
 sleep 1000 &
+while [ "$(cat /proc/$!/comm 2>/dev/null)" != sleep ]; do :; done
 touch "$READY"
 wait
 `)

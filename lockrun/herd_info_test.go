@@ -40,7 +40,8 @@ func herdServer(b testing.TB) string {
 
 // infoReader reads the CPU time and command counts of the servers that hold the data
 // (one server, the Sentinels' master, or every master of a Cluster), and the Sentinels'
-// CPU time, each from its own connection.
+// CPU time, each from its own connection. The URL's password is the data servers';
+// Sentinels that have one of their own get it from CRONLOCK_BENCH_SENTINEL_PASSWORD.
 type infoReader struct {
 	data      []*redis.Client
 	sentinels []*redis.Client

@@ -23,7 +23,9 @@ import (
 func failoverRun(t *testing.T, d *redistest.Sentinel, extra ...string) (int, historyRow, string) {
 	c := newCLI(t, d.URL())
 	args := append([]string{"run", "-k", "long", "--ttl", "9s", "--redis-timeout", "1s", "--grace", "300ms"}, extra...)
-	run := c.command(append(args, "--", "sleep", "7")...)
+	// The job outlives the lease: it ends well only if a renewal after the failover
+	// reached the promoted replica.
+	run := c.command(append(args, "--", "sleep", "11")...)
 	var errb strings.Builder
 	run.Stderr = &errb
 	if err := run.Start(); err != nil {

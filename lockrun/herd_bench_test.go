@@ -12,10 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
-
-	"cronlock/internal/redistest"
 )
 
 // BenchmarkHerd is a fleet of simulated hosts asking one Redis for short runs at once:
@@ -31,15 +27,14 @@ import (
 // decision (from the new locker to the acquire's answer), and from Redis's INFO: CPU
 // milliseconds per 1,000 runs and commands per run (a script's inner commands not counted).
 //
-// CRONLOCK_BENCH_REDIS_URL names the server (any URL --redis takes, so the same bench runs
-// through a proxy, or later Sentinel and Cluster); without it a private redis-server is
-// started with room for 20,000 clients. Run it alone: it is not part of the tests.
+// CRONLOCK_BENCH_REDIS_URL names the server (any URL --redis takes: a proxy, Sentinel or
+// Cluster); without it CRONLOCK_BENCH_HERD_FORM (plain, sentinel or cluster) says what to
+// start privately, each with room for 20,000 clients (herd_info_test.go). The Redis
+// figures are the data servers': one server, the Sentinels' master, or every master of a
+// Cluster summed; a Sentinel's own CPU is reported apart. Run it alone: it is not part
+// of the tests.
 func BenchmarkHerd(b *testing.B) {
-	url := os.Getenv("CRONLOCK_BENCH_REDIS_URL")
-	if url == "" {
-		srv := redistest.Start(b, "--maxclients", "19000", "--tcp-backlog", "4096")
-		url = "redis://" + srv.Addr + "/0"
-	}
+	url := herdServer(b)
 	levels := []int{100, 1000, 5000, 10000}
 	if s := os.Getenv("CRONLOCK_BENCH_HERD_HOSTS"); s != "" {
 		levels = levels[:0]
@@ -122,6 +117,9 @@ func benchHerd(b *testing.B, url string, hosts int, info *infoReader) {
 	b.ReportMetric(ms(pctl(all, 99)), "p99-ms")
 	b.ReportMetric((after.cpu-before.cpu)*1000/n*1000, "redis-cpu-ms/1k-runs")
 	b.ReportMetric(float64(after.calls-before.calls)/n, "redis-cmds/run")
+	if after.sentinelCPU > 0 {
+		b.ReportMetric((after.sentinelCPU-before.sentinelCPU)*1000/n*1000, "sentinel-cpu-ms/1k-runs")
+	}
 	b.ReportMetric(float64(won.Load())/n, "won/run")
 	b.ReportMetric(float64(failed.Load())/n, "failed/run")
 	if testing.Verbose() {
@@ -160,69 +158,6 @@ func pctl(s []time.Duration, p int) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// infoReader reads Redis's CPU time and command counts from its own connection.
-type infoReader struct{ c *redis.Client }
-
-func newInfoReader(url string) (*infoReader, error) {
-	t, err := parseRedisURL(url)
-	if err != nil {
-		return nil, err
-	}
-	return &infoReader{c: redis.NewClient(&redis.Options{Network: t.network, Addr: t.addr, Username: t.username,
-		Password: t.password, TLSConfig: t.tlsConfig(), Protocol: 2, DisableIdentity: true})}, nil
-}
-
-func (r *infoReader) Close() error { return r.c.Close() }
-
-// redisStats is a snapshot of INFO cpu and commandstats.
-type redisStats struct {
-	cpu   float64 // used_cpu_user + used_cpu_sys, seconds
-	calls int64   // commands sent by clients (a script's inner ones excluded)
-	cmds  map[string][2]float64
-}
-
-// scriptInner are commands that the scripts call: INFO commandstats counts those too.
-var scriptInner = map[string]bool{"get": true, "set": true, "time": true, "del": true, "publish": true,
-	"lpush": true, "ltrim": true, "pexpire": true, "lrange": true, "pttl": true, "expire": true, "info": true,
-	"lindex": true, "lset": true}
-
-func (r *infoReader) read() (redisStats, error) {
-	s := redisStats{cmds: map[string][2]float64{}}
-	text, err := r.c.Info(context.Background(), "cpu", "commandstats").Result()
-	if err != nil {
-		return s, err
-	}
-	for _, line := range strings.Split(text, "\r\n") {
-		name, val, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		switch {
-		case name == "used_cpu_user" || name == "used_cpu_sys":
-			f, _ := strconv.ParseFloat(val, 64)
-			s.cpu += f
-		case strings.HasPrefix(name, "cmdstat_"):
-			cmd := strings.TrimPrefix(name, "cmdstat_")
-			var calls, usec float64
-			for _, kv := range strings.Split(val, ",") {
-				k, v, _ := strings.Cut(kv, "=")
-				f, _ := strconv.ParseFloat(v, 64)
-				switch k {
-				case "calls":
-					calls = f
-				case "usec":
-					usec = f
-				}
-			}
-			s.cmds[cmd] = [2]float64{calls, usec}
-			if !scriptInner[cmd] {
-				s.calls += int64(calls)
-			}
-		}
-	}
-	return s, nil
-}
 
 // perRun lists each command's calls and µs per run since before.
 func (s redisStats) perRun(before redisStats, n float64) string {

@@ -433,6 +433,7 @@ func (l *RedisLocker) retry(ctx context.Context, attempt func(octx context.Conte
 		if err == nil {
 			return res, false, nil
 		}
+		l.followFailover(err)
 		var rerr redis.Error
 		if errors.As(err, &rerr) && !transientRedisError(err) {
 			return nil, false, err // the server answered: nothing uncertain

@@ -31,7 +31,7 @@ func newRedisClient(t redisTarget, o RedisOptions, d *redisDialer) (redisClient,
 			Addrs:                 t.addrs,
 			Username:              opt.Username,
 			Password:              opt.Password,
-			Dialer:                opt.Dialer,
+			Dialer:                nodeDial(opt.Dialer, o.Timeout),
 			Protocol:              opt.Protocol,
 			DisableIdentity:       opt.DisableIdentity,
 			DialTimeout:           opt.DialTimeout,
@@ -145,13 +145,15 @@ func newSentinelResolver(t redisTarget, o RedisOptions) *sentinelResolver {
 	r := &sentinelResolver{master: t.master, addrs: t.addrs}
 	for _, a := range t.addrs {
 		r.sentinels = append(r.sentinels, redis.NewSentinelClient(&redis.Options{
-			Addr:     a,
-			Password: o.SentinelPassword,
+			Addr: a,
 			// One try per Sentinel: the next one is asked at once, and the data dialer's
-			// own retries ask them all again.
-			Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				return (&net.Dialer{}).DialContext(ctx, network, addr)
-			},
+			// own retries ask them all again. The handshake is the data connections'
+			// (redishandshake.go): go-redis's HELLO answered without a round trip, and
+			// AUTH, when the Sentinels have a password, in one.
+			Dialer: handshake{password: o.SentinelPassword, timeout: o.Timeout}.wrap(
+				func(ctx context.Context, network, addr string) (net.Conn, error) {
+					return (&net.Dialer{}).DialContext(ctx, network, addr)
+				}),
 			Protocol:              2,
 			DisableIdentity:       true,
 			DialTimeout:           o.Timeout,

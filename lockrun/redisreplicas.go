@@ -14,6 +14,8 @@ import (
 // connection that ran the script (WAIT counts the replicas that acknowledged that
 // connection's writes). It cannot run inside the script. On a Cluster it goes to the
 // master of the lock's slot, which go-redis would not do for a command without a key.
+// The script goes by SHA1 there too (redisscript.go); on NOSCRIPT the body follows with
+// a WAIT of its own, as the first WAIT came after a script that did not run.
 
 // ReplicaError is returned by Acquire when fewer replicas than --min-replicas
 // acknowledged the new lock in time. The lock was let go (and a claimed tick given back).
@@ -50,13 +52,13 @@ func (l *RedisLocker) evalAcked(ctx context.Context, script string, keys []strin
 			return nil, err
 		}
 		a.within = waitTimeout(octx)
-		var ev *redis.Cmd
-		var w *redis.Cmd
-		p.Pipelined(octx, func(pp redis.Pipeliner) error {
-			ev = pp.Eval(octx, script, keys, args...)
-			w = pp.Do(octx, "WAIT", l.minReplicas, a.within.Milliseconds())
-			return nil
-		})
+		ev, w := l.pipelineAcked(octx, p, !evalshaDenied.Load(), a.within, script, keys, args...)
+		if err := ev.Err(); err != nil && evalshaFallback(err) {
+			// The script did not run (NOSCRIPT, or an ACL without +evalsha): send its
+			// body, with a WAIT of its own, in one more round trip.
+			a.within = waitTimeout(octx)
+			ev, w = l.pipelineAcked(octx, p, false, a.within, script, keys, args...)
+		}
 		res, err := ev.Result()
 		if err != nil && isTimeout(err) && res != nil {
 			// The script's reply was read, and only WAIT's was late: go-redis (on a
@@ -79,6 +81,21 @@ func (l *RedisLocker) evalAcked(ctx context.Context, script string, keys []strin
 	return res, a, unknown, err
 }
 
+// pipelineAcked sends the script (by SHA1 when bySHA, else its body) and WAIT in one
+// round trip on p, and returns their two replies.
+func (l *RedisLocker) pipelineAcked(octx context.Context, p pipeliner, bySHA bool, within time.Duration, script string, keys []string, args ...any) (ev, w *redis.Cmd) {
+	p.Pipelined(octx, func(pp redis.Pipeliner) error {
+		if bySHA {
+			ev = pp.EvalSha(octx, scriptSHA(script), keys, args...)
+		} else {
+			ev = pp.Eval(octx, script, keys, args...)
+		}
+		w = pp.Do(octx, "WAIT", l.minReplicas, within.Milliseconds())
+		return nil
+	})
+	return ev, w
+}
+
 // waitTimeout is WAIT's time-out: what is left of the operation, less a margin for the
 // reply to come back before the client gives up on it; never 0, which means forever.
 func waitTimeout(octx context.Context) time.Duration {
@@ -90,13 +107,16 @@ func waitTimeout(octx context.Context) time.Duration {
 }
 
 // pipelinerFor is the client whose pipeline reaches the server that holds key.
-func (l *RedisLocker) pipelinerFor(ctx context.Context, key string) (interface {
-	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
-}, error) {
+func (l *RedisLocker) pipelinerFor(ctx context.Context, key string) (pipeliner, error) {
 	if cc, ok := l.c.(*clusterClient); ok {
 		return cc.MasterForKey(ctx, key)
 	}
 	return l.c, nil
+}
+
+// pipeliner is a client that sends pipelines to one server.
+type pipeliner interface {
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
 }
 
 // redirected turns a MOVED or ASK reply, met by a pipeline sent straight to one Cluster

@@ -44,14 +44,23 @@ func evalScript(ctx context.Context, c redisClient, script string, keys []string
 		return c.Eval(ctx, script, keys, args...)
 	}
 	cmd := c.EvalSha(ctx, scriptSHA(script), keys, args...)
-	err := cmd.Err()
-	switch {
-	case err == nil:
-	case redis.HasErrorPrefix(err, "NOSCRIPT"):
-		return c.Eval(ctx, script, keys, args...)
-	case redis.HasErrorPrefix(err, "NOPERM") && strings.Contains(strings.ToLower(err.Error()), "'evalsha'"):
-		evalshaDenied.Store(true)
+	if evalshaFallback(cmd.Err()) {
 		return c.Eval(ctx, script, keys, args...)
 	}
 	return cmd
+}
+
+// evalshaFallback reports an EVALSHA error after which the body must be sent: NOSCRIPT,
+// or an ACL that refuses EVALSHA (remembered for the rest of the process).
+func evalshaFallback(err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case redis.HasErrorPrefix(err, "NOSCRIPT"):
+		return true
+	case redis.HasErrorPrefix(err, "NOPERM") && strings.Contains(strings.ToLower(err.Error()), "'evalsha'"):
+		evalshaDenied.Store(true)
+		return true
+	}
+	return false
 }

@@ -36,7 +36,9 @@
 # Prints both medians and their ratio (the goal: within 5%), in about two minutes.
 #
 # `scripts/bench.sh herd`: how many hosts one Redis serves (scripts/bench_herd.sh says how),
-# in about five minutes.
+# in about five minutes. `herd sentinel`, `herd cluster` and `herd forms` (all three forms,
+# the plain server included) run its Go benchmark through a Sentinel deployment or a
+# Cluster that it starts itself, in about two minutes per form.
 #
 # `scripts/bench.sh fleet` measures reading the fleet's record: a key given 1000 entries
 # by 1000 real runs (CRONLOCK_FLEET_KEEP=1000), then `history --fleet --key K --limit 20`
@@ -540,7 +542,11 @@ PY
 }
 if [ "${1:-}" = herd ]; then
 	source scripts/bench_herd.sh
-	herd_bench
+	case "${2:-}" in
+	"") herd_bench ;;
+	sentinel | cluster | forms) herd_forms "$2" ;;
+	*) echo "usage: scripts/bench.sh herd [sentinel|cluster|forms]" >&2; exit 2 ;;
+	esac
 	exit 0
 fi
 if [ "${1:-}" = tick ]; then

@@ -100,3 +100,38 @@ if fail:
     print("\nFAIL: a key ran more or less than once, or a process failed")
 PY
 }
+
+# herd_forms FORM (sentinel, cluster, or forms for plain, Sentinel and Cluster in turn):
+# lockrun's BenchmarkHerd against a private deployment of that form that the benchmark
+# starts itself with internal/redistest, the tests' own starters (Sentinel: a master, one
+# replica, three Sentinels; Cluster: three masters). HERD_HOSTS (default 100,1000) are the
+# levels of simulated hosts, HERD_RUNS (default 20000) the runs per level. Redis CPU and
+# commands are the data servers' (summed over a Cluster's masters); a Sentinel's own CPU
+# is a column of its own. Prints a Markdown table on stdout.
+herd_forms() {
+	local forms=("$1") f
+	[ "$1" = forms ] && forms=(plain sentinel cluster)
+	ulimit -n "$(ulimit -Hn)"
+	for f in "${forms[@]}"; do
+		echo "bench.sh: BenchmarkHerd through $f (${HERD_HOSTS:-100,1000} simulated hosts)" >&2
+		CRONLOCK_BENCH_REDIS_URL= CRONLOCK_BENCH_HERD_FORM=$f CRONLOCK_BENCH_HERD_HOSTS="${HERD_HOSTS:-100,1000}" \
+			go test -run '^$' -bench '^BenchmarkHerd$' -benchtime "${HERD_RUNS:-20000}x" -timeout 30m \
+			./lockrun >"$work/herd-$f.txt" 2>&1 || { cat "$work/herd-$f.txt" >&2; exit 1; }
+	done
+	BENCH_WORK="$work" BENCH_FORMS="${forms[*]}" python3 - <<'PY'
+import os, re
+work = os.environ["BENCH_WORK"]
+names = {"plain": "`redis://`", "sentinel": "`redis-sentinel://`", "cluster": "`redis-cluster://` (3 masters)"}
+print("| form | hosts at once | decisions/s | p50 ms | p99 ms | Redis CPU ms / 1k runs | Sentinel CPU ms / 1k runs | commands/run | failed |")
+print("|---|---|---|---|---|---|---|---|---|")
+for f in os.environ["BENCH_FORMS"].split():
+    for line in open(f"{work}/herd-{f}.txt"):
+        m = re.match(r"BenchmarkHerd/hosts=(\d+)\S*\s+\d+\s+\d+ ns/op(.*)", line)
+        if not m:
+            continue
+        v = dict((u, float(x)) for x, u in re.findall(r"([\d.]+) (\S+)", m.group(2)))
+        sent = f"{v['sentinel-cpu-ms/1k-runs']:.0f}" if "sentinel-cpu-ms/1k-runs" in v else "–"
+        print(f"| {names[f]} | {m.group(1)} | {v['decisions/s']:.0f} | {v['p50-ms']:.1f} | {v['p99-ms']:.1f} | "
+              f"{v['redis-cpu-ms/1k-runs']:.0f} | {sent} | {v['redis-cmds/run']:.2f} | {v['failed/run']:.3f} |")
+PY
+}

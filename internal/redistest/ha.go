@@ -131,42 +131,17 @@ func (d *Sentinel) WaitPromoted(old string) {
 	})
 }
 
-// Cluster is a private Redis Cluster of three masters without replicas.
+// Cluster is a private Redis Cluster of three masters, with replicas or without
+// (cluster.go).
 type Cluster struct {
-	Nodes []*Server
+	Nodes []*Server // masters first, in slot order, then the replicas
 }
 
-// StartCluster starts a three-master Cluster on free loopback ports, stopped when the
-// test ends; every slot is served when it returns.
+// StartCluster starts a three-master Cluster without replicas on free loopback ports,
+// stopped when the test ends; every slot is served when it returns.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
-	cli, err := exec.LookPath("redis-cli")
-	if err != nil {
-		missing(t, "redis-cli is not installed (apt-get install redis-tools)")
-	}
-	c := &Cluster{}
-	var addrs []string
-	for i := 0; i < 3; i++ {
-		s := Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", "2000")
-		c.Nodes = append(c.Nodes, s)
-		addrs = append(addrs, s.Addr)
-	}
-	args := append([]string{"--cluster", "create"}, addrs...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
-		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
-	}
-	waitFor(t, 15*time.Second, "every node to report cluster_state:ok", func() bool {
-		for _, s := range c.Nodes {
-			info, err := s.Do("CLUSTER", "INFO")
-			if err != nil || !strings.Contains(info, "cluster_state:ok") {
-				return false
-			}
-		}
-		return true
-	})
-	return c
+	return StartClusterReplicas(t, 0)
 }
 
 // URL is the redis-cluster:// URL of the cluster, naming every node.

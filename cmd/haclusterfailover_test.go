@@ -1,0 +1,85 @@
+package cmd
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"cronlock/history"
+	"cronlock/internal/redistest"
+)
+
+// What a Cluster failover does to a running job: the master of the lock's slot is
+// SIGKILLed under it and the cluster promotes one of that master's replicas.
+
+// clusterFailoverRun runs one long job on cl, kills the master of its lock's slot, and
+// returns the run's exit code, history row and stderr once it ended.
+func clusterFailoverRun(t *testing.T, cl *redistest.Cluster, extra ...string) (int, historyRow, string) {
+	c := newCLI(t, cl.URL())
+	// The job outlives the lease: it ends well only if a renewal after the failover
+	// reached the promoted replica.
+	args := append([]string{"run", "-k", "long", "--ttl", "9s", "--redis-timeout", "1s", "--grace", "300ms", "-v"}, extra...)
+	run := c.command(append(args, "--", "sleep", "11")...)
+	var errb strings.Builder
+	run.Stderr = &errb
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the run to take its lock", func() bool {
+		_, out, _ := c.run("status", "--json")
+		return strings.Contains(out, `"key":"long"`)
+	})
+	// Every key of the lock has the hash tag {long}: one slot, one master.
+	old := cl.MasterOf("{long}")
+	if old == nil {
+		t.Fatal("no node serves the lock's slot")
+	}
+	old.Kill()
+	cl.WaitPromoted(t, "{long}", old)
+	code := c.exitCode(run.Wait())
+	rows := c.history("long")
+	if len(rows) != 1 {
+		t.Fatalf("rows %+v, want one", rows)
+	}
+	// The release found the slot's new master: no lock is left to block the fleet
+	// for a TTL, whichever way the run ended.
+	if strings.Contains(errb.String(), "releasing long failed") {
+		t.Fatalf("the release did not reach the slot's new master: %s", errb.String())
+	}
+	if _, out, errs := c.run("status", "--json"); strings.Contains(out, `"key":"long"`) {
+		t.Fatalf("the lock outlived the run: %s%s; the run said %q", out, errs, errb.String())
+	}
+	return code, rows[0], errb.String()
+}
+
+// TestClusterFailoverUnderRun: without --min-replicas the run either keeps its lock on
+// the promoted replica or is stopped fail-closed, and its row and exit code agree.
+func TestClusterFailoverUnderRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a Cluster failover")
+	}
+	cl := redistest.StartClusterReplicas(t, 1)
+	code, row, errs := clusterFailoverRun(t, cl)
+	switch {
+	case code == 0 && row.Status == history.StatusSucceeded:
+		t.Logf("the lock survived the failover")
+	case code == 125 && row.Status == history.StatusLockLost:
+		t.Logf("the run was stopped fail-closed: %s", errs)
+	default:
+		t.Fatalf("exit %d, status %s, stderr %q: want 0/succeeded or 125/lock_lost", code, row.Status, errs)
+	}
+}
+
+// TestClusterFailoverKeepsAckedLock: with --min-replicas 1 and two replicas per master,
+// the promoted replica has the lock, the other one acknowledges the renewals sent to it,
+// and the run follows the slot to its new master within the lease: it keeps its lock.
+func TestClusterFailoverKeepsAckedLock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a Cluster failover")
+	}
+	cl := redistest.StartClusterReplicas(t, 2)
+	code, row, errs := clusterFailoverRun(t, cl, "--min-replicas", "1")
+	if code != 0 || row.Status != history.StatusSucceeded {
+		t.Fatalf("exit %d, status %s, stderr %q: want the lock kept through the failover", code, row.Status, errs)
+	}
+}

@@ -1,0 +1,61 @@
+package cmd
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"cronlock/internal/faultproxy"
+	"cronlock/internal/redistest"
+)
+
+// TestMinReplicasScriptsBySHA: with --min-replicas the acquire goes by SHA1 in the same
+// round trip as its WAIT, as every other script does; a server whose script cache is
+// empty (new, restarted, failed over, SCRIPT FLUSH) answers NOSCRIPT, and the body
+// follows with a WAIT of its own, one more round trip, once.
+func TestMinReplicasScriptsBySHA(t *testing.T) {
+	master := redistest.Start(t, "--repl-diskless-sync-delay", "0")
+	redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port), "--repl-diskless-sync-delay", "0")
+	waitUntil(t, 10*time.Second, "the master to count its replica online", func() bool {
+		info, err := master.Do("INFO", "replication")
+		return err == nil && strings.Contains(info, "state=online")
+	})
+	p, err := faultproxy.Start(master.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := newCLI(t, "redis://"+p.Addr+"/0")
+	cold := "EVALSHA WAIT | EVAL WAIT | EVALSHA | EVAL"
+	for i, want := range []string{cold, "EVALSHA WAIT | EVALSHA", "flush", cold} {
+		if want == "flush" {
+			if _, err := master.Do("SCRIPT", "FLUSH"); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		before := len(p.Turns())
+		if code, _, errs := c.run("run", "-k", "sha"+strconv.Itoa(i), "--min-replicas", "1", "--", "true"); code != 0 {
+			t.Fatalf("run %d: exit %d: %s", i, code, errs)
+		}
+		if got := strings.Join(turnCommands(t, p.Turns()[before:]), " | "); got != want {
+			t.Fatalf("run %d sent the turns %q, want %q", i, got, want)
+		}
+	}
+
+	// An ACL written for an older cronlock (no +evalsha): the body goes with its WAIT,
+	// and the rest of the run sends bodies only.
+	if _, err := master.Do("ACL", "SETUSER", "old", "on", ">old-pw-31", "~*", "&*", "+@all", "-evalsha"); err != nil {
+		t.Fatal(err)
+	}
+	c = newCLI(t, "redis://old:old-pw-31@"+p.Addr+"/0")
+	before := len(p.Turns())
+	if code, _, errs := c.run("run", "-k", "acl", "--min-replicas", "1", "--", "true"); code != 0 {
+		t.Fatalf("run without +evalsha: exit %d: %s", code, errs)
+	}
+	want := "AUTH | EVALSHA WAIT | EVAL WAIT | EVAL"
+	if got := strings.Join(turnCommands(t, p.Turns()[before:]), " | "); got != want {
+		t.Fatalf("a run without +evalsha sent the turns %q, want %q", got, want)
+	}
+}

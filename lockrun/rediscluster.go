@@ -1,0 +1,40 @@
+package lockrun
+
+import (
+	"context"
+	"errors"
+	"net"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Following a Cluster failover. go-redis learns a new slot map on a MOVED reply, or
+// once a minute (found in v9.23, osscluster.go); a master that was SIGKILLed sends no
+// MOVED, so every renewal kept knocking at its address until the lease ran out, even
+// after the cluster had promoted a replica that held the lock, and the release after
+// the job failed too, leaving the lock to its TTL.
+
+// followFailover asks for a new slot map, in the background, when an operation on a
+// Cluster met no reply at all (a refused dial, a cut connection, a time-out): the next
+// attempt, or the next renewal, then goes to whichever node serves the slot by then.
+func (l *RedisLocker) followFailover(err error) {
+	cc, ok := l.c.(*clusterClient)
+	var rerr redis.Error
+	if !ok || err == nil || errors.As(err, &rerr) {
+		return
+	}
+	cc.ReloadState(context.Background())
+}
+
+// nodeDial bounds each dial to a Cluster node by the operation time-out. Elsewhere the
+// dialer retries until its caller's context ends, as a restarting server is worth the
+// wait; go-redis reloads the slot map with a context that never ends, so a dial to a
+// dead master would hold that reload, which asks the nodes in a random order, forever.
+func nodeDial(dial func(context.Context, string, string) (net.Conn, error), to time.Duration) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, to)
+		defer cancel()
+		return dial(ctx, network, addr)
+	}
+}

@@ -86,16 +86,7 @@ func NewEtcdLocker(o EtcdOptions) (*EtcdLocker, error) {
 	if len(o.Endpoints) == 0 {
 		return nil, errors.New("no etcd endpoint given: set --etcd or CRONLOCK_ETCD_ENDPOINTS to http(s)://host:port[,…]")
 	}
-	if o.Timeout < 0 {
-		return nil, fmt.Errorf("the operation timeout %s is negative; give --redis-timeout a duration such as 2s", o.Timeout)
-	}
-	if o.Timeout == 0 {
-		o.Timeout = DefaultRedisTimeout
-	}
-	if o.Prefix == "" {
-		o.Prefix = DefaultRedisPrefix
-	}
-	if err := validPrefix(o.Prefix); err != nil {
+	if err := serverDefaults(&o.Timeout, &o.Prefix); err != nil {
 		return nil, err
 	}
 	if o.User == "" && o.Password != "" {

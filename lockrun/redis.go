@@ -139,16 +139,7 @@ func NewRedisLocker(o RedisOptions) (*RedisLocker, error) {
 	if o.Password != "" {
 		t.password = o.Password
 	}
-	if o.Timeout < 0 {
-		return nil, fmt.Errorf("the Redis timeout %s is negative; give --redis-timeout a duration such as 2s", o.Timeout)
-	}
-	if o.Timeout == 0 {
-		o.Timeout = DefaultRedisTimeout
-	}
-	if o.Prefix == "" {
-		o.Prefix = DefaultRedisPrefix
-	}
-	if err := validPrefix(o.Prefix); err != nil {
+	if err := serverDefaults(&o.Timeout, &o.Prefix); err != nil {
 		return nil, err
 	}
 	quietRedisLog.Do(func() { redis.SetLogger(nopLogger{}) })
@@ -162,15 +153,30 @@ func NewRedisLocker(o RedisOptions) (*RedisLocker, error) {
 	return &RedisLocker{c: c, target: t, timeout: to, prefix: o.Prefix, allowEviction: o.AllowEviction, dialer: d, keep: o.FleetKeep, minReplicas: o.MinReplicas}, nil
 }
 
+// serverDefaults fills in and checks what a lock server's options share: the time-out
+// of one operation and the prefix of every key.
+func serverDefaults(timeout *time.Duration, prefix *string) error {
+	if *timeout < 0 {
+		return fmt.Errorf("the operation time-out %s is negative; give --redis-timeout a duration such as 2s", *timeout)
+	}
+	if *timeout == 0 {
+		*timeout = DefaultRedisTimeout
+	}
+	if *prefix == "" {
+		*prefix = DefaultRedisPrefix
+	}
+	return validPrefix(*prefix)
+}
+
 // validPrefix allows the key charset only: no "{" or "}" (they would break the hash tag)
 // and no glob characters (List matches keys with SCAN MATCH).
 func validPrefix(p string) error {
 	if len(p) > MaxKeyLen {
-		return fmt.Errorf("the Redis prefix is %d characters long; the limit is %d (--prefix / CRONLOCK_PREFIX)", len(p), MaxKeyLen)
+		return fmt.Errorf("the key prefix is %d characters long; the limit is %d (--prefix / CRONLOCK_PREFIX)", len(p), MaxKeyLen)
 	}
 	for i := 0; i < len(p); i++ {
 		if !keyByte(p[i]) {
-			return fmt.Errorf("the Redis prefix has %q at position %d; use only A-Z a-z 0-9 . _ - : / @ (--prefix / CRONLOCK_PREFIX)", p[i], i+1)
+			return fmt.Errorf("the key prefix has %q at position %d; use only A-Z a-z 0-9 . _ - : / @ (--prefix / CRONLOCK_PREFIX)", p[i], i+1)
 		}
 	}
 	return nil

@@ -23,12 +23,11 @@ if ! command -v redis-server >/dev/null 2>&1; then
 	apt-get install -y -qq redis-server >/dev/null
 fi
 
-# Debian's cron, for the test that runs a wrapped crontab under a real daemon (it starts
-# its own `cron -f` and stops it). Installed without starting the service: a policy-rc.d
-# that says 101 stops the package's postinst from starting it where there is no systemd.
-if [ ! -x /usr/sbin/cron ] && [ "$(id -u)" = 0 ]; then
-	echo "test.sh: installing Debian's cron (not started as a service)" >&2
-	policy_added=
+# install_quietly PKG installs a Debian package without starting its service: a
+# policy-rc.d that says 101 stops the package's postinst from starting it where there is
+# no systemd. The tests start their own servers.
+install_quietly() {
+	local policy_added=
 	if [ ! -e /usr/sbin/policy-rc.d ]; then
 		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
 		chmod 0755 /usr/sbin/policy-rc.d
@@ -36,24 +35,22 @@ if [ ! -x /usr/sbin/cron ] && [ "$(id -u)" = 0 ]; then
 	fi
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends cron >/dev/null
+	apt-get install -y -qq --no-install-recommends "$1" >/dev/null
 	[ -z "$policy_added" ] || rm -f /usr/sbin/policy-rc.d
+}
+
+# Debian's cron, for the test that runs a wrapped crontab under a real daemon (it starts
+# its own `cron -f` and stops it).
+if [ ! -x /usr/sbin/cron ] && [ "$(id -u)" = 0 ]; then
+	echo "test.sh: installing Debian's cron (not started as a service)" >&2
+	install_quietly cron
 fi
 
 # Debian's etcd-server, for the etcd backend's tests (each starts a private etcd on free
-# ports). Not started as a service, as cron above.
+# ports).
 if ! command -v etcd >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
 	echo "test.sh: installing Debian's etcd-server (not started as a service)" >&2
-	policy_added=
-	if [ ! -e /usr/sbin/policy-rc.d ]; then
-		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-		chmod 0755 /usr/sbin/policy-rc.d
-		policy_added=1
-	fi
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends etcd-server >/dev/null
-	[ -z "$policy_added" ] || rm -f /usr/sbin/policy-rc.d
+	install_quietly etcd-server
 fi
 
 workdir=$(mktemp -d)

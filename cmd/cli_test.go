@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -56,6 +57,29 @@ func (c *cli) run(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	return c.exitCode(cmd.Run()), out.String(), errb.String()
+}
+
+// startUntil starts cronlock and reads its stderr until a line that until matches. The
+// returned scanner holds the rest: read it to the end before Wait.
+func (c *cli) startUntil(until func(line string) bool, args ...string) (*exec.Cmd, *bufio.Scanner) {
+	c.t.Helper()
+	cmd := c.command(args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && !until(sc.Text()) {
+	}
+	return cmd, sc
+}
+
+// lineHas matches a line that holds s.
+func lineHas(s string) func(string) bool {
+	return func(line string) bool { return strings.Contains(line, s) }
 }
 
 // exitCode is cronlock's exit code from the error of its Wait; a failure to run it at all

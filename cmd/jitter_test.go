@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -52,17 +51,7 @@ func TestJitterSleepsWithinBound(t *testing.T) {
 func TestJitterInterrupted(t *testing.T) {
 	c := newCLI(t, "")
 	marker := filepath.Join(c.dir, "ran")
-	cmd := c.command("run", "-v", "-k", "jitstop", "--jitter", "1h", "--", "touch", marker)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() && !sleptRe.MatchString(sc.Text()) {
-	}
+	cmd, sc := c.startUntil(sleptRe.MatchString, "run", "-v", "-k", "jitstop", "--jitter", "1h", "--", "touch", marker)
 	cmd.Process.Signal(syscall.SIGTERM)
 	for sc.Scan() {
 	}

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bufio"
 	"io"
 	"net"
 	"net/http"
@@ -155,14 +154,7 @@ func TestPingWithoutJob(t *testing.T) {
 	}
 
 	hc = newHC(t)
-	cmd := c.command("run", "-v", "-k", "jitping", "--jitter", "1h", "--ping", hc.url(), "--", "true")
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() && !sleptRe.MatchString(sc.Text()) {
-	}
+	cmd, sc := c.startUntil(sleptRe.MatchString, "run", "-v", "-k", "jitping", "--jitter", "1h", "--ping", hc.url(), "--", "true")
 	cmd.Process.Signal(syscall.SIGTERM)
 	for sc.Scan() {
 	}

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
@@ -170,18 +169,8 @@ func TestRetriesStopSignalInDelay(t *testing.T) {
 	c := newCLI(t, "")
 	c.env = append(c.env, "CRONLOCK_TEST_RANDOM=max")
 	marks := filepath.Join(c.dir, "marks")
-	cmd := c.command("run", "-v", "-k", "stopdelay", "--retries", "2", "--retry-delay", "1h", "--",
+	cmd, sc := c.startUntil(lineHas("trying again in"), "run", "-v", "-k", "stopdelay", "--retries", "2", "--retry-delay", "1h", "--",
 		"sh", "-c", `echo "$CRONLOCK_TRY" >>`+marks+`; exit 1`)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() && !strings.Contains(sc.Text(), "trying again in") {
-	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	for sc.Scan() {
 	}
@@ -251,17 +240,7 @@ func TestRetriesHoldTheLock(t *testing.T) {
 func TestRetriesKilledInDelay(t *testing.T) {
 	c := newCLI(t, "")
 	c.env = append(c.env, "CRONLOCK_TEST_RANDOM=max")
-	cmd := c.command("run", "-v", "-k", "killdelay", "--retries", "1", "--retry-delay", "1h", "--", "false")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() && !strings.Contains(sc.Text(), "trying again in") {
-	}
+	cmd, _ := c.startUntil(lineHas("trying again in"), "run", "-v", "-k", "killdelay", "--retries", "1", "--retry-delay", "1h", "--", "false")
 	// The first try's row is written in the background: a kill before it lands would
 	// leave that try abandoned too.
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(statuses(c.tries("killdelay")), "retried"); time.Sleep(20 * time.Millisecond) {

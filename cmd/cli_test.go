@@ -137,42 +137,48 @@ func TestConcurrentRunsOneKey(t *testing.T) {
 	url := "redis://" + redistest.Addr(t) + "/0"
 	for _, backend := range []string{"redis", "local"} {
 		t.Run(backend, func(t *testing.T) {
-			c := newCLI(t, url)
-			marks := filepath.Join(c.dir, "marks")
-			const n = 12
-			var wg sync.WaitGroup
-			codes := make([]int, n)
-			for i := 0; i < n; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					codes[i], _, _ = c.run("run", "--backend", backend, "-k", "busy", "--ttl", "1s", "--",
-						"sh", "-c", "echo start >> "+marks+"; sleep 3; echo end >> "+marks)
-				}(i)
-			}
-			wg.Wait()
-			for i, code := range codes {
-				if code != 0 {
-					t.Errorf("run %d exited %d, want 0", i, code)
-				}
-			}
-			b, _ := os.ReadFile(marks)
-			if got := string(b); got != "start\nend\n" {
-				t.Fatalf("job marks %q: want exactly one run, start then end", got)
-			}
-			var ran, skipped int
-			for _, r := range c.history("busy") {
-				switch r.Status {
-				case history.StatusSucceeded:
-					ran++
-				case history.StatusSkipped:
-					skipped++
-				}
-			}
-			if ran != 1 || skipped != n-1 {
-				t.Fatalf("history: %d succeeded, %d skipped; want 1 and %d", ran, skipped, n-1)
-			}
+			concurrentRunsOneKey(t, newCLI(t, url), "--backend", backend)
 		})
+	}
+}
+
+// concurrentRunsOneKey starts 12 cronlocks of c (with args) on one key at once, with a
+// job three times longer than the TTL, and checks that exactly one ran, renewed to its
+// end, that the others were skipped, and that all exited 0.
+func concurrentRunsOneKey(t *testing.T, c *cli, args ...string) {
+	t.Helper()
+	marks := filepath.Join(c.dir, "marks")
+	const n = 12
+	var wg sync.WaitGroup
+	codes := make([]int, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i], _, _ = c.run(append(append([]string{"run"}, args...), "-k", "busy", "--ttl", "1s", "--",
+				"sh", "-c", "echo start >> "+marks+"; sleep 3; echo end >> "+marks)...)
+		}()
+	}
+	wg.Wait()
+	for i, code := range codes {
+		if code != 0 {
+			t.Errorf("run %d exited %d, want 0", i, code)
+		}
+	}
+	if b, _ := os.ReadFile(marks); string(b) != "start\nend\n" {
+		t.Fatalf("job marks %q: want exactly one run, start then end", b)
+	}
+	var ran, skipped int
+	for _, r := range c.history("busy") {
+		switch r.Status {
+		case history.StatusSucceeded:
+			ran++
+		case history.StatusSkipped:
+			skipped++
+		}
+	}
+	if ran != 1 || skipped != n-1 {
+		t.Fatalf("history: %d succeeded, %d skipped; want 1 and %d", ran, skipped, n-1)
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,40 +29,7 @@ func newEtcdCLI(t *testing.T, srv *etcdtest.Server) *cli {
 // TestEtcdConcurrentRunsOneKey: 12 cronlocks on one key at once, with a job three times
 // longer than the TTL: exactly one runs, renewed to its end, and the 11 others skip.
 func TestEtcdConcurrentRunsOneKey(t *testing.T) {
-	c := newEtcdCLI(t, etcdtest.Start(t, etcdtest.Options{}))
-	marks := filepath.Join(c.dir, "marks")
-	const n = 12
-	var wg sync.WaitGroup
-	codes := make([]int, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			codes[i], _, _ = c.run("run", "-k", "busy", "--ttl", "1s", "--",
-				"sh", "-c", "echo start >> "+marks+"; sleep 3; echo end >> "+marks)
-		}()
-	}
-	wg.Wait()
-	for i, code := range codes {
-		if code != 0 {
-			t.Errorf("run %d exited %d, want 0", i, code)
-		}
-	}
-	if b, _ := os.ReadFile(marks); string(b) != "start\nend\n" {
-		t.Fatalf("job marks %q: want exactly one run, start then end", b)
-	}
-	var ran, skipped int
-	for _, r := range c.history("busy") {
-		switch r.Status {
-		case history.StatusSucceeded:
-			ran++
-		case history.StatusSkipped:
-			skipped++
-		}
-	}
-	if ran != 1 || skipped != n-1 {
-		t.Fatalf("history: %d succeeded, %d skipped; want 1 and %d", ran, skipped, n-1)
-	}
+	concurrentRunsOneKey(t, newEtcdCLI(t, etcdtest.Start(t, etcdtest.Options{})))
 }
 
 // TestEtcdGoneFailsClosed: etcd killed, or frozen, under a running job: the job is

@@ -370,51 +370,56 @@ func TestRedisGoneFailsClosed(t *testing.T) {
 	for _, fault := range []string{"kill", "pause"} {
 		t.Run(fault, func(t *testing.T) {
 			srv := redistest.Start(t)
-			c := newCLI(t, "redis://"+srv.Addr+"/0")
-			pidf := filepath.Join(c.dir, "job.pid")
-			cmd := c.command("run", "-k", "gone", "--ttl", "2s", "--grace", "5s", "--redis-timeout", "300ms",
-				"--", "sh", "-c", "echo $$ > "+pidf+"; exec sleep 30")
-			var errb bytes.Buffer
-			cmd.Stderr = &errb
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			pid := proctest.ReadPID(t, pidf)
-			faultAt := time.Now()
-			died := make(chan time.Duration, 1)
-			go func() {
-				for !proctest.Dead(pid) {
-					time.Sleep(2 * time.Millisecond)
-				}
-				died <- time.Since(faultAt)
-			}()
-			switch fault {
-			case "kill":
-				srv.Kill()
-			case "pause":
-				if _, err := srv.Do("CLIENT", "PAUSE", "4000", "ALL"); err != nil {
+			failsClosed(t, newCLI(t, "redis://"+srv.Addr+"/0"), func() {
+				if fault == "kill" {
+					srv.Kill()
+				} else if _, err := srv.Do("CLIENT", "PAUSE", "4000", "ALL"); err != nil {
 					t.Fatal(err)
 				}
-			}
-			err := cmd.Wait()
-			took := <-died
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 125 {
-				t.Fatalf("cronlock ended with %v (stderr %q), want exit 125", err, errb.String())
-			}
-			// The lease (2s) counts from before the last renewal was sent, which came
-			// before the fault: the job must be dead within 2s of it whatever --grace says.
-			if took > 2*time.Second {
-				t.Fatalf("the job died %v after the fault, after its 2s lease could have ended", took)
-			}
-			if !strings.Contains(errb.String(), "lock was lost") {
-				t.Fatalf("stderr %q does not say the lock was lost", errb.String())
-			}
-			rows := c.history("gone")
-			if len(rows) != 1 || rows[0].Status != history.StatusLockLost {
-				t.Fatalf("history %+v, want one lock_lost run", rows)
-			}
+			})
 		})
+	}
+}
+
+// failsClosed runs a job under a 2s lease on c's backend, brings the fault about once the
+// job runs, and checks that cronlock stopped the job before its lease could have ended
+// (the lease counts from before the last renewal was sent, which came before the fault,
+// so within 2s of the fault whatever --grace says): exit 125, one lock_lost row, and a
+// line that says the lock was lost.
+func failsClosed(t *testing.T, c *cli, fault func()) {
+	t.Helper()
+	pidf := filepath.Join(c.dir, "job.pid")
+	cmd := c.command("run", "-k", "gone", "--ttl", "2s", "--grace", "5s", "--redis-timeout", "300ms",
+		"--", "sh", "-c", "echo $$ > "+pidf+"; exec sleep 30")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := proctest.ReadPID(t, pidf)
+	faultAt := time.Now()
+	died := make(chan time.Duration, 1)
+	go func() {
+		for !proctest.Dead(pid) {
+			time.Sleep(2 * time.Millisecond)
+		}
+		died <- time.Since(faultAt)
+	}()
+	fault()
+	err := cmd.Wait()
+	took := <-died
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 125 {
+		t.Fatalf("cronlock ended with %v (stderr %q), want exit 125", err, errb.String())
+	}
+	if took > 2*time.Second {
+		t.Fatalf("the job died %v after the fault, after its 2s lease could have ended", took)
+	}
+	if !strings.Contains(errb.String(), "lock was lost") {
+		t.Fatalf("stderr %q does not say the lock was lost", errb.String())
+	}
+	if rows := c.history("gone"); len(rows) != 1 || rows[0].Status != history.StatusLockLost {
+		t.Fatalf("history %+v, want one lock_lost run", rows)
 	}
 }
 

@@ -5,9 +5,7 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -38,47 +36,14 @@ func TestEtcdGoneFailsClosed(t *testing.T) {
 	for _, fault := range []string{"kill", "stop"} {
 		t.Run(fault, func(t *testing.T) {
 			srv := etcdtest.Start(t, etcdtest.Options{})
-			c := newEtcdCLI(t, srv)
-			pidf := filepath.Join(c.dir, "job.pid")
-			cmd := c.command("run", "-k", "gone", "--ttl", "2s", "--grace", "5s", "--redis-timeout", "300ms",
-				"--", "sh", "-c", "echo $$ > "+pidf+"; exec sleep 30")
-			var errb bytes.Buffer
-			cmd.Stderr = &errb
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			pid := proctest.ReadPID(t, pidf)
-			faultAt := time.Now()
-			died := make(chan time.Duration, 1)
-			go func() {
-				for !proctest.Dead(pid) {
-					time.Sleep(2 * time.Millisecond)
+			failsClosed(t, newEtcdCLI(t, srv), func() {
+				if fault == "kill" {
+					srv.Kill()
+				} else {
+					srv.Stop()
+					t.Cleanup(srv.Cont)
 				}
-				died <- time.Since(faultAt)
-			}()
-			if fault == "kill" {
-				srv.Kill()
-			} else {
-				srv.Stop()
-				defer srv.Cont()
-			}
-			err := cmd.Wait()
-			took := <-died
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 125 {
-				t.Fatalf("cronlock ended with %v (stderr %q), want exit 125", err, errb.String())
-			}
-			// The lease counts from before the last renewal was sent, which came before
-			// the fault: the job must be dead within the 2s lease whatever --grace says.
-			if took > 2*time.Second {
-				t.Fatalf("the job died %v after the fault, after its 2s lease could have ended", took)
-			}
-			if !strings.Contains(errb.String(), "lock was lost") {
-				t.Fatalf("stderr %q does not say the lock was lost", errb.String())
-			}
-			if rows := c.history("gone"); len(rows) != 1 || rows[0].Status != history.StatusLockLost {
-				t.Fatalf("history %+v, want one lock_lost run", rows)
-			}
+			})
 		})
 	}
 }

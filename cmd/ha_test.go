@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,22 +19,8 @@ import (
 // concurrent runs, a --wait hand-off, status, unlock, a --schedule tick claimed once,
 // and the fleet's record.
 func exerciseCLI(t *testing.T, c *cli) {
+	concurrentRunsOneKey(t, c)
 	marks := filepath.Join(c.dir, "marks")
-	const n = 5
-	var wg sync.WaitGroup
-	codes := make([]int, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			codes[i], _, _ = c.run("run", "-k", "busy", "--ttl", "1s", "--conflict-exit-code", "99", "--",
-				"sh", "-c", "echo start >> "+marks+"; sleep 1.5; echo end >> "+marks)
-		}()
-	}
-	wg.Wait()
-	if b, _ := os.ReadFile(marks); string(b) != "start\nend\n" {
-		t.Fatalf("job marks %q (exits %v): want exactly one run", b, codes)
-	}
 
 	// A waiter takes over when the holder ends.
 	holder := c.command("run", "-k", "handoff", "--ttl", "2s", "--", "sh", "-c", "echo a >> "+marks+"; sleep 1; echo b >> "+marks)

@@ -105,6 +105,16 @@ reverse_commands() {
 	for ((i = ${#cmds[@]} - 3; i >= 0; i -= 3)); do reversed+=("${cmds[@]:i:3}"); done
 }
 
+# three_rounds NAME runs the hyperfine commands in array NAME in three rounds of 5 runs
+# after 2 warm-up runs, the second round in reverse order, into $work/NAME-{1,2,3}.json.
+three_rounds() {
+	local -n cmds3=$1
+	reverse_commands "$1"
+	hyperfine --shell sh --warmup 2 --runs 5 --export-json "$work/$1-1.json" "${cmds3[@]}" >&2
+	hyperfine --shell sh --runs 5 --export-json "$work/$1-2.json" "${reversed[@]}" >&2
+	hyperfine --shell sh --runs 5 --export-json "$work/$1-3.json" "${cmds3[@]}" >&2
+}
+
 # History at scale (this section is history_scale; `scripts/bench.sh history` runs only it,
 # in about two minutes, and prints only its report section, to paste into BENCHMARKS.md):
 # the history package's BenchmarkScale (history/scale_bench_test.go) builds a history of
@@ -283,10 +293,7 @@ output_files() {
 		-n 'file: through cat (a relay)' "$job | cat >$out"
 		-n 'file: cronlock (file handed to the job)' "$obin run -k bench-file -- $job >$out"
 		-n 'file: cronlock --capture 0' "$obin run --capture 0 -k bench-file -- $job >$out")
-	reverse_commands files
-	hyperfine --shell sh --warmup 2 --runs 5 --export-json "$work/files-1.json" "${files[@]}" >&2
-	hyperfine --shell sh --runs 5 --export-json "$work/files-2.json" "${reversed[@]}" >&2
-	hyperfine --shell sh --runs 5 --export-json "$work/files-3.json" "${files[@]}" >&2
+	three_rounds files
 	rm -f "$out"
 	[ -z "$shm_dir" ] || rm -rf "$shm_dir"
 	"$obin" run -k bench-handoff-cost -- true
@@ -301,10 +308,7 @@ output_files() {
 		-n 'null: on-failure' "$obin run -k bench-spool --output on-failure -- $job >/dev/null"
 		-n 'pipe: always' "$obin run -k bench-spool -- $job | cat >/dev/null"
 		-n 'pipe: on-failure' "$obin run -k bench-spool --output on-failure -- $job | cat >/dev/null")
-	reverse_commands spool
-	hyperfine --shell sh --warmup 2 --runs 5 --export-json "$work/spool-1.json" "${spool[@]}" >&2
-	hyperfine --shell sh --runs 5 --export-json "$work/spool-2.json" "${reversed[@]}" >&2
-	hyperfine --shell sh --runs 5 --export-json "$work/spool-3.json" "${spool[@]}" >&2
+	three_rounds spool
 	local obt="$work/benchtools" rss_always rss_spool
 	[ -x "$obt" ] || CGO_ENABLED=0 go build -trimpath -o "$obt" ./scripts/benchtools
 	rss_always=$("$obt" peakrss -- "$obin" run -k bench-spool -- $job)

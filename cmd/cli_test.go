@@ -109,6 +109,7 @@ type historyRow struct {
 	Holder       string   `json:"holder"`
 	FencingToken uint64   `json:"fencing_token"`
 	Command      []string `json:"command"`
+	Attempt      int      `json:"attempt"`
 }
 
 func (c *cli) history(key string) []historyRow {
@@ -428,25 +429,7 @@ func failsClosed(t *testing.T, c *cli, fault func()) {
 // eviction check working (no warning that INFO is forbidden). Without +select, only
 // database 0 works: the rule is needed.
 func TestReadmeACL(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rules []string
-	for _, line := range strings.Split(string(readme), "\n") {
-		if f := strings.Fields(line); len(f) > 2 && f[0] == "ACL" && f[1] == "SETUSER" && f[2] == "cronlock" {
-			rules = f
-			break
-		}
-	}
-	if rules == nil {
-		t.Fatal("README.md has no line ACL SETUSER cronlock …")
-	}
-	for i, r := range rules {
-		if r == ">PASSWORD" {
-			rules[i] = ">acl-pass-5521"
-		}
-	}
+	rules := readmeACL(t, "acl-pass-5521")
 	for _, db := range []string{"0", "3"} {
 		t.Run("db"+db, func(t *testing.T) {
 			srv := redistest.Start(t)
@@ -481,6 +464,27 @@ func TestReadmeACL(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readmeACL is the README's ACL SETUSER line for cronlock, as words, with password.
+func readmeACL(t *testing.T, password string) []string {
+	t.Helper()
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(readme), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "ACL" && f[1] == "SETUSER" && f[2] == "cronlock" {
+			for i, r := range f {
+				if r == ">PASSWORD" {
+					f[i] = ">" + password
+				}
+			}
+			return f
+		}
+	}
+	t.Fatal("README.md has no line ACL SETUSER cronlock …")
+	return nil
 }
 
 // TestAbandonedRunFoundByNextRun: a cronlock SIGKILLed mid-run leaves a running row (or,

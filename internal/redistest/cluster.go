@@ -13,6 +13,7 @@ import (
 // slot is served, and every replica is in sync and counted by its master (in WAIT too),
 // when it returns. With replicas, a master is seen failed after 1s (cluster-node-timeout)
 // and one of its replicas promoted a moment later, so a test of a failover stays short.
+// A --requirepass among extra is every node's password.
 func StartClusterReplicas(t testing.TB, n int, extra ...string) *Cluster {
 	t.Helper()
 	cli, err := exec.LookPath("redis-cli")
@@ -34,6 +35,10 @@ func StartClusterReplicas(t testing.TB, n int, extra ...string) *Cluster {
 	}
 	create := append([]string{"--cluster", "create"}, addrs...)
 	create = append(create, "--cluster-replicas", strconv.Itoa(n), "--cluster-yes")
+	if pw := all[0].Password; pw != "" {
+		// A cluster whose nodes need a password (with --masterauth for the replicas).
+		create = append(create, "-a", pw, "--no-auth-warning")
+	}
 	if out, err := exec.Command(cli, create...).CombinedOutput(); err != nil {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
 	}

@@ -60,9 +60,12 @@ type Server struct {
 	Addr string
 	Port int
 	Dir  string
-	args []string
-	cmd  *exec.Cmd
-	t    testing.TB
+	// Password is the default user's, from a --requirepass among Start's arguments:
+	// Do authenticates with it.
+	Password string
+	args     []string
+	cmd      *exec.Cmd
+	t        testing.TB
 }
 
 // Start launches a private redis-server on a free loopback port with extra config
@@ -73,7 +76,7 @@ func Start(t testing.TB, extra ...string) *Server {
 	if err != nil {
 		missing(t, "redis-server is not installed")
 	}
-	s := &Server{Dir: t.TempDir(), t: t, Port: FreePort(t)}
+	s := &Server{Dir: t.TempDir(), t: t, Port: FreePort(t), Password: requirepass(extra)}
 	s.Addr = "127.0.0.1:" + strconv.Itoa(s.Port)
 	s.args = append([]string{"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
 		"--dir", s.Dir, "--save", "", "--appendonly", "no", "--daemonize", "no",
@@ -127,13 +130,25 @@ func (s *Server) Restart() {
 func (s *Server) Stop() { s.cmd.Process.Signal(syscall.SIGSTOP) }
 func (s *Server) Cont() { s.cmd.Process.Signal(syscall.SIGCONT) }
 
+// requirepass is the value of a --requirepass among redis-server arguments, or "".
+func requirepass(args []string) string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--requirepass" {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
 // Do sends one command over a fresh RESP2 connection and returns a simple reply as text.
 // It is a tiny client for fault injection (CLIENT PAUSE, DEL, FLUSHALL) that does not
-// share state with the client under test.
-func (s *Server) Do(args ...string) (string, error) { return Do(s.Addr, args...) }
+// share state with the client under test. It sends AUTH first when s has a Password.
+func (s *Server) Do(args ...string) (string, error) { return do(s.Addr, s.Password, args...) }
 
 // Do sends one command to addr; see Server.Do.
-func Do(addr string, args ...string) (string, error) {
+func Do(addr string, args ...string) (string, error) { return do(addr, "", args...) }
+
+func do(addr, password string, args ...string) (string, error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return "", err
@@ -141,14 +156,26 @@ func Do(addr string, args ...string) (string, error) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	write := func(args ...string) {
+		fmt.Fprintf(&b, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+		}
 	}
+	if password != "" {
+		write("AUTH", password)
+	}
+	write(args...)
 	if _, err := c.Write([]byte(b.String())); err != nil {
 		return "", err
 	}
 	r := bufio.NewReader(c)
+	if password != "" {
+		// AUTH's reply is one line; an error there is the command's error too.
+		if line, err := r.ReadString('\n'); err != nil || line[0] == '-' {
+			return "", fmt.Errorf("redis: AUTH: %q %v", strings.TrimSpace(line), err)
+		}
+	}
 	line, err := r.ReadString('\n')
 	if err != nil {
 		return "", err

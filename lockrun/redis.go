@@ -261,8 +261,9 @@ func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token, mode 
 	sent := clockOr(l.now)()
 	res, acks, unknown, err := l.evalAcked(ctx, acquireScript(), keys, args...)
 	if err != nil {
-		// A release cannot reach a server that no dial reaches either.
-		if unknown && l.unreachable() == nil {
+		// A release cannot reach a server that no dial reaches either. A refused WAIT
+		// came after the script had taken the lock.
+		if (unknown || scriptRan(err)) && l.unreachable() == nil {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
 			l.releaseEval(rctx, req.Key, token, releaseArgs{runID: req.RunID, giveBack: !req.Tick.IsZero()}) // best effort, the tick too
 			cancel()

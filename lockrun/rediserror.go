@@ -60,7 +60,7 @@ func (l *RedisLocker) userError(op string, err error) error {
 	case isAuthError(detail):
 		msg = fmt.Sprintf("%s authentication failed: %s (check the password in --redis-password-file / CRONLOCK_REDIS_PASSWORD_FILE or in --redis / CRONLOCK_REDIS_URL)", server, detail)
 	case strings.Contains(detail, "NOPERM"):
-		msg = fmt.Sprintf("%s refused: %s (the Redis ACL user needs EVAL and EVALSHA with GET, SET, PEXPIRE, DEL, TIME, INFO inside it, SCAN, PTTL, SUBSCRIBE, SELECT for a database other than 0, and the %s* keys; see the README)", server, detail, l.prefix)
+		msg = noPermMessage(server, detail, l.prefix)
 	case strings.HasPrefix(detail, "OOM"):
 		// Only a new lock needs memory: renewals and releases go through on a full server.
 		msg = fmt.Sprintf("%s is full: %s (maxmemory reached under noeviction: no new lock can be taken until memory is freed on the server or maxmemory raised)", server, detail)

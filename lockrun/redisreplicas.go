@@ -72,7 +72,7 @@ func (l *RedisLocker) evalAcked(ctx context.Context, script string, keys []strin
 			// The script's reply came but WAIT's did not within the operation (the dial
 			// took part of it): no replica acknowledged in time, as far as can be known.
 			if !isTimeout(err) {
-				return nil, err
+				return nil, &waitRefusedError{err}
 			}
 			a.n = 0
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"cronlock/history"
 	"cronlock/internal/faultproxy"
 	"cronlock/internal/redistest"
 )
@@ -202,6 +203,9 @@ func TestMinReplicasACL(t *testing.T) {
 	}
 	if _, err := os.Stat(marks); err == nil {
 		t.Fatal("the job ran although WAIT was refused")
+	}
+	if rows := c.history("acked"); len(rows) != 1 || rows[0].Status != history.StatusError {
+		t.Fatalf("rows %+v, want one error", rows)
 	}
 	// The lock was let go: a run without --min-replicas takes it at once.
 	if code, _, errs := c.run("run", "-k", "acked", "--", "sh", "-c", "echo ran >> "+marks); code != 0 || errs != "" {

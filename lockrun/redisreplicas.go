@@ -71,8 +71,16 @@ func (l *RedisLocker) evalAcked(ctx context.Context, script string, keys []strin
 		if a.n, err = w.Int64(); err != nil {
 			// The script's reply came but WAIT's did not within the operation (the dial
 			// took part of it): no replica acknowledged in time, as far as can be known.
-			if !isTimeout(err) {
+			var rerr redis.Error
+			if errors.As(err, &rerr) {
+				// The server answered WAIT with an error (an ACL without +wait): the
+				// script's writes stand, and the caller must undo an acquire's.
 				return nil, &waitRefusedError{err}
+			}
+			if !isTimeout(err) {
+				// A connection cut after the script's reply (a failover): retried as any
+				// network error, the script being safe to repeat.
+				return nil, err
 			}
 			a.n = 0
 		}

@@ -22,10 +22,13 @@ import (
 // code and history row once it ended.
 func failoverRun(t *testing.T, d *redistest.Sentinel, extra ...string) (int, historyRow, string) {
 	c := newCLI(t, d.URL())
-	args := append([]string{"run", "-k", "long", "--ttl", "9s", "--redis-timeout", "1s", "--grace", "300ms"}, extra...)
+	// A lease of 15s: after the master dies, the Sentinels take seconds to promote a
+	// replica and to point the other at it, which must sync and acknowledge before a
+	// --min-replicas renewal is confirmed; under the whole suite's load, 9s ran out.
+	args := append([]string{"run", "-k", "long", "--ttl", "15s", "--redis-timeout", "1s", "--grace", "300ms"}, extra...)
 	// The job outlives the lease: it ends well only if a renewal after the failover
 	// reached the promoted replica.
-	run := c.command(append(args, "--", "sleep", "11")...)
+	run := c.command(append(args, "--", "sleep", "17")...)
 	var errb strings.Builder
 	run.Stderr = &errb
 	if err := run.Start(); err != nil {

@@ -1,11 +1,12 @@
 package cmd
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"cronlock/history"
+	"cronlock/internal/proctest"
 	"cronlock/internal/redistest"
 )
 
@@ -19,16 +20,17 @@ func clusterFailoverRun(t *testing.T, cl *redistest.Cluster, extra ...string) (i
 	// The job outlives the lease: it ends well only if a renewal after the failover
 	// reached the promoted replica.
 	args := append([]string{"run", "-k", "long", "--ttl", "9s", "--redis-timeout", "1s", "--grace", "300ms", "-v"}, extra...)
-	run := c.command(append(args, "--", "sleep", "11")...)
+	started := filepath.Join(c.dir, "started")
+	run := c.command(append(args, "--", "sh", "-c", "touch "+started+"; exec sleep 11")...)
 	var errb strings.Builder
 	run.Stderr = &errb
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "the run to take its lock", func() bool {
-		_, out, _ := c.run("status", "--json")
-		return strings.Contains(out, `"key":"long"`)
-	})
+	// The job has started: the acquire, its WAIT included, is over. (The lock shows in
+	// status as soon as the script ran, while a --min-replicas WAIT may still be
+	// waiting: a master killed then fails the acquire itself.)
+	proctest.WaitFile(t, started)
 	// Every key of the lock has the hash tag {long}: one slot, one master.
 	old := cl.MasterOf("{long}")
 	if old == nil {

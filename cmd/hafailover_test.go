@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"cronlock/history"
+	"cronlock/internal/proctest"
 	"cronlock/internal/redistest"
 )
 
@@ -28,16 +29,19 @@ func failoverRun(t *testing.T, d *redistest.Sentinel, extra ...string) (int, his
 	args := append([]string{"run", "-k", "long", "--ttl", "15s", "--redis-timeout", "1s", "--grace", "300ms"}, extra...)
 	// The job outlives the lease: it ends well only if a renewal after the failover
 	// reached the promoted replica.
-	run := c.command(append(args, "--", "sleep", "17")...)
+	started := filepath.Join(c.dir, "started")
+	run := c.command(append(args, "--", "sh", "-c", "touch "+started+"; exec sleep 17")...)
 	var errb strings.Builder
 	run.Stderr = &errb
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "the run to take its lock", func() bool {
-		_, out, _ := c.run("status", "--json")
-		return strings.Contains(out, `"key":"long"`)
-	})
+	// The job has started: the acquire, its WAIT included, is over. (The lock shows in
+	// status as soon as the script ran, while a --min-replicas WAIT may still be
+	// waiting: a master killed then fails the acquire itself.) And a renewal has been
+	// confirmed since, as a run in its stride would have.
+	proctest.WaitFile(t, started)
+	time.Sleep(6 * time.Second)
 	old := d.MasterAddr()
 	d.Master.Kill()
 	d.WaitPromoted(old)

@@ -10,8 +10,7 @@ import (
 
 	"cronlock/crontab"
 	"cronlock/logline"
-
-	"github.com/mattn/go-isatty"
+	"cronlock/tty"
 
 	"github.com/spf13/cobra"
 )
@@ -111,7 +110,7 @@ func (o *crontabOptions) load(c *cobra.Command, args []string) error {
 	o.File = "-"
 	if len(args) == 1 {
 		o.File = args[0]
-	} else if f, ok := o.Stdin.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+	} else if f, ok := o.Stdin.(*os.File); ok && tty.IsTerminal(f) {
 		// Waiting for a crontab typed on the terminal would look like a hang.
 		return &usageError{fmt.Errorf("give a crontab FILE, or - to read one from standard input (crontab -l | cronlock %s -)", c.CommandPath()[len("cronlock "):])}
 	}

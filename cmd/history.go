@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/fatih/color"
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"cronlock/history"
@@ -177,7 +176,7 @@ func wantColor(w io.Writer) bool {
 	if !ok || os.Getenv("NO_COLOR") != "" {
 		return false
 	}
-	return isatty.IsTerminal(f.Fd())
+	return tty.IsTerminal(f)
 }
 
 // historyRun lists the runs of o.Path as o asks.

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"cronlock/history"
 )
 
 // Metric names. Every series carries the labels key and node.
@@ -29,7 +31,8 @@ const (
 // series for each (1 for the last run's, 0 for the others), and cronlock_runs_total
 // starts each at 0, so a series never appears out of nowhere: `== 1` alerts and
 // increase() see the first failure too.
-var metricStatuses = []string{"succeeded", "failed", "timeout", "lock_lost", "interrupted", "skipped", "error", "missed"}
+var metricStatuses = []string{history.StatusSucceeded, history.StatusFailed, history.StatusTimeout,
+	history.StatusLockLost, history.StatusInterrupted, history.StatusSkipped, history.StatusError, history.StatusMissed}
 
 // previous are the values carried over from the previous file.
 type previous struct {
@@ -97,7 +100,7 @@ func encode(f Facts, prev previous) ([]byte, error) {
 		finished = time.Now()
 	}
 	lastSuccess := prev.lastSuccess
-	if f.Status == "succeeded" {
+	if f.Status == history.StatusSucceeded {
 		lastSuccess = unixSeconds(finished)
 	}
 	series := func(name string, v float64, extra ...label) sample {

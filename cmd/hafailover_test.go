@@ -19,9 +19,9 @@ import (
 // What a Sentinel failover does to running jobs: the master is SIGKILLed under them and
 // the Sentinels promote a replica.
 
-// failoverRun runs one long job, kills the master under it, and returns the run's exit
-// code and history row once it ended.
-func failoverRun(t *testing.T, d *redistest.Sentinel, extra ...string) (int, historyRow, string) {
+// failoverRun runs one long job, kills the master killAfter after the job started, and
+// returns the run's exit code and history row once it ended.
+func failoverRun(t *testing.T, d *redistest.Sentinel, killAfter time.Duration, extra ...string) (int, historyRow, string) {
 	c := newCLI(t, d.URL())
 	// A lease of 15s: after the master dies, the Sentinels take seconds to promote a
 	// replica and to point the other at it, which must sync and acknowledge before a
@@ -38,10 +38,9 @@ func failoverRun(t *testing.T, d *redistest.Sentinel, extra ...string) (int, his
 	}
 	// The job has started: the acquire, its WAIT included, is over. (The lock shows in
 	// status as soon as the script ran, while a --min-replicas WAIT may still be
-	// waiting: a master killed then fails the acquire itself.) And a renewal has been
-	// confirmed since, as a run in its stride would have.
+	// waiting: a master killed then fails the acquire itself.)
 	proctest.WaitFile(t, started)
-	time.Sleep(6 * time.Second)
+	time.Sleep(killAfter)
 	old := d.MasterAddr()
 	d.Master.Kill()
 	d.WaitPromoted(old)
@@ -61,7 +60,7 @@ func TestSentinelFailoverUnderRun(t *testing.T) {
 	}
 	d := redistest.StartSentinel(t)
 	d.WaitFailoverReady()
-	code, row, errs := failoverRun(t, d)
+	code, row, errs := failoverRun(t, d, afterRenewal)
 	keptOrStopped(t, code, row.Status, errs)
 }
 
@@ -79,18 +78,30 @@ func keptOrStopped(t *testing.T, code int, status, errs string) {
 	}
 }
 
+// afterRenewal is a kill once a renewal (at ttl/3 = 5s) was confirmed, as a run in its
+// stride would see one.
+const afterRenewal = 6 * time.Second
+
 // TestSentinelFailoverKeepsAckedLock: with --min-replicas 1 and two replicas, the
 // promoted replica has the lock and the other one acknowledges the renewals on the new
-// master: the run keeps its lock.
+// master: the run keeps its lock, whether the master dies before the first renewal
+// (the acquire's write is the only one acknowledged) or after one.
 func TestSentinelFailoverKeepsAckedLock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for a Sentinel failover")
 	}
-	d := redistest.StartSentinelReplicas(t, 2)
-	d.WaitFailoverReady()
-	code, row, errs := failoverRun(t, d, "--min-replicas", "1")
-	if code != 0 || row.Status != history.StatusSucceeded {
-		t.Fatalf("exit %d, status %s, stderr %q: want the lock kept through the failover", code, row.Status, errs)
+	for _, kill := range []struct {
+		name  string
+		after time.Duration
+	}{{"before the first renewal", 500 * time.Millisecond}, {"after a renewal", afterRenewal}} {
+		t.Run(kill.name, func(t *testing.T) {
+			d := redistest.StartSentinelReplicas(t, 2)
+			d.WaitFailoverReady()
+			code, row, errs := failoverRun(t, d, kill.after, "--min-replicas", "1")
+			if code != 0 || row.Status != history.StatusSucceeded {
+				t.Fatalf("exit %d, status %s, stderr %q: want the lock kept through the failover", code, row.Status, errs)
+			}
+		})
 	}
 }
 

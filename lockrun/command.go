@@ -56,6 +56,9 @@ func (e *StartError) Error() string {
 
 func (e *StartError) Unwrap() error { return e.Err }
 
+// defaultPath is the search path of a process without PATH, as glibc's execvp has it.
+const defaultPath = "/bin:/usr/bin"
+
 // lookCommand resolves name like a shell would, telling "not found" from "found but
 // not executable" (126) before anything is forked.
 func lookCommand(name string, env []string, dir string) (string, *StartError) {
@@ -74,7 +77,12 @@ func lookCommand(name string, env []string, dir string) (string, *StartError) {
 	}
 	pathEnv, ok := envLookup(env, "PATH")
 	if !ok {
-		pathEnv = os.Getenv("PATH")
+		pathEnv, ok = os.LookupEnv("PATH")
+	}
+	if !ok {
+		// No PATH at all (env -i): search where execvp(3) and the shells do, so that
+		// `env -i cronlock run -- true` runs what `env -i sh -c true` runs.
+		pathEnv = defaultPath
 	}
 	var firstBad *StartError
 	for _, d := range filepath.SplitList(pathEnv) {

@@ -105,6 +105,24 @@ func TestLookCommand(t *testing.T) {
 	}
 }
 
+// TestLookCommandWithoutPath: with no PATH anywhere (env -i), a command is searched for
+// where execvp(3) searches, not nowhere.
+func TestLookCommandWithoutPath(t *testing.T) {
+	old, had := os.LookupEnv("PATH")
+	os.Unsetenv("PATH")
+	defer func() {
+		if had {
+			os.Setenv("PATH", old)
+		}
+	}()
+	if p, se := lookCommand("sh", []string{"A=1"}, t.TempDir()); se != nil || (p != "/bin/sh" && p != "/usr/bin/sh") {
+		t.Fatalf("sh without PATH: %q, %v; want /bin/sh", p, se)
+	}
+	if _, se := lookCommand("sh", []string{"PATH="}, t.TempDir()); se == nil || se.Kind != NotFound {
+		t.Fatalf("sh with an empty PATH: %v; want not found (an empty PATH is the current folder)", se)
+	}
+}
+
 // TestTooLong: the E2BIG message says which limit the command line passed.
 func TestTooLong(t *testing.T) {
 	one := 32 * os.Getpagesize()

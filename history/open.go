@@ -297,7 +297,9 @@ func (s *Store) migrate() error {
 	return tx.Commit()
 }
 
-// describe turns an SQLite error into one that names the file and the fix.
+// describe turns an SQLite error into one that names the file and the fix. It wraps the
+// SQLite error (%w), never just its text: callers tell causes apart by it (a warning is
+// limited to once an hour per cause, which a run id in the text would defeat).
 func describe(path string, err error) error {
 	var se sqlite3.Error
 	if !errors.As(err, &se) {
@@ -305,14 +307,14 @@ func describe(path string, err error) error {
 	}
 	switch se.Code {
 	case sqlite3.ErrNotADB, sqlite3.ErrCorrupt:
-		return fmt.Errorf("history: %s is corrupt or not a cronlock history (%v); move it aside (cronlock then starts a new one) or set CRONLOCK_HISTORY (or --history) to another file", path, err)
+		return fmt.Errorf("history: %s is corrupt or not a cronlock history (%w); move it aside (cronlock then starts a new one) or set CRONLOCK_HISTORY (or --history) to another file", path, err)
 	case sqlite3.ErrCantOpen, sqlite3.ErrReadonly, sqlite3.ErrPerm, sqlite3.ErrAuth, sqlite3.ErrIoErr:
 		// %w: OpenRead tells from the code that a reader may still read the file.
 		return fmt.Errorf("history: cannot write %s (%w); check the permissions of the file, of its -wal and -shm files and of its folder, or set CRONLOCK_HISTORY (or --history) to a writable place", path, err)
 	case sqlite3.ErrFull:
-		return fmt.Errorf("history: %s: the disk is full (%v)", path, err)
+		return fmt.Errorf("history: %s: the disk is full (%w)", path, err)
 	case sqlite3.ErrBusy, sqlite3.ErrLocked:
-		return fmt.Errorf("history: %s stayed locked by another process for %ds (%v)", path, busyTimeoutMS/1000, err)
+		return fmt.Errorf("history: %s stayed locked by another process for %ds (%w)", path, busyTimeoutMS/1000, err)
 	}
 	return fmt.Errorf("history: %s: %w", path, err)
 }

@@ -1,0 +1,35 @@
+package history
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// TestDescribeKeepsTheCause: every described SQLite error still wraps the SQLite error,
+// so that two runs failing for one reason have one innermost cause, whatever run id
+// the message around it names (the hourly warning limit is per cause).
+func TestDescribeKeepsTheCause(t *testing.T) {
+	for _, code := range []sqlite3.ErrNo{sqlite3.ErrFull, sqlite3.ErrCorrupt, sqlite3.ErrNotADB,
+		sqlite3.ErrBusy, sqlite3.ErrLocked, sqlite3.ErrReadonly, sqlite3.ErrIoErr, sqlite3.ErrMisuse} {
+		cause := sqlite3.Error{Code: code}
+		a := describe("/h.db", fmt.Errorf("record run 0193: %w", cause))
+		b := describe("/h.db", fmt.Errorf("record run 0194: %w", cause))
+		var se sqlite3.Error
+		if !errors.As(a, &se) || se.Code != code {
+			t.Errorf("%v: the described error %q no longer wraps the SQLite error", code, a)
+		}
+		if innermost(a).Error() != innermost(b).Error() {
+			t.Errorf("%v: two runs' causes differ: %q and %q", code, innermost(a), innermost(b))
+		}
+	}
+}
+
+func innermost(err error) error {
+	for errors.Unwrap(err) != nil {
+		err = errors.Unwrap(err)
+	}
+	return err
+}

@@ -161,7 +161,12 @@ func (l *LocalLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 		}
 	}()
 	reopens := 0
+	orphan := false // fd is the deleted file of a live holder, read for its record
 	for {
+		if orphan {
+			unix.Close(fd)
+			fd, orphan = -1, false
+		}
 		if fd < 0 {
 			var err error
 			if fd, err = l.openLockFile(path, true); err != nil {
@@ -194,6 +199,14 @@ func (l *LocalLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 				return nil, fmt.Errorf("lock file %s keeps being deleted or replaced; stop whatever removes files in that folder, or set --lock-dir or CRONLOCK_LOCK_DIR to a private folder", path)
 			}
 			continue
+		}
+		if got {
+			if dfd := deletedHolder(fd, path); dfd >= 0 {
+				// Held after all, by the holder of the deleted file, which puts it back at
+				// its next renewal: our flock on the new file goes, for it to take.
+				unix.Close(fd)
+				fd, got, orphan = dfd, false, true
+			}
 		}
 		if got && !req.Tick.IsZero() {
 			if t := readLocalTick(fd); t.claimedFor(req) {
@@ -312,6 +325,13 @@ func (l *LocalLocker) ClaimMissed(ctx context.Context, req Request) error {
 	got, err := tryFlock(fd)
 	if err != nil {
 		return fmt.Errorf("flock %s: %w", path, err)
+	}
+	if got {
+		if dfd := deletedHolder(fd, path); dfd >= 0 {
+			defer unix.Close(dfd)
+			unix.Flock(fd, unix.LOCK_UN)
+			fd, got = dfd, false // held by the deleted file's holder: its claim counts
+		}
 	}
 	r := heldRecord(fd)
 	if !got {

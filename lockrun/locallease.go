@@ -36,8 +36,8 @@ func (ls *localLease) Sent() time.Duration { return ls.sent }
 
 // Renew refreshes the lock file's access and modification times (so that age-based /tmp
 // cleaners leave it alone) and its renewed time, and checks that the path still names the
-// locked file. It returns ErrLockLost when the file was deleted or replaced (a manual rm):
-// a new cronlock would then lock the new file while this job still runs. Other errors
+// locked file. A file deleted or replaced (a manual rm) is put back (retake); it returns
+// ErrLockLost when that fails, as another run then holds the path's file. Other errors
 // (the times or record could not be written) leave the lock held.
 func (ls *localLease) Renew(ctx context.Context) error {
 	ls.mu.Lock()
@@ -50,7 +50,9 @@ func (ls *localLease) Renew(ctx context.Context) error {
 		return fmt.Errorf("renew %s: %w", ls.path, err)
 	}
 	if !same {
-		return fmt.Errorf("lock file %s was deleted or replaced while held: %w", ls.path, ErrLockLost)
+		if err := ls.retake(); err != nil {
+			return retakeError(ls.path, err)
+		}
 	}
 	// utimensat(fd, NULL, NULL, 0) is futimens(fd, NULL): both times set to now, on the
 	// descriptor, with no path to race with.

@@ -1,7 +1,8 @@
 // Package procfs reads the few facts cronlock needs from Linux's /proc, and is the one
 // place that knows the format of those files: a process's state, parent and start time
-// (/proc/PID/stat), the children of a process (/proc/PID/task/PID/children), and the id
-// of the running boot (/proc/sys/kernel/random/boot_id).
+// (/proc/PID/stat), the children of a process (/proc/PID/task/PID/children), the id of
+// the running boot (/proc/sys/kernel/random/boot_id), the flock(2) locks of /proc/locks,
+// and the deleted files a process still has open (/proc/PID/fd).
 package procfs
 
 import (

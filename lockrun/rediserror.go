@@ -61,6 +61,10 @@ func (l *RedisLocker) userError(op string, err error) error {
 		msg = fmt.Sprintf("%s authentication failed: %s (check the password in --redis-password-file / CRONLOCK_REDIS_PASSWORD_FILE or in --redis / CRONLOCK_REDIS_URL)", server, detail)
 	case strings.Contains(detail, "NOPERM"):
 		msg = noPermMessage(server, detail, l.prefix)
+	case strings.HasPrefix(detail, "READONLY"):
+		// A replica: a plain URL at the wrong server, or at a master that a failover
+		// turned into a replica.
+		msg = fmt.Sprintf("%s: %s is a read-only replica (READONLY); point --redis / CRONLOCK_REDIS_URL at the master, or use a redis-sentinel:// URL to follow failovers", op, server)
 	case strings.HasPrefix(detail, "OOM"):
 		// Only a new lock needs memory: renewals and releases go through on a full server.
 		msg = fmt.Sprintf("%s is full: %s (maxmemory reached under noeviction: no new lock can be taken until memory is freed on the server or maxmemory raised)", server, detail)

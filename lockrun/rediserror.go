@@ -10,10 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// transientRedisError reports a server error that goes away by itself.
+// transientRedisError reports a server error that goes away by itself. READONLY is a
+// master demoted in a failover: go-redis closes that connection, and the next dial of a
+// redis-sentinel:// URL asks the Sentinels where the master is now.
 func transientRedisError(err error) bool {
 	msg := err.Error()
-	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN"} {
+	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN", "READONLY"} {
 		if strings.HasPrefix(msg, p) {
 			return true
 		}
@@ -61,6 +63,8 @@ func (l *RedisLocker) userError(op string, err error) error {
 		msg = fmt.Sprintf("%s authentication failed: %s (check the password in --redis-password-file / CRONLOCK_REDIS_PASSWORD_FILE or in --redis / CRONLOCK_REDIS_URL)", server, detail)
 	case strings.Contains(detail, "NOPERM"):
 		msg = noPermMessage(server, detail, l.prefix)
+	case strings.HasPrefix(detail, "READONLY"):
+		msg = l.readOnlyMessage(op, detail)
 	case strings.HasPrefix(detail, "OOM"):
 		// Only a new lock needs memory: renewals and releases go through on a full server.
 		msg = fmt.Sprintf("%s is full: %s (maxmemory reached under noeviction: no new lock can be taken until memory is freed on the server or maxmemory raised)", server, detail)
@@ -117,4 +121,16 @@ func isNetworkError(err error) bool {
 	var ne net.Error
 	var rerr redis.Error
 	return errors.As(err, &ne) || (!errors.As(err, &rerr) && err != nil)
+}
+
+// readOnlyMessage is the message of a write refused by a replica, which stayed one for
+// the whole operation.
+func (l *RedisLocker) readOnlyMessage(op, detail string) string {
+	detail, _, _ = strings.Cut(detail, " script:") // the script's SHA1 and line say nothing here
+	server := l.target.server()
+	if l.target.scheme == schemeSentinel {
+		return fmt.Sprintf("%s: %s: the server the Sentinels name as the master %s is a read-only replica (%s): a failover is under way, or a server was made a replica by hand and the Sentinels have not seen it yet; if it lasts, compare SENTINEL GET-MASTER-ADDR-BY-NAME %s with INFO replication on the servers",
+			op, server, l.target.master, detail, l.target.master)
+	}
+	return fmt.Sprintf("%s: %s is a read-only replica (%s): point --redis / CRONLOCK_REDIS_URL at the master, or use a redis-sentinel:// URL to find it", op, server, detail)
 }

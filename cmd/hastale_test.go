@@ -1,0 +1,49 @@
+package cmd
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"cronlock/history"
+	"cronlock/internal/redistest"
+)
+
+// A URL that leads to a replica: the Sentinels still name a master that was made a
+// replica by hand, or redis:// names a replica.
+
+// TestReplicaRefusesTheLock: the replica's READONLY is one line that says what to
+// check, exit 125, status error, the job not run.
+func TestReplicaRefusesTheLock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Sentinel deployment")
+	}
+	d := redistest.StartSentinel(t)
+	if _, err := d.Replica.Do("REPLICAOF", "NO", "ONE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Master.Do("REPLICAOF", "127.0.0.1", strconv.Itoa(d.Replica.Port)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, url, want string }{
+		{"sentinel", d.URL(), "the server the Sentinels name as the master mymaster is a read-only replica"},
+		{"plain", "redis://" + d.Master.Addr, "redis " + d.Master.Addr + " is a read-only replica"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCLI(t, tc.url)
+			ran := filepath.Join(c.dir, "ran")
+			code, _, errs := c.run("run", "-k", "ro", "--redis-timeout", "300ms", "--", "touch", ran)
+			if code != 125 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, tc.want) || strings.Contains(errs, "script:") {
+				t.Fatalf("exit %d, stderr %q: want 125 and one line with %q", code, errs, tc.want)
+			}
+			if _, err := os.Stat(ran); err == nil {
+				t.Fatal("the job ran without a lock")
+			}
+			if rows := c.history("ro"); len(rows) != 1 || rows[0].Status != history.StatusError {
+				t.Fatalf("rows %+v, want one error", rows)
+			}
+		})
+	}
+}

@@ -47,3 +47,23 @@ func TestReplicaRefusesTheLock(t *testing.T) {
 		})
 	}
 }
+
+// TestSentinelsFrozen: Sentinels that accept connections but never answer (SIGSTOP, a
+// hung host) are one line naming each and what it did, exit 125, for run and status.
+func TestSentinelsFrozen(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Sentinel deployment")
+	}
+	d := redistest.StartSentinel(t)
+	for _, s := range d.Sentinels {
+		s.Stop()
+		t.Cleanup(s.Cont)
+	}
+	c := newCLI(t, d.URL())
+	for _, args := range [][]string{{"run", "-k", "fz", "--", "true"}, {"status"}} {
+		code, _, errs := c.run(append(args, "--redis-timeout", "2s")...)
+		if code != 125 || strings.Count(errs, "\n") != 1 || strings.Count(errs, "i/o timeout") != 3 {
+			t.Errorf("%s: exit %d, stderr %q: want 125 and one line naming each Sentinel", args[0], code, errs)
+		}
+	}
+}

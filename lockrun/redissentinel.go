@@ -96,7 +96,12 @@ func (r *sentinelResolver) masterAddr(ctx context.Context) (string, error) {
 	unknown := 0
 	share := time.Duration(0)
 	if dl, ok := ctx.Deadline(); ok {
-		share = max(time.Until(dl)/time.Duration(len(r.sentinels)), 50*time.Millisecond)
+		// A tenth is kept back: the dial has the operation's time-out, begun a moment after
+		// the operation, so Sentinels that all hang would fail it just after the operation
+		// gave up. The operation would then not know that nothing was sent (it let go of a
+		// lock it might have taken, one more time-out) nor why (a bare deadline).
+		left := time.Until(dl)
+		share = max((left-left/10)/time.Duration(len(r.sentinels)), 50*time.Millisecond)
 	}
 	for i := range r.sentinels {
 		j := (first + i) % len(r.sentinels)

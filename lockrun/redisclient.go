@@ -23,7 +23,9 @@ func newRedisClient(t redisTarget, o RedisOptions, d *redisDialer) (redisClient,
 		opt.Addr = t.master
 		return &sentinelClient{Client: redis.NewClient(opt), r: r}, nil
 	case schemeCluster:
-		return &clusterClient{ClusterClient: redis.NewClusterClient(&redis.ClusterOptions{
+		node := *opt
+		node.Dialer = nodeDial(opt.Dialer, o.Timeout)
+		return &clusterClient{node: &node, ClusterClient: redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs:                 t.addrs,
 			Username:              opt.Username,
 			Password:              opt.Password,
@@ -108,7 +110,10 @@ func lockOptions(t redisTarget, to time.Duration, d *redisDialer) *redis.Options
 }
 
 // clusterClient is the client of a redis-cluster:// target.
-type clusterClient struct{ *redis.ClusterClient }
+type clusterClient struct {
+	*redis.ClusterClient
+	node *redis.Options // of a client to one node (an ASK target: redisreplicas.go)
+}
 
 // scanner is a server that SCAN walks.
 type scanner interface {

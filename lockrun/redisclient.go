@@ -56,6 +56,12 @@ func newRedisClient(t redisTarget, o RedisOptions, d *redisDialer) (redisClient,
 			ConnMaxIdleTime:        opt.ConnMaxIdleTime,
 
 			MaintNotificationsConfig: opt.MaintNotificationsConfig,
+
+			NewClient: func(o *redis.Options) *redis.Client {
+				c := redis.NewClient(o)
+				c.AddHook(slotsShare{nodes: len(t.addrs), timeout: o.ReadTimeout})
+				return c
+			},
 		})}, nil
 	}
 	return redis.NewClient(opt), nil

@@ -197,6 +197,6 @@ func (l *RedisLocker) renewAcks(key string, a acked) error {
 	if l.minReplicas <= 0 || a.n >= int64(l.minReplicas) {
 		return nil
 	}
-	return fmt.Errorf("renew lock %s: only %d of %d replicas acknowledged the renewal within %s on %s; it counts as unconfirmed",
+	return fmt.Errorf("renew lock %s: only %d of %d replicas acknowledged the renewal within %s on %s; it counts as unconfirmed (check the replicas: INFO replication on the master; or lower --min-replicas, CRONLOCK_REDIS_MIN_REPLICAS)",
 		key, max(a.n, 0), l.minReplicas, a.within.Round(time.Millisecond), l.target.server())
 }

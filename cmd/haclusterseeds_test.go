@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 
 	"cronlock/internal/redistest"
@@ -28,6 +29,28 @@ func TestClusterSeedsDownOrFrozen(t *testing.T) {
 	for i := range 6 {
 		if code, _, errs := c.run("run", "-k", "seeds", "--redis-timeout", "1s", "--", "true"); code != 0 {
 			t.Fatalf("run %d: exit %d: %s", i, code, errs)
+		}
+	}
+}
+
+// TestClusterMasterFrozenNamed: status and history --fleet walk every master; one that
+// never answers (SIGSTOP) fails them within the time-out with one line naming it.
+func TestClusterMasterFrozenNamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	cl := redistest.StartCluster(t)
+	frozen := cl.Nodes[2]
+	c := newCLI(t, cl.URL())
+	if code, _, errs := c.run("run", "-k", "fz", "--", "true"); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	frozen.Stop()
+	defer frozen.Cont()
+	for _, args := range [][]string{{"status"}, {"history", "--fleet"}} {
+		code, _, errs := c.run(append(args, "--redis-timeout", "1s")...)
+		if code != 125 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "the master "+frozen.Addr) {
+			t.Errorf("%s: exit %d, stderr %q: want 125 and one line naming %s", args[0], code, errs, frozen.Addr)
 		}
 	}
 }

@@ -59,7 +59,7 @@ func (s *redisLease) Sent() time.Duration { return s.sent }
 // (the key is never re-created), and another error when the outcome is unknown.
 func (s *redisLease) Renew(ctx context.Context) error {
 	s.renewed.Store(true)
-	s.l.followMaster(ctx)
+	s.l.followMaster(ctx, 0)
 	res, acks, _, err := s.l.evalAcked(ctx, renewScript(), []string{s.l.lockKey(s.key)}, s.token, durMS(s.ttl))
 	if err != nil {
 		return s.l.userError("renew lock "+s.key, err)
@@ -82,9 +82,11 @@ func (s *redisLease) Release(ctx context.Context) error {
 	if s.record != nil && s.acquiredUS != "" {
 		a.entry, a.startUS = encodeFleetEntry(s.record, s.fence), s.acquiredUS
 	}
+	fresh := releaseFresh
 	if s.renewed.Load() {
-		s.l.followMaster(ctx)
+		fresh = 0
 	}
+	s.l.followMaster(ctx, fresh)
 	res, err := s.l.releaseEval(ctx, s.key, s.token, a)
 	if err != nil {
 		return s.l.userError("release lock "+s.key, err)

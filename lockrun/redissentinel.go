@@ -38,7 +38,8 @@ type sentinelResolver struct {
 	addrs     []string
 
 	mu    sync.Mutex
-	first int // the Sentinel that answered last
+	first int       // the Sentinel that answered last
+	at    time.Time // when it answered
 }
 
 func newSentinelResolver(t redisTarget, o RedisOptions) *sentinelResolver {
@@ -113,7 +114,7 @@ func (r *sentinelResolver) masterAddr(ctx context.Context) (string, error) {
 		cancel()
 		if err == nil && len(v) == 2 {
 			r.mu.Lock()
-			r.first = j
+			r.first, r.at = j, time.Now()
 			r.mu.Unlock()
 			return net.JoinHostPort(v[0], v[1]), nil
 		}
@@ -168,6 +169,13 @@ func (e *sentinelAuthError) Error() string {
 
 func (e *sentinelAuthError) Unwrap() error { return e.err }
 
+// answered is when a Sentinel last named the master; zero before.
+func (r *sentinelResolver) answered() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.at
+}
+
 func (r *sentinelResolver) close() {
 	for _, s := range r.sentinels {
 		s.Close()
@@ -183,15 +191,22 @@ func (r *sentinelResolver) close() {
 // renewal, each release of a renewed lease and each new attempt of a waiter (the
 // operations that can reuse a connection made earlier), the Sentinels are asked again,
 // and connections to any other server are closed: go-redis finds them dead and dials
-// again, through the Sentinels.
+// again, through the Sentinels. A release asks too when the Sentinels last answered more
+// than releaseFresh ago, so that a job that ended before its first renewal, across a
+// failover, frees the lock where the fleet looks and writes its record there: a short
+// run's release asks nothing (its dial has just asked).
+
+// releaseFresh is how old the Sentinels' last answer may be for a release to trust it.
+const releaseFresh = time.Second
 
 // followMaster closes the connections to servers other than the master the Sentinels
-// name now. It asks only when some connection is open (a new one asks when it is made),
-// and within half an operation time-out; when no Sentinel answers, the connections stay
-// as they are, and the operation goes to the master they reach.
-func (l *RedisLocker) followMaster(ctx context.Context) {
+// name now. It asks only when some connection is open (a new one asks when it is made)
+// and the last answer is older than fresh, within half an operation time-out; when no
+// Sentinel answers, the connections stay as they are, and the operation goes to the
+// master they reach.
+func (l *RedisLocker) followMaster(ctx context.Context, fresh time.Duration) {
 	sc, ok := l.c.(*sentinelClient)
-	if !ok || l.dialer == nil || !l.dialer.connected() {
+	if !ok || l.dialer == nil || !l.dialer.connected() || time.Since(sc.r.answered()) < fresh {
 		return
 	}
 	qctx, cancel := context.WithTimeout(ctx, l.timeout/2)

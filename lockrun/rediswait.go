@@ -32,7 +32,7 @@ func (l *RedisLocker) acquireWait(ctx context.Context, req Request, token string
 	defer timer.Stop()
 	for first := true; ; first = false {
 		if !first {
-			l.followMaster(ctx) // the master may have changed since the last attempt
+			l.followMaster(ctx, 0) // the master may have changed since the last attempt
 		}
 		// Each attempt gets the full operation time-out even when the wait is almost over.
 		lease, held, err := l.acquireOnce(ctx, req, token, "")

@@ -67,3 +67,26 @@ func TestSentinelsFrozen(t *testing.T) {
 		}
 	}
 }
+
+// TestWrongKindOfServer: a URL whose scheme does not fit the server (a data server
+// named as a Sentinel or a Cluster node, a Sentinel as a data server or a Cluster node)
+// is one line that says which kind it takes, exit 125, without the lock's token.
+func TestWrongKindOfServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Sentinel deployment")
+	}
+	data := redistest.Addr(t)
+	sentinel := redistest.StartSentinel(t).Sentinels[0].Addr
+	for _, tc := range []struct{ url, want string }{
+		{"redis-sentinel://" + data + "/mymaster", "it is not a Sentinel"},
+		{"redis-cluster://" + data, "it is not a Cluster node"},
+		{"redis-cluster://" + sentinel, "is it a Sentinel?"},
+		{"redis://" + sentinel, "is it a Sentinel?"},
+	} {
+		c := newCLI(t, tc.url)
+		code, _, errs := c.run("run", "-k", "kind", "--", "true")
+		if code != 125 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, tc.want) || strings.Contains(errs, "args beginning") {
+			t.Errorf("%s: exit %d, stderr %q: want 125 and one line with %q", tc.url, code, errs, tc.want)
+		}
+	}
+}

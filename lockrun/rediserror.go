@@ -75,6 +75,9 @@ func (l *RedisLocker) userError(op string, err error) error {
 		msg = fmt.Sprintf("%s did not answer within %s: %s (check --redis / CRONLOCK_REDIS_URL, or raise --redis-timeout)", server, l.timeout, detail)
 	case isNetworkError(err):
 		msg = fmt.Sprintf("%s unreachable: %s (check --redis / CRONLOCK_REDIS_URL)", server, detail)
+	case kindHint(detail) != "":
+		detail, _, _ = strings.Cut(detail, ", with args beginning with") // the lock's token, keys
+		msg = fmt.Sprintf("%s: %s: %s (%s)", op, server, strings.TrimSpace(detail), kindHint(detail))
 	default:
 		msg = fmt.Sprintf("%s: %s: %s", op, server, detail)
 	}
@@ -133,4 +136,20 @@ func (l *RedisLocker) readOnlyMessage(op, detail string) string {
 			op, server, l.target.master, detail, l.target.master)
 	}
 	return fmt.Sprintf("%s: %s is a read-only replica (%s): point --redis / CRONLOCK_REDIS_URL at the master, or use a redis-sentinel:// URL to find it", op, server, detail)
+}
+
+// kindHint is the advice for a server of another kind than the URL's scheme expects (a
+// data server named as a Sentinel, a Sentinel as a data server, a server outside a
+// Cluster in redis-cluster://), told by its reply to the first command; else "". The
+// command's arguments, which go-redis's reply quotes, are cut: they hold the lock's token.
+func kindHint(detail string) string {
+	switch {
+	case strings.Contains(detail, "unknown command 'sentinel'"):
+		return "it is not a Sentinel: list the Sentinels (port 26379 unless given) in redis-sentinel://, or use redis:// for one server; check --redis / CRONLOCK_REDIS_URL"
+	case strings.Contains(detail, "cluster support disabled"):
+		return "it is not a Cluster node: use redis:// for one server, or redis-sentinel:// for its Sentinels; check --redis / CRONLOCK_REDIS_URL"
+	case strings.Contains(detail, "unknown command '"):
+		return "is it a Sentinel? Then use redis-sentinel://HOST:PORT/MASTER; or was the command renamed (rename-command)? Check --redis / CRONLOCK_REDIS_URL"
+	}
+	return ""
 }

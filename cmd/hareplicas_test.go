@@ -1,12 +1,15 @@
 package cmd
 
 import (
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"cronlock/internal/faultproxy"
+	"cronlock/internal/proctest"
 	"cronlock/internal/redistest"
 )
 
@@ -57,5 +60,38 @@ func TestMinReplicasScriptsBySHA(t *testing.T) {
 	want := "AUTH | EVALSHA WAIT | EVAL WAIT | EVAL"
 	if got := strings.Join(turnCommands(t, p.Turns()[before:]), " | "); got != want {
 		t.Fatalf("a run without +evalsha sent the turns %q, want %q", got, want)
+	}
+}
+
+// TestMinReplicasLossSaysWhy: a run whose only replica stops acknowledging (SIGSTOP)
+// is stopped at the end of its lease, and its one line says why and what to check,
+// without -v.
+func TestMinReplicasLossSaysWhy(t *testing.T) {
+	master := redistest.Start(t, "--repl-diskless-sync-delay", "0")
+	replica := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port), "--repl-diskless-sync-delay", "0")
+	// WAIT counts a replica once its first acknowledgement came in: a non-zero offset,
+	// once the master has written something.
+	ackedOffset := regexp.MustCompile(`state=online,offset=[1-9]`)
+	waitUntil(t, 10*time.Second, "the master to count its replica's acknowledgement", func() bool {
+		master.Do("SET", "written", "1")
+		info, err := master.Do("INFO", "replication")
+		return err == nil && ackedOffset.MatchString(info)
+	})
+	c := newCLI(t, "redis://"+master.Addr)
+	started := filepath.Join(c.dir, "started")
+	run := c.command("run", "-k", "lag", "--ttl", "3s", "--min-replicas", "1", "--redis-timeout", "1s", "--grace", "100ms",
+		"--", "sh", "-c", "touch "+started+"; exec sleep 30")
+	var errb strings.Builder
+	run.Stderr = &errb
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	proctest.WaitFile(t, started)
+	replica.Stop()
+	defer replica.Cont()
+	code := c.exitCode(run.Wait())
+	if code != 125 || strings.Count(errb.String(), "\n") != 1 || !strings.Contains(errb.String(), "replicas acknowledged the renewal") ||
+		!strings.Contains(errb.String(), "--min-replicas") {
+		t.Fatalf("exit %d, stderr %q: want 125 and one line that names the replicas and --min-replicas", code, errb.String())
 	}
 }

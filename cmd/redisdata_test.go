@@ -340,15 +340,3 @@ func TestFullServerStillRenews(t *testing.T) {
 		t.Fatalf("during the hold on a full server: exit %d, stderr %q, want a skip", code, stderr)
 	}
 }
-
-// TestReadOnlyReplica: a plain URL that names a replica gives 125 and one line that says
-// so and what to do, instead of Redis's script error.
-func TestReadOnlyReplica(t *testing.T) {
-	replica := redistest.Start(t, "--replicaof", "127.0.0.1", "1") // read-only, whatever its master
-	c := newCLI(t, "redis://"+replica.Addr)
-	code, out, errs := c.run("run", "-k", "ro", "--", "echo", "ran")
-	if code != 125 || out != "" || strings.Count(errs, "\n") != 1 ||
-		!strings.Contains(errs, "is a read-only replica") || !strings.Contains(errs, "at the master") {
-		t.Errorf("a run on a replica: exit %d, stdout %q, stderr %q; want 125 and one line naming the replica", code, out, errs)
-	}
-}

@@ -122,6 +122,7 @@ func (k *Keeper) loop(ctx context.Context) (LockLoss, bool) {
 	g := k.termGrace()
 	safeUntil := time.Duration(k.safeUntil.Load()) // zero when the lease never expires
 	next := k.Lease.Sent() + interval
+	var last error // why the last renewal was not confirmed: the loss says it
 	for {
 		wake := next
 		if safeUntil > 0 && safeUntil-g < wake {
@@ -141,8 +142,13 @@ func (k *Keeper) loop(ctx context.Context) (LockLoss, bool) {
 			return LockLoss{}, false
 		}
 		if safeUntil > 0 && now() >= safeUntil-g {
-			return LockLoss{Grace: max(safeUntil-now(), 0),
-				Err: errors.New("no renewal confirmed before the lease ran out")}, true
+			err := errors.New("no renewal confirmed before the lease ran out")
+			if last != nil {
+				// Without it, the one line cron mails would not say why (a server down,
+				// replicas that did not acknowledge): -v alone shows each retry.
+				err = fmt.Errorf("no renewal confirmed before the lease ran out; the last try: %w", last)
+			}
+			return LockLoss{Grace: max(safeUntil-now(), 0), Err: err}, true
 		}
 		sent := now()
 		var termAt time.Duration // when the child must get SIGTERM; 0 = never
@@ -152,6 +158,7 @@ func (k *Keeper) loop(ctx context.Context) (LockLoss, bool) {
 		err := k.renew(ctx, sent, termAt)
 		switch {
 		case err == nil:
+			last = nil
 			if ttl > 0 {
 				safeUntil = sent + ttl - drift(ttl)
 				k.safeUntil.Store(int64(safeUntil))
@@ -162,6 +169,11 @@ func (k *Keeper) loop(ctx context.Context) (LockLoss, bool) {
 		case ctx.Err() != nil:
 			return LockLoss{}, false
 		default:
+			// A try cut short at termAt mostly says that its time ran out: the one before
+			// it, given its whole time, says more.
+			if cut := termAt > 0 && termAt-sent < k.opTimeout(); last == nil || !cut {
+				last = err
+			}
 			if k.Warn != nil {
 				k.Warn(err)
 			}
@@ -175,16 +187,21 @@ func (k *Keeper) loop(ctx context.Context) (LockLoss, bool) {
 // renew makes one renewal call, cut short at termAt: a call still waiting for its reply
 // then must not delay the child's SIGTERM.
 func (k *Keeper) renew(ctx context.Context, sent, termAt time.Duration) error {
-	limit := k.OpTimeout
-	if limit <= 0 {
-		limit = 2 * time.Second
-	}
+	limit := k.opTimeout()
 	if termAt > 0 && termAt-sent < limit {
 		limit = termAt - sent
 	}
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	return k.Lease.Renew(rctx)
+}
+
+// opTimeout bounds one renewal call when termAt is not nearer.
+func (k *Keeper) opTimeout() time.Duration {
+	if k.OpTimeout <= 0 {
+		return 2 * time.Second
+	}
+	return k.OpTimeout
 }
 
 // retryDelay is a random pause between 1/10 and 1/5 of the renewal interval, at least

@@ -342,14 +342,15 @@ func (l *RedisLocker) retry(ctx context.Context, attempt func(octx context.Conte
 		}
 		l.followFailover(err)
 		var rerr redis.Error
-		if errors.As(err, &rerr) && !transientRedisError(err) {
-			return nil, false, err // the server answered: nothing uncertain
-		}
-		if isDialError(err) {
+		switch {
+		case errors.As(err, &rerr) && !transientRedisError(err):
+			return nil, unknown, err // the server answered: nothing uncertain in this attempt
+		case errors.As(err, &rerr):
+			// A refusal that passes (LOADING, READONLY…): the script did not write.
+		case isDialError(err):
 			return nil, unknown, err
-		}
-		// Time ran out while no connection could be made: nothing was sent then.
-		if !(isTimeout(err) && l.unreachable() != nil) {
+		case !(isTimeout(err) && l.unreachable() != nil):
+			// Time ran out while no connection could be made: nothing was sent then.
 			unknown = true
 		}
 		// A connection that died with the server (EOF, reset) or a server still loading

@@ -2,10 +2,6 @@ package lockrun
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net"
-	"strings"
 	"sync"
 	"time"
 
@@ -27,7 +23,9 @@ func newRedisClient(t redisTarget, o RedisOptions, d *redisDialer) (redisClient,
 		opt.Addr = t.master
 		return &sentinelClient{Client: redis.NewClient(opt), r: r}, nil
 	case schemeCluster:
-		return &clusterClient{ClusterClient: redis.NewClusterClient(&redis.ClusterOptions{
+		node := *opt
+		node.Dialer = nodeDial(opt.Dialer, o.Timeout)
+		return &clusterClient{node: &node, ClusterClient: redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs:                 t.addrs,
 			Username:              opt.Username,
 			Password:              opt.Password,
@@ -58,6 +56,12 @@ func newRedisClient(t redisTarget, o RedisOptions, d *redisDialer) (redisClient,
 			ConnMaxIdleTime:        opt.ConnMaxIdleTime,
 
 			MaintNotificationsConfig: opt.MaintNotificationsConfig,
+
+			NewClient: func(o *redis.Options) *redis.Client {
+				c := redis.NewClient(o)
+				c.AddHook(slotsShare{nodes: len(t.addrs), timeout: o.ReadTimeout})
+				return c
+			},
 		})}, nil
 	}
 	return redis.NewClient(opt), nil
@@ -111,162 +115,10 @@ func lockOptions(t redisTarget, to time.Duration, d *redisDialer) *redis.Options
 	}
 }
 
-// sentinelClient is the client of a redis-sentinel:// target: a plain client whose
-// dialer finds the master through the Sentinels.
-type sentinelClient struct {
-	*redis.Client
-	r *sentinelResolver
-}
-
-func (c *sentinelClient) Close() error {
-	c.r.close()
-	return c.Client.Close()
-}
-
 // clusterClient is the client of a redis-cluster:// target.
-type clusterClient struct{ *redis.ClusterClient }
-
-// sentinelResolver asks a target's Sentinels where its master is. go-redis's
-// FailoverClient is not used: it fixes the master's address once per dial (cronlock's
-// dialer retries a dial until its deadline, so a dial begun before a failover would keep
-// knocking at the dead master), and its first dial asks every Sentinel at once and
-// subscribes to their events, a connection and round trips a short run does not need.
-// Here each dial attempt asks one Sentinel, starting with the last that answered.
-type sentinelResolver struct {
-	master    string
-	sentinels []*redis.SentinelClient
-	addrs     []string
-
-	mu    sync.Mutex
-	first int // the Sentinel that answered last
-}
-
-func newSentinelResolver(t redisTarget, o RedisOptions) *sentinelResolver {
-	r := &sentinelResolver{master: t.master, addrs: t.addrs}
-	for _, a := range t.addrs {
-		r.sentinels = append(r.sentinels, redis.NewSentinelClient(&redis.Options{
-			Addr: a,
-			// One try per Sentinel: the next one is asked at once, and the data dialer's
-			// own retries ask them all again. The handshake is the data connections'
-			// (redishandshake.go): go-redis's HELLO answered without a round trip, and
-			// AUTH, when the Sentinels have a password, in one.
-			Dialer: handshake{password: o.SentinelPassword, timeout: o.Timeout}.wrap(
-				func(ctx context.Context, network, addr string) (net.Conn, error) {
-					return (&net.Dialer{}).DialContext(ctx, network, addr)
-				}),
-			Protocol:              2,
-			DisableIdentity:       true,
-			DialTimeout:           o.Timeout,
-			ReadTimeout:           o.Timeout,
-			WriteTimeout:          o.Timeout,
-			PoolTimeout:           o.Timeout,
-			ContextTimeoutEnabled: true,
-			MaxRetries:            -1,
-			DialerRetries:         1,
-			DialerRetryTimeout:    10 * time.Millisecond,
-			PoolSize:              2,
-			MaxIdleConns:          1,
-			ConnMaxIdleTime:       time.Minute,
-
-			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-		}))
-	}
-	return r
-}
-
-// NoMasterError says that no Sentinel knows a master by the URL's name.
-type NoMasterError struct {
-	Master    string
-	Sentinels []string
-}
-
-func (e *NoMasterError) Error() string {
-	return fmt.Sprintf("no Sentinel of %v monitors a master named %q; check the name after the hosts in --redis / CRONLOCK_REDIS_URL (SENTINEL MASTERS lists them)", e.Sentinels, e.Master)
-}
-
-// masterAddr returns host:port of the master, as the first Sentinel that answers says.
-// Each Sentinel gets an equal share of ctx's time, so one that hangs does not hide the
-// others. Errors wrap the network errors met, so that the dialer can tell a Sentinel
-// that is down (retried) from one that refuses (returned).
-func (r *sentinelResolver) masterAddr(ctx context.Context) (string, error) {
-	r.mu.Lock()
-	first := r.first
-	r.mu.Unlock()
-	var errs []error
-	unknown := 0
-	share := time.Duration(0)
-	if dl, ok := ctx.Deadline(); ok {
-		share = max(time.Until(dl)/time.Duration(len(r.sentinels)), 50*time.Millisecond)
-	}
-	for i := range r.sentinels {
-		j := (first + i) % len(r.sentinels)
-		sctx, cancel := ctx, context.CancelFunc(func() {})
-		if share > 0 {
-			sctx, cancel = context.WithTimeout(ctx, share)
-		}
-		v, err := r.sentinels[j].GetMasterAddrByName(sctx, r.master).Result()
-		cancel()
-		if err == nil && len(v) == 2 {
-			r.mu.Lock()
-			r.first = j
-			r.mu.Unlock()
-			return net.JoinHostPort(v[0], v[1]), nil
-		}
-		if errors.Is(err, redis.Nil) {
-			unknown++
-			continue
-		}
-		if err == nil {
-			err = fmt.Errorf("unexpected reply %v", v)
-		}
-		if isAuthError(err.Error()) {
-			return "", &sentinelAuthError{addr: r.addrs[j], err: err}
-		}
-		errs = append(errs, fmt.Errorf("sentinel %s: %w", r.addrs[j], err))
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	if unknown > 0 && len(errs) == 0 {
-		return "", &NoMasterError{Master: r.master, Sentinels: r.addrs}
-	}
-	return "", joinedError(errs)
-}
-
-// joinedError is the errors of several Sentinels on one line (errors.Join puts newlines
-// between them, and every cronlock message is one line); errors.Is and As see them all.
-type joinedError []error
-
-func (e joinedError) Error() string {
-	var b strings.Builder
-	for i, err := range e {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(err.Error())
-	}
-	return b.String()
-}
-
-func (e joinedError) Unwrap() []error { return e }
-
-// sentinelAuthError is a Sentinel that refused cronlock's credentials: the Sentinels'
-// password is a setting of its own.
-type sentinelAuthError struct {
-	addr string
-	err  error
-}
-
-func (e *sentinelAuthError) Error() string {
-	return fmt.Sprintf("the Sentinel %s refused: %v; put the Sentinels' password (requirepass in sentinel.conf) in the file named by CRONLOCK_REDIS_SENTINEL_PASSWORD_FILE", e.addr, e.err)
-}
-
-func (e *sentinelAuthError) Unwrap() error { return e.err }
-
-func (r *sentinelResolver) close() {
-	for _, s := range r.sentinels {
-		s.Close()
-	}
+type clusterClient struct {
+	*redis.ClusterClient
+	node *redis.Options // of a client to one node (an ASK target: redisreplicas.go)
 }
 
 // scanner is a server that SCAN walks.

@@ -57,6 +57,10 @@ type redisDialer struct {
 	// resolve, when set, names the server at each attempt instead of the pool's address
 	// (a Sentinel's master, which a failover changes).
 	resolve func(ctx context.Context) (string, error)
+
+	// conns are the open connections to the servers resolve named (redissentinel.go).
+	mu    sync.Mutex
+	conns map[*trackedConn]struct{}
 }
 
 func newRedisDialer(attempt time.Duration, cfg *tls.Config) *redisDialer {
@@ -104,7 +108,11 @@ func (d *redisDialer) dialOnce(ctx context.Context, network, addr string) (net.C
 	}
 	nd := &net.Dialer{}
 	if d.tls == nil {
-		return nd.DialContext(ctx, network, addr)
+		c, err := nd.DialContext(ctx, network, addr)
+		if err != nil || d.resolve == nil {
+			return c, err
+		}
+		return d.track(c, addr), nil
 	}
 	td := &tls.Dialer{NetDialer: nd, Config: d.tls}
 	return td.DialContext(ctx, network, addr)

@@ -10,10 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// transientRedisError reports a server error that goes away by itself.
+// transientRedisError reports a server error that goes away by itself. READONLY is a
+// master demoted in a failover: go-redis closes that connection, and the next dial of a
+// redis-sentinel:// URL asks the Sentinels where the master is now.
 func transientRedisError(err error) bool {
 	msg := err.Error()
-	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN"} {
+	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN", "READONLY"} {
 		if strings.HasPrefix(msg, p) {
 			return true
 		}
@@ -62,9 +64,7 @@ func (l *RedisLocker) userError(op string, err error) error {
 	case strings.Contains(detail, "NOPERM"):
 		msg = noPermMessage(server, detail, l.prefix)
 	case strings.HasPrefix(detail, "READONLY"):
-		// A replica: a plain URL at the wrong server, or at a master that a failover
-		// turned into a replica.
-		msg = fmt.Sprintf("%s: %s is a read-only replica (READONLY); point --redis / CRONLOCK_REDIS_URL at the master, or use a redis-sentinel:// URL to follow failovers", op, server)
+		msg = l.readOnlyMessage(op, detail)
 	case strings.HasPrefix(detail, "OOM"):
 		// Only a new lock needs memory: renewals and releases go through on a full server.
 		msg = fmt.Sprintf("%s is full: %s (maxmemory reached under noeviction: no new lock can be taken until memory is freed on the server or maxmemory raised)", server, detail)
@@ -75,6 +75,9 @@ func (l *RedisLocker) userError(op string, err error) error {
 		msg = fmt.Sprintf("%s did not answer within %s: %s (check --redis / CRONLOCK_REDIS_URL, or raise --redis-timeout)", server, l.timeout, detail)
 	case isNetworkError(err):
 		msg = fmt.Sprintf("%s unreachable: %s (check --redis / CRONLOCK_REDIS_URL)", server, detail)
+	case kindHint(detail) != "":
+		detail, _, _ = strings.Cut(detail, ", with args beginning with") // the lock's token, keys
+		msg = fmt.Sprintf("%s: %s: %s (%s)", op, server, strings.TrimSpace(detail), kindHint(detail))
 	default:
 		msg = fmt.Sprintf("%s: %s: %s", op, server, detail)
 	}
@@ -121,4 +124,32 @@ func isNetworkError(err error) bool {
 	var ne net.Error
 	var rerr redis.Error
 	return errors.As(err, &ne) || (!errors.As(err, &rerr) && err != nil)
+}
+
+// readOnlyMessage is the message of a write refused by a replica, which stayed one for
+// the whole operation.
+func (l *RedisLocker) readOnlyMessage(op, detail string) string {
+	detail, _, _ = strings.Cut(detail, " script:") // the script's SHA1 and line say nothing here
+	server := l.target.server()
+	if l.target.scheme == schemeSentinel {
+		return fmt.Sprintf("%s: %s: the server the Sentinels name as the master %s is a read-only replica (%s): a failover is under way, or a server was made a replica by hand and the Sentinels have not seen it yet; if it lasts, compare SENTINEL GET-MASTER-ADDR-BY-NAME %s with INFO replication on the servers",
+			op, server, l.target.master, detail, l.target.master)
+	}
+	return fmt.Sprintf("%s: %s is a read-only replica (%s): point --redis / CRONLOCK_REDIS_URL at the master, or use a redis-sentinel:// URL to find it", op, server, detail)
+}
+
+// kindHint is the advice for a server of another kind than the URL's scheme expects (a
+// data server named as a Sentinel, a Sentinel as a data server, a server outside a
+// Cluster in redis-cluster://), told by its reply to the first command; else "". The
+// command's arguments, which go-redis's reply quotes, are cut: they hold the lock's token.
+func kindHint(detail string) string {
+	switch {
+	case strings.Contains(detail, "unknown command 'sentinel'"):
+		return "it is not a Sentinel: list the Sentinels (port 26379 unless given) in redis-sentinel://, or use redis:// for one server; check --redis / CRONLOCK_REDIS_URL"
+	case strings.Contains(detail, "cluster support disabled"):
+		return "it is not a Cluster node: use redis:// for one server, or redis-sentinel:// for its Sentinels; check --redis / CRONLOCK_REDIS_URL"
+	case strings.Contains(detail, "unknown command '"):
+		return "is it a Sentinel? Then use redis-sentinel://HOST:PORT/MASTER; or was the command renamed (rename-command)? Check --redis / CRONLOCK_REDIS_URL"
+	}
+	return ""
 }

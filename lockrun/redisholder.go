@@ -153,6 +153,10 @@ func (l *RedisLocker) scanNode(ctx context.Context, node scanner, match, kind, w
 		keys, next, err := node.Scan(octx, cursor, match, 1000).Result()
 		cancel()
 		if err != nil {
+			if c, ok := node.(*redis.Client); ok && l.target.scheme == schemeCluster {
+				// Which of the cluster's masters failed: the URL names others.
+				err = fmt.Errorf("the master %s: %w", c.Options().Addr, err)
+			}
 			return l.userError(what, err)
 		}
 		var names []string

@@ -19,6 +19,7 @@ type redisLease struct {
 	runID    string
 	ticked   bool        // the acquire claimed a schedule tick
 	giveBack atomic.Bool // Release gives the tick back (GiveBackTick)
+	renewed  atomic.Bool // Renew was called: Release may be on a connection made before a failover
 
 	acquiredUS string     // Redis TIME at acquire, µs: the run's start in the fleet's record
 	record     *RunRecord // written by Release (SetRecord)
@@ -57,6 +58,8 @@ func (s *redisLease) Sent() time.Duration { return s.sent }
 // time-out. It returns an error wrapping ErrLockLost when the lock is gone or not ours
 // (the key is never re-created), and another error when the outcome is unknown.
 func (s *redisLease) Renew(ctx context.Context) error {
+	s.renewed.Store(true)
+	s.l.followMaster(ctx, 0)
 	res, acks, _, err := s.l.evalAcked(ctx, renewScript(), []string{s.l.lockKey(s.key)}, s.token, durMS(s.ttl))
 	if err != nil {
 		return s.l.userError("renew lock "+s.key, err)
@@ -79,6 +82,11 @@ func (s *redisLease) Release(ctx context.Context) error {
 	if s.record != nil && s.acquiredUS != "" {
 		a.entry, a.startUS = encodeFleetEntry(s.record, s.fence), s.acquiredUS
 	}
+	fresh := releaseFresh
+	if s.renewed.Load() {
+		fresh = 0
+	}
+	s.l.followMaster(ctx, fresh)
 	res, err := s.l.releaseEval(ctx, s.key, s.token, a)
 	if err != nil {
 		return s.l.userError("release lock "+s.key, err)

@@ -51,13 +51,24 @@ func (l *RedisLocker) evalAcked(ctx context.Context, script string, keys []strin
 		if err != nil {
 			return nil, err
 		}
-		a.within = waitTimeout(octx)
-		ev, w := l.pipelineAcked(octx, p, !evalshaDenied.Load(), a.within, script, keys, args...)
-		if err := ev.Err(); err != nil && evalshaFallback(err) {
-			// The script did not run (NOSCRIPT, or an ACL without +evalsha): send its
-			// body, with a WAIT of its own, in one more round trip.
+		send := func(p pipeliner, asking bool) (ev, w *redis.Cmd) {
 			a.within = waitTimeout(octx)
-			ev, w = l.pipelineAcked(octx, p, false, a.within, script, keys, args...)
+			ev, w = l.pipelineAcked(octx, p, asking, !evalshaDenied.Load(), a.within, script, keys, args...)
+			if err := ev.Err(); err != nil && evalshaFallback(err) {
+				// The script did not run (NOSCRIPT, or an ACL without +evalsha): send its
+				// body, with a WAIT of its own, in one more round trip.
+				a.within = waitTimeout(octx)
+				ev, w = l.pipelineAcked(octx, p, asking, false, a.within, script, keys, args...)
+			}
+			return ev, w
+		}
+		ev, w := send(p, false)
+		if addr, ok := askTarget(ev.Err()); ok {
+			// The slot is being migrated and its keys are already on addr: ask there, as
+			// go-redis does for a command it routes itself.
+			np := l.c.(*clusterClient).nodeClient(addr)
+			ev, w = send(np, true)
+			np.Close()
 		}
 		res, err := ev.Result()
 		if err != nil && isTimeout(err) && res != nil {
@@ -91,8 +102,11 @@ func (l *RedisLocker) evalAcked(ctx context.Context, script string, keys []strin
 
 // pipelineAcked sends the script (by SHA1 when bySHA, else its body) and WAIT in one
 // round trip on p, and returns their two replies.
-func (l *RedisLocker) pipelineAcked(octx context.Context, p pipeliner, bySHA bool, within time.Duration, script string, keys []string, args ...any) (ev, w *redis.Cmd) {
+func (l *RedisLocker) pipelineAcked(octx context.Context, p pipeliner, asking, bySHA bool, within time.Duration, script string, keys []string, args ...any) (ev, w *redis.Cmd) {
 	p.Pipelined(octx, func(pp redis.Pipeliner) error {
+		if asking {
+			pp.Do(octx, "ASKING")
+		}
 		if bySHA {
 			ev = pp.EvalSha(octx, scriptSHA(script), keys, args...)
 		} else {
@@ -120,6 +134,29 @@ func (l *RedisLocker) pipelinerFor(ctx context.Context, key string) (pipeliner, 
 		return cc.MasterForKey(ctx, key)
 	}
 	return l.c, nil
+}
+
+// askTarget is the node named by an ASK reply: the key's slot is being migrated there,
+// and the key has left the node that was asked.
+func askTarget(err error) (string, bool) {
+	var rerr redis.Error
+	if err == nil || !errors.As(err, &rerr) {
+		return "", false
+	}
+	f := strings.Fields(rerr.Error())
+	if len(f) != 3 || f[0] != "ASK" {
+		return "", false
+	}
+	return f[2], true
+}
+
+// nodeClient is a client to the node at addr, with the settings of every node's; the
+// caller closes it. An ASK target may be a master that serves no slot yet, which the
+// slot map go-redis holds does not list.
+func (c *clusterClient) nodeClient(addr string) *redis.Client {
+	o := *c.node
+	o.Addr = addr
+	return redis.NewClient(&o)
 }
 
 // pipeliner is a client that sends pipelines to one server.
@@ -160,6 +197,6 @@ func (l *RedisLocker) renewAcks(key string, a acked) error {
 	if l.minReplicas <= 0 || a.n >= int64(l.minReplicas) {
 		return nil
 	}
-	return fmt.Errorf("renew lock %s: only %d of %d replicas acknowledged the renewal within %s on %s; it counts as unconfirmed",
+	return fmt.Errorf("renew lock %s: only %d of %d replicas acknowledged the renewal within %s on %s; it counts as unconfirmed (check the replicas: INFO replication on the master; or lower --min-replicas, CRONLOCK_REDIS_MIN_REPLICAS)",
 		key, max(a.n, 0), l.minReplicas, a.within.Round(time.Millisecond), l.target.server())
 }

@@ -30,7 +30,10 @@ func (l *RedisLocker) acquireWait(ctx context.Context, req Request, token string
 	poll = max(poll, 10*time.Millisecond)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	for {
+	for first := true; ; first = false {
+		if !first {
+			l.followMaster(ctx, 0) // the master may have changed since the last attempt
+		}
 		// Each attempt gets the full operation time-out even when the wait is almost over.
 		lease, held, err := l.acquireOnce(ctx, req, token, "")
 		if err != nil && (!retryableRedisError(err) || ctx.Err() != nil) {

@@ -54,6 +54,9 @@ func TestBadInput(t *testing.T) {
 		{name: "capture garbage", args: []string{"run", "-k", "a", "--capture", "lots", "--", "true"}, code: 125, stderr: `not a size`, oneLine: true},
 		{name: "capture too big", args: []string{"run", "-k", "a", "--capture", "10GiB", "--", "true"}, code: 125, stderr: `64MiB limit`, oneLine: true},
 		{name: "conflict code out of range", args: []string{"run", "-k", "a", "--conflict-exit-code", "300", "--", "true"}, code: 125, stderr: `use 0 to 255`, oneLine: true},
+		{name: "min-replicas not a number", args: []string{"run", "-k", "a", "--min-replicas", "abc", "--", "true"}, code: 125, stderr: `--min-replicas" flag: "abc" is not a whole number`, oneLine: true},
+		{name: "min-replicas not a number in the environment", args: []string{"run", "-k", "a", "--", "true"}, env: []string{"CRONLOCK_REDIS_MIN_REPLICAS=2x"}, code: 125, stderr: `CRONLOCK_REDIS_MIN_REPLICAS: "2x" is not a whole number`, oneLine: true},
+		{name: "history limit out of range", args: []string{"history", "--limit", "99999999999999999999"}, code: 125, stderr: `"99999999999999999999" is out of range`, oneLine: true},
 		{name: "on-lock-lost unknown", args: []string{"run", "-k", "a", "--on-lock-lost", "maybe", "--", "true"}, code: 125, stderr: `use kill or continue`, oneLine: true},
 		// Keys and the command line.
 		{name: "key missing", args: []string{"run", "--", "true"}, code: 125, stderr: `--key is required`, oneLine: true},

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -205,7 +206,7 @@ func (s *settings) apply(flags *pflag.FlagSet, twins map[string]string) error {
 			continue
 		}
 		if err := f.Value.Set(v); err != nil {
-			return fmt.Errorf("invalid value %q in %s: %v", v, s.source[name], err)
+			return fmt.Errorf("invalid value %q in %s: %v", v, s.source[name], plainNumberError(err))
 		}
 	}
 	return nil
@@ -222,4 +223,25 @@ func (s *settings) thisNode() string {
 		n = "localhost" // as run names itself then
 	}
 	return n
+}
+
+// numberSyntax is how strconv reports a number it cannot read, which pflag's integer flags
+// pass on as it is.
+var numberSyntax = regexp.MustCompile(`strconv\.Parse(?:Int|Uint|Float): parsing ("(?:[^"\\]|\\.)*"): (invalid syntax|value out of range)`)
+
+// plainNumberError says a bad number in words a user reads ("abc" is not a whole number)
+// instead of strconv's.
+func plainNumberError(err error) error {
+	msg := err.Error()
+	out := numberSyntax.ReplaceAllStringFunc(msg, func(m string) string {
+		sub := numberSyntax.FindStringSubmatch(m)
+		if sub[2] == "value out of range" {
+			return sub[1] + " is out of range"
+		}
+		return sub[1] + " is not a whole number"
+	})
+	if out == msg {
+		return err
+	}
+	return errors.New(out)
 }

@@ -149,7 +149,7 @@ file lock (one machine); every run is recorded in a local SQLite history.
 	root.Flags().BoolVar(&showVersion, "version", false, "print cronlock's version (as cronlock version)")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{err} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{plainNumberError(err)} })
 	root.AddCommand(
 		newRunCmd(stdout, stderr),
 		newHistoryCmd(stdout, stderr),

@@ -86,6 +86,8 @@ func TestBadInput(t *testing.T) {
 		{name: "redis url garbage", args: []string{"run", "-k", "a", "--redis", "::not a url::", "--", "true"}, code: 125, stderr: `cronlock: `, oneLine: true, status: history.StatusError},
 		{name: "redis unreachable", args: []string{"run", "-k", "a", "--redis", "redis://127.0.0.1:1/0", "--redis-timeout", "300ms", "--", "true"}, code: 125, stderr: `127.0.0.1:1 unreachable`, oneLine: true, status: history.StatusError},
 		{name: "redis speaks nonsense", args: []string{"run", "-k", "a", "--redis", "redis://$NONSENSE/0", "--redis-timeout", "500ms", "--", "true"}, code: 125, stderr: `cronlock: `, oneLine: true, status: history.StatusError},
+		{name: "redis database the server lacks", args: []string{"run", "-k", "a", "--redis", "$REDIS/99", "--", "true"}, code: 125, stderr: `has no database 99 \(ERR DB index is out of range\); give one below`, oneLine: true, status: history.StatusError},
+		{name: "redis cluster url without slashes", args: []string{"run", "-k", "a", "--redis", "redis-cluster:h1", "--", "true"}, code: 125, stderr: `it has no "//" after "redis-cluster:"`, oneLine: true},
 		{name: "redis prefix with braces", args: []string{"run", "-k", "a", "--redis", "$REDIS", "--prefix", "x{y}:", "--", "true"}, code: 125, stderr: `prefix`, oneLine: true},
 		{name: "redis password file missing", args: []string{"run", "-k", "a", "--redis", "$REDIS", "--redis-password-file", "$DIR/nope", "--", "true"}, code: 125, stderr: `password file`, oneLine: true},
 		{name: "redis timeout zero in env", env: []string{"CRONLOCK_REDIS_TIMEOUT=0s"}, args: []string{"run", "-k", "a", "--", "true"}, code: 125, stderr: `CRONLOCK_REDIS_TIMEOUT`, oneLine: true},
@@ -154,7 +156,7 @@ func TestBadInput(t *testing.T) {
 			}
 			t.Parallel()
 			c := newCLI(t, "")
-			subst := strings.NewReplacer("$DIR", c.dir, "$REDIS", "redis://"+addr+"/0", "$NONSENSE", nonsense)
+			subst := strings.NewReplacer("$DIR", c.dir, "$REDIS/99", "redis://"+addr+"/99", "$REDIS", "redis://"+addr+"/0", "$NONSENSE", nonsense)
 			for _, e := range tc.env {
 				c.env = append(c.env, subst.Replace(e))
 			}

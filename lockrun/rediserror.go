@@ -65,6 +65,8 @@ func (l *RedisLocker) userError(op string, err error) error {
 		msg = noPermMessage(server, detail, l.prefix)
 	case strings.HasPrefix(detail, "READONLY"):
 		msg = l.readOnlyMessage(op, detail)
+	case strings.Contains(detail, "DB index is out of range"):
+		msg = fmt.Sprintf("%s: %s has no database %d (%s); give one below the server's databases setting (16 unless changed) in --redis / CRONLOCK_REDIS_URL", op, server, l.target.db, detail)
 	case strings.HasPrefix(detail, "OOM"):
 		// Only a new lock needs memory: renewals and releases go through on a full server.
 		msg = fmt.Sprintf("%s is full: %s (maxmemory reached under noeviction: no new lock can be taken until memory is freed on the server or maxmemory raised)", server, detail)

@@ -94,6 +94,8 @@ func parseRedisURL(raw string) (redisTarget, error) {
 		}
 	case "":
 		return t, bad("it has no scheme")
+	case schemeSentinel, schemeCluster:
+		return t, bad("it has no \"//\" after %q", u.Scheme+":") // haScheme took it otherwise
 	default:
 		return t, bad("the scheme %q is not redis, rediss, unix, redis-sentinel or redis-cluster", u.Scheme)
 	}

@@ -256,3 +256,18 @@ func TestEtcdNoFalseDuplicateFromSkew(t *testing.T) {
 		t.Fatalf("history --fleet: exit %d, %q %s; want two runs, neither DUPLICATE", code, out, errs)
 	}
 }
+
+// TestEtcdAuthTokenLapses: etcd forgets an auth token left unused for --auth-token-ttl
+// (300s by default; 1s here), so every renewal of a run whose --ttl/3 is longer comes with
+// a dead token. The holder must log in again, not lose a lock that etcd still keeps.
+func TestEtcdAuthTokenLapses(t *testing.T) {
+	c := newEtcdCLI(t, etcdtest.Start(t, etcdtest.Options{Auth: true, AuthTokenTTL: 1}))
+	c.env = append(c.env, "CRONLOCK_PREFIX=cronlock:") // the user's role covers this prefix only
+	// Renewals every 3s, each after the token has lapsed; two of them before the job ends.
+	if code, _, errs := c.run("run", "-k", "lapse", "--ttl", "9s", "--", "sleep", "7"); code != 0 {
+		t.Fatalf("run: exit %d, stderr %q; want 0: the lock was never lost", code, errs)
+	}
+	if rows := c.history("lapse"); len(rows) != 1 || rows[0].Status != history.StatusSucceeded {
+		t.Fatalf("history %+v, want one succeeded run", rows)
+	}
+}

@@ -100,10 +100,21 @@ func TestEtcdRenewSeesKeyReplaced(t *testing.T) {
 }
 
 // TestEtcdWaitWakesOnWatch: with polling slowed to a minute, a waiter still takes the lock
-// soon after its release: the watch on the key woke it.
+// soon after its release: the watch on the key woke it (with users too: the watch carries
+// the run's token).
 func TestEtcdWaitWakesOnWatch(t *testing.T) {
-	srv := etcdtest.Start(t, etcdtest.Options{})
-	l := newEtcdLocker(t, srv, EtcdOptions{})
+	for _, auth := range []bool{false, true} {
+		t.Run(fmt.Sprint("auth=", auth), func(t *testing.T) { waitWakesOnWatch(t, auth) })
+	}
+}
+
+func waitWakesOnWatch(t *testing.T, auth bool) {
+	srv := etcdtest.Start(t, etcdtest.Options{Auth: auth})
+	o := EtcdOptions{}
+	if auth {
+		o.User, o.Password = etcdtest.User, etcdtest.Password
+	}
+	l := newEtcdLocker(t, srv, o)
 	l.poll = time.Minute
 	ctx := context.Background()
 	a, err := l.Acquire(ctx, etcdReq("watch", "r1"))
@@ -131,6 +142,33 @@ func TestEtcdWaitWakesOnWatch(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("the waiter did not take the lock after its release: the watch did not wake it")
+	}
+}
+
+// TestEtcdRenewAfterRestartWithAuth: a restart makes etcd forget every auth token, while
+// the lease lives on. The next renewal logs in again and keeps the lock; it does not spend
+// its time-out resending the dead token.
+func TestEtcdRenewAfterRestartWithAuth(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{Auth: true})
+	l := newEtcdLocker(t, srv, EtcdOptions{User: etcdtest.User, Password: etcdtest.Password, Timeout: 2 * time.Second})
+	ctx := context.Background()
+	req := etcdReq("relogin", "r1")
+	req.TTL = 30 * time.Second
+	a, err := l.Acquire(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// etcd writes what it applied to disk every 100ms; a restart replays only later raft
+	// entries, so only a token older than that is forgotten (as every running job's is).
+	time.Sleep(time.Second)
+	srv.Restart()
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := a.Renew(rctx); err != nil {
+		t.Fatalf("renew after the restart: %v; want it renewed", err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatalf("release: %v", err)
 	}
 }
 

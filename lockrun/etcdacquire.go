@@ -71,8 +71,12 @@ func (l *EtcdLocker) waitDelete(ctx context.Context, key string, rev int64, d ti
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var events clientv3.WatchChan
-	if c, err := l.client(); err == nil && rev > 0 {
-		events = c.Watch(clientv3.WithRequireLeader(wctx), l.lockKey(key), clientv3.WithRev(rev+1), clientv3.WithFilterPut())
+	if rev > 0 {
+		// A watch that cannot start (no login) leaves the poll to wake the waiter.
+		l.call(wctx, func(ctx context.Context, c *clientv3.Client) error {
+			events = c.Watch(clientv3.WithRequireLeader(ctx), l.lockKey(key), clientv3.WithRev(rev+1), clientv3.WithFilterPut())
+			return nil
+		})
 	}
 	for {
 		select {
@@ -200,7 +204,7 @@ func (l *EtcdLocker) create(ctx context.Context, c *clientv3.Client, req Request
 	})
 	if err != nil {
 		// The outcome is unknown: revoking the lease deletes the key if it was created.
-		l.revoke(ctx, c, g.ID)
+		l.revoke(ctx, g.ID)
 		return nil, false, err
 	}
 	el := &etcdLease{l: l, key: req.Key, id: g.ID, ttl: req.TTL, minHold: req.MinHold, sent: sent,
@@ -209,7 +213,7 @@ func (l *EtcdLocker) create(ctx context.Context, c *clientv3.Client, req Request
 		el.fence = resp.Header.Revision // the key was created by this very revision
 		return el, false, nil
 	}
-	l.revoke(ctx, c, g.ID)
+	l.revoke(ctx, g.ID)
 	if kv := firstKV(resp, 0); kv != nil && kv.Lease == int64(g.ID) {
 		el.fence = kv.CreateRevision // a retried commit whose first reply was lost
 		return el, false, nil
@@ -218,10 +222,13 @@ func (l *EtcdLocker) create(ctx context.Context, c *clientv3.Client, req Request
 }
 
 // revoke ends a lease (and deletes its keys), best effort, within its own time-out.
-func (l *EtcdLocker) revoke(ctx context.Context, c *clientv3.Client, id clientv3.LeaseID) {
+func (l *EtcdLocker) revoke(ctx context.Context, id clientv3.LeaseID) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
 	defer cancel()
-	c.Revoke(rctx, id)
+	l.call(rctx, func(ctx context.Context, c *clientv3.Client) error {
+		_, err := c.Revoke(ctx, id)
+		return err
+	})
 }
 
 // newTickRecord is the JSON of this run's claim of its tick (acquire.lua's claimTick).

@@ -31,6 +31,9 @@ type Options struct {
 	Auth bool // enable authentication: root, and User with a role on Prefix
 	// Prefix is the key range the User's role may read and write; "cronlock:" when empty.
 	Prefix string
+	// AuthTokenTTL is --auth-token-ttl, the seconds an unused auth token lives (etcd's
+	// default, 300, when 0): short, it lets a test see tokens expire between renewals.
+	AuthTokenTTL int
 }
 
 // User and Password are the unprivileged account an Auth server has; RootPassword is root's.
@@ -102,6 +105,9 @@ func Start(t testing.TB, o Options) *Server {
 		s.args = append(s.args, "--cert-file", filepath.Join(s.Dir, "server.pem"),
 			"--key-file", filepath.Join(s.Dir, "server-key.pem"),
 			"--trusted-ca-file", s.CAFile, "--client-cert-auth")
+	}
+	if o.AuthTokenTTL > 0 {
+		s.args = append(s.args, "--auth-token-ttl", strconv.Itoa(o.AuthTokenTTL))
 	}
 	s.start()
 	if o.Auth {

@@ -271,3 +271,16 @@ func TestEtcdAuthTokenLapses(t *testing.T) {
 		t.Fatalf("history %+v, want one succeeded run", rows)
 	}
 }
+
+// TestEtcdReleaseFailureNamesLease: a release that gets no answer (etcd frozen as the job
+// ends) changes nothing of the run, and its warning says what frees the lock on etcd.
+func TestEtcdReleaseFailureNamesLease(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	t.Cleanup(srv.Cont)
+	c := newEtcdCLI(t, srv)
+	code, _, errs := c.run("run", "-k", "relfail", "--redis-timeout", "500ms", "--",
+		"kill", "-STOP", strconv.Itoa(srv.PID()))
+	if code != 0 || !strings.Contains(errs, "releasing relfail failed") || !strings.Contains(errs, "etcd lease") || strings.Contains(errs, "Redis") {
+		t.Fatalf("exit %d, stderr %q; want 0 and a warning that the etcd lease ends by itself", code, errs)
+	}
+}

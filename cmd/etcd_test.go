@@ -284,3 +284,28 @@ func TestEtcdReleaseFailureNamesLease(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want 0 and a warning that the etcd lease ends by itself", code, errs)
 	}
 }
+
+// TestEtcdTLSMistakesNamed: a CA that did not sign the server's certificate, or a scheme
+// that is not the server's, is a line that names the TLS failure and the setting to fix,
+// not an etcd that "did not answer" with advice to raise the time-out.
+func TestEtcdTLSMistakesNamed(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{TLS: true})
+	c := newEtcdCLI(t, srv)
+	plain := strings.Replace(srv.Endpoint, "https://", "http://", 1)
+	for _, tc := range []struct {
+		name, want string
+		env        []string
+	}{
+		// The client certificate is no CA of the server's: verification fails.
+		{"wrong CA", "--etcd-ca-file", []string{"CRONLOCK_ETCD_CA_FILE=" + srv.CertFile}},
+		{"http to an https server", "https://", []string{"CRONLOCK_ETCD_ENDPOINTS=" + plain}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &cli{t: t, dir: c.dir, env: append(append([]string{}, c.env...), tc.env...)}
+			code, _, errs := c.run("run", "-k", "tlsbad", "--", "true")
+			if code != 125 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, tc.want) || strings.Contains(errs, "raise --redis-timeout") {
+				t.Fatalf("exit %d, stderr %q; want 125 and one line naming %s, no advice to raise the time-out", code, errs, tc.want)
+			}
+		})
+	}
+}

@@ -73,6 +73,8 @@ type EtcdLocker struct {
 	// authed); empty until the first request logs in, and again once etcd forgot it.
 	token string
 
+	conn connErrors
+
 	// now is the clock of Lease.Sent; nil means Boottime.
 	now func() time.Duration
 	// poll overrides the waiters' polling period (default min(1s, ttl/3)); tests raise it
@@ -146,7 +148,10 @@ func NewEtcdLocker(o EtcdOptions) (*EtcdLocker, error) {
 		}
 		cfg.TLS = tc
 	}
-	return &EtcdLocker{o: o, cfg: cfg, hosts: strings.Join(hosts, ","), timeout: o.Timeout, prefix: o.Prefix}, nil
+	l := &EtcdLocker{o: o, hosts: strings.Join(hosts, ","), timeout: o.Timeout, prefix: o.Prefix}
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(l.conn.unary), grpc.WithChainStreamInterceptor(l.conn.stream))
+	l.cfg = cfg
+	return l, nil
 }
 
 // etcdTLS builds the client's TLS settings from the CA and client certificate files.

@@ -4,7 +4,9 @@ package cmd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -307,5 +309,44 @@ func TestEtcdTLSMistakesNamed(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want 125 and one line naming %s, no advice to raise the time-out", code, errs, tc.want)
 			}
 		})
+	}
+}
+
+// TestEtcdReleaseUnderNospace: the NOSPACE alarm refuses the release (its transaction also
+// writes the fleet's entry), but the run still lets its lock go at once, by revoking its
+// lease, rather than leave it held for the rest of --ttl after the alarm is cleared.
+func TestEtcdReleaseUnderNospace(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{QuotaBytes: 300_000})
+	c := newEtcdCLI(t, srv)
+	held, done := filepath.Join(c.dir, "held"), filepath.Join(c.dir, "done")
+	holder := c.command("run", "-k", "nospace", "--ttl", "1h", "--", "sh", "-c",
+		"touch "+held+"; while [ ! -e "+done+" ]; do sleep 0.05; done")
+	var errb bytes.Buffer
+	holder.Stderr = &errb
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	proctest.WaitFile(t, held)
+	root := srv.Root()
+	ctx := context.Background()
+	big := strings.Repeat("x", 50_000)
+	for i := 0; ; i++ {
+		if _, err := root.Put(ctx, fmt.Sprint("filler", i), big); err != nil {
+			if !strings.Contains(err.Error(), "space") {
+				t.Fatalf("fill etcd: %v", err)
+			}
+			break
+		}
+	}
+	os.WriteFile(done, nil, 0o600)
+	if err := holder.Wait(); err != nil {
+		t.Fatalf("holder: %v, stderr %q; want it to succeed", err, errb.String())
+	}
+	pfx := envOf(c.env, "CRONLOCK_PREFIX")
+	if kv, err := root.Get(ctx, pfx+"{nospace}:lock"); err != nil || len(kv.Kvs) != 0 {
+		t.Fatalf("lock key after the run: %v %v; want it gone (stderr %q)", kv, err, errb.String())
+	}
+	if !strings.Contains(errb.String(), "NOSPACE") || !strings.Contains(errb.String(), "fleet's record") {
+		t.Fatalf("stderr %q: want a warning that names the alarm and the missing entry of the fleet's record", errb.String())
 	}
 }

@@ -221,11 +221,12 @@ func (l *EtcdLocker) create(ctx context.Context, c *clientv3.Client, req Request
 	return nil, true, nil
 }
 
-// revoke ends a lease (and deletes its keys), best effort, within its own time-out.
-func (l *EtcdLocker) revoke(ctx context.Context, id clientv3.LeaseID) {
+// revoke ends a lease (and deletes its keys), within its own time-out; most callers
+// take it as best effort.
+func (l *EtcdLocker) revoke(ctx context.Context, id clientv3.LeaseID) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
 	defer cancel()
-	l.call(rctx, func(ctx context.Context, c *clientv3.Client) error {
+	return l.call(rctx, func(ctx context.Context, c *clientv3.Client) error {
 		_, err := c.Revoke(ctx, id)
 		return err
 	})

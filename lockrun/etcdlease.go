@@ -124,8 +124,19 @@ func (s *etcdLease) Release(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
+		recorded := s.record != nil
 		s.record = nil
-		return err
+		// A refusal (the NOSPACE alarm refuses the transaction for its fleet's entry) is no
+		// reason to hold the lock for the rest of its TTL, past the alarm's end: revoking
+		// the lease deletes the key if it is still this lease's. Not after a time-out,
+		// which a revoke would most likely spend again.
+		if retryableEtcdError(err) || s.l.revoke(ctx, s.id) != nil {
+			return err
+		}
+		if recorded {
+			s.recordErr = err
+		}
+		return nil
 	}
 	s.endRev = resp.Header.Revision
 	s.l.revoke(ctx, s.id)

@@ -34,6 +34,9 @@ type Options struct {
 	// AuthTokenTTL is --auth-token-ttl, the seconds an unused auth token lives (etcd's
 	// default, 300, when 0): short, it lets a test see tokens expire between renewals.
 	AuthTokenTTL int
+	// QuotaBytes is --quota-backend-bytes (etcd's 2 GiB when 0): small, a test can fill
+	// the database and raise the NOSPACE alarm.
+	QuotaBytes int
 }
 
 // User and Password are the unprivileged account an Auth server has; RootPassword is root's.
@@ -105,6 +108,9 @@ func Start(t testing.TB, o Options) *Server {
 		s.args = append(s.args, "--cert-file", filepath.Join(s.Dir, "server.pem"),
 			"--key-file", filepath.Join(s.Dir, "server-key.pem"),
 			"--trusted-ca-file", s.CAFile, "--client-cert-auth")
+	}
+	if o.QuotaBytes > 0 {
+		s.args = append(s.args, "--quota-backend-bytes", strconv.Itoa(o.QuotaBytes))
 	}
 	if o.AuthTokenTTL > 0 {
 		s.args = append(s.args, "--auth-token-ttl", strconv.Itoa(o.AuthTokenTTL))

@@ -7,6 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -287,13 +289,16 @@ func TestEtcdReleaseFailureNamesLease(t *testing.T) {
 	}
 }
 
-// TestEtcdTLSMistakesNamed: a CA that did not sign the server's certificate, or a scheme
-// that is not the server's, is a line that names the TLS failure and the setting to fix,
-// not an etcd that "did not answer" with advice to raise the time-out.
+// TestEtcdTLSMistakesNamed: a CA that did not sign the server's certificate, a scheme
+// that is not the server's, or an endpoint that is some other web server, is a line that
+// names the failure and the setting to fix, not an etcd that "did not answer" with advice
+// to raise the time-out.
 func TestEtcdTLSMistakesNamed(t *testing.T) {
 	srv := etcdtest.Start(t, etcdtest.Options{TLS: true})
 	c := newEtcdCLI(t, srv)
 	plain := strings.Replace(srv.Endpoint, "https://", "http://", 1)
+	web := httptest.NewServer(http.NotFoundHandler())
+	defer web.Close()
 	for _, tc := range []struct {
 		name, want string
 		env        []string
@@ -301,6 +306,7 @@ func TestEtcdTLSMistakesNamed(t *testing.T) {
 		// The client certificate is no CA of the server's: verification fails.
 		{"wrong CA", "--etcd-ca-file", []string{"CRONLOCK_ETCD_CA_FILE=" + srv.CertFile}},
 		{"http to an https server", "https://", []string{"CRONLOCK_ETCD_ENDPOINTS=" + plain}},
+		{"a web server", "not an etcd client endpoint", []string{"CRONLOCK_ETCD_ENDPOINTS=" + web.URL}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &cli{t: t, dir: c.dir, env: append(append([]string{}, c.env...), tc.env...)}

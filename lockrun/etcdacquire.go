@@ -320,6 +320,12 @@ func (l *EtcdLocker) userError(op string, err error) error {
 	if s, ok := status.FromError(err); ok && s.Message() != "" {
 		detail = s.Message()
 	}
+	// The client reports a request that never found a connection as a bare time-out; the
+	// connection's own failure says more.
+	timedOut, cause := isTimeout(err) || status.Code(err) == codes.DeadlineExceeded, ""
+	if timedOut {
+		cause = l.conn.cause()
+	}
 	var msg string
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -332,11 +338,16 @@ func (l *EtcdLocker) userError(op string, err error) error {
 		msg = fmt.Sprintf("%s refused: %s (the etcd user's role needs readwrite on the key range with prefix %s; see the README)", server, detail, l.prefix)
 	case errors.Is(err, rpctypes.ErrNoSpace) || strings.Contains(detail, "database space exceeded"):
 		msg = fmt.Sprintf("%s is out of space (NOSPACE alarm): %s; no lock can be taken until an operator compacts and defragments the cluster and runs etcdctl alarm disarm (enable --auto-compaction-retention, see the README)", server, detail)
-	case (isTimeout(err) || status.Code(err) == codes.DeadlineExceeded) && tlsCause(l.conn.cause()):
-		msg = fmt.Sprintf("%s: no TLS connection could be made: %s: %s (check that --etcd / CRONLOCK_ETCD_ENDPOINTS says https:// for a server with TLS and http:// for one without, and the CA in --etcd-ca-file / CRONLOCK_ETCD_CA_FILE, and the client certificate files)", server, op, l.conn.cause())
-	case (isTimeout(err) || status.Code(err) == codes.DeadlineExceeded) && l.conn.cause() != "":
-		msg = fmt.Sprintf("%s unreachable: %s: %s (check --etcd / CRONLOCK_ETCD_ENDPOINTS and that etcd runs)", server, op, l.conn.cause())
-	case isTimeout(err) || status.Code(err) == codes.DeadlineExceeded:
+	case strings.Contains(detail, "unexpected HTTP status code") || notEtcdCause(cause):
+		if cause != "" {
+			detail = cause
+		}
+		msg = fmt.Sprintf("%s is not an etcd client endpoint: %s: %s (check --etcd / CRONLOCK_ETCD_ENDPOINTS: each must be an etcd member's client URL, port 2379 by default)", server, op, detail)
+	case tlsCause(cause):
+		msg = fmt.Sprintf("%s: no TLS connection could be made: %s: %s (check that --etcd / CRONLOCK_ETCD_ENDPOINTS says https:// for a server with TLS and http:// for one without, and the CA in --etcd-ca-file / CRONLOCK_ETCD_CA_FILE, and the client certificate files)", server, op, cause)
+	case cause != "":
+		msg = fmt.Sprintf("%s unreachable: %s: %s (check --etcd / CRONLOCK_ETCD_ENDPOINTS and that etcd runs)", server, op, cause)
+	case timedOut:
 		msg = fmt.Sprintf("%s unreachable or did not answer within %s: %s: %s (check --etcd / CRONLOCK_ETCD_ENDPOINTS and that etcd runs, or raise --redis-timeout)", server, l.timeout, op, detail)
 	case status.Code(err) == codes.Unavailable:
 		msg = fmt.Sprintf("%s unreachable: %s: %s (check --etcd / CRONLOCK_ETCD_ENDPOINTS, the TLS files, and that etcd runs)", server, op, detail)

@@ -55,10 +55,16 @@ func (e *connErrors) cause() string {
 // tlsCause reports a connection failure of the TLS settings rather than of the network.
 // An https server closes a plain connection before gRPC reads its preface.
 func tlsCause(cause string) bool {
-	for _, s := range []string{"x509:", "tls:", "authentication handshake failed", "certificate", "server preface"} {
+	for _, s := range []string{"x509:", "tls:", "authentication handshake failed", "certificate", "server preface: EOF"} {
 		if strings.Contains(cause, s) {
 			return true
 		}
 	}
 	return false
+}
+
+// notEtcdCause reports a connection to a server that does not speak HTTP/2 at all (a web
+// server, Redis): the endpoint names some other service.
+func notEtcdCause(cause string) bool {
+	return strings.Contains(cause, "HTTP/1.1") || strings.Contains(cause, "frame too large")
 }

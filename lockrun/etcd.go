@@ -275,12 +275,16 @@ func (l *EtcdLocker) call(ctx context.Context, f func(ctx context.Context, c *cl
 			return err
 		}
 		err = f(actx, c)
-		if try > 0 || token == "" || !staleToken(err) {
+		if try > 0 || token == "" || !(staleToken(err) || token == authOff && errors.Is(rpctypes.Error(err), rpctypes.ErrUserEmpty)) {
 			return err
 		}
 		l.forgetToken(token)
 	}
 }
+
+// authOff stands for the token when the cluster has authentication off: requests go
+// without one, as the etcd client sends them, until etcd asks for a user.
+const authOff = "\x00off"
 
 // authed is ctx carrying the user's token, logging in first when there is none yet; token
 // is "" without a user.
@@ -295,13 +299,20 @@ func (l *EtcdLocker) authed(ctx context.Context, c *clientv3.Client) (_ context.
 		// Sent without a token (the client holds none): etcd 3.4 refuses a login that
 		// carries a token it has forgotten.
 		resp, err := c.Authenticate(ctx, l.o.User, l.o.Password)
-		if err != nil {
+		switch {
+		case errors.Is(rpctypes.Error(err), rpctypes.ErrAuthNotEnabled):
+			token = authOff
+		case err != nil:
 			return nil, "", err
+		default:
+			token = resp.Token
 		}
-		token = resp.Token
 		l.mu.Lock()
 		l.token = token
 		l.mu.Unlock()
+	}
+	if token == authOff {
+		return ctx, token, nil
 	}
 	return metadata.AppendToOutgoingContext(ctx, rpctypes.TokenFieldNameGRPC, token), token, nil
 }

@@ -172,6 +172,41 @@ func TestEtcdRenewAfterRestartWithAuth(t *testing.T) {
 	}
 }
 
+// TestEtcdUserWithoutAuth: a user configured for a cluster that has authentication off
+// works (as the etcd client's own login did), and goes on working once it is turned on.
+func TestEtcdUserWithoutAuth(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	l := newEtcdLocker(t, srv, EtcdOptions{User: "cronlock", Password: "pw-1"})
+	ctx := context.Background()
+	a, err := l.Acquire(ctx, etcdReq("authoff", "r1"))
+	if err != nil {
+		t.Fatalf("acquire with auth off: %v", err)
+	}
+	root := srv.Root()
+	for i, f := range []func() error{
+		func() error { _, err := root.UserAdd(ctx, "root", "root-pw"); return err },
+		func() error { _, err := root.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := root.RoleAdd(ctx, "rw"); return err },
+		func() error {
+			_, err := root.RoleGrantPermission(ctx, "rw", "cronlock:", clientv3.GetPrefixRangeEnd("cronlock:"), clientv3.PermissionType(clientv3.PermReadWrite))
+			return err
+		},
+		func() error { _, err := root.UserAdd(ctx, "cronlock", "pw-1"); return err },
+		func() error { _, err := root.UserGrantRole(ctx, "cronlock", "rw"); return err },
+		func() error { _, err := root.AuthEnable(ctx); return err },
+	} {
+		if err := f(); err != nil {
+			t.Fatalf("auth set-up step %d: %v", i+1, err)
+		}
+	}
+	if err := a.Renew(ctx); err != nil {
+		t.Fatalf("renew once auth is on: %v", err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+}
+
 // TestEtcdFleetRecordTrimmed: the record keeps the newest FleetKeep entries (and at most a
 // tenth more between trims), newest first.
 func TestEtcdFleetRecordTrimmed(t *testing.T) {

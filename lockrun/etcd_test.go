@@ -207,6 +207,24 @@ func TestEtcdUserWithoutAuth(t *testing.T) {
 	}
 }
 
+// TestEtcdUnlockLeaselessKey: a lock key written without a lease (by hand, by another
+// tool) never goes by itself; unlock without --force says so instead of calling its lease
+// alive, and --force removes it.
+func TestEtcdUnlockLeaselessKey(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	l := newEtcdLocker(t, srv, EtcdOptions{})
+	ctx := context.Background()
+	if _, err := srv.Root().Put(ctx, "cronlock:{bare}:lock", "disabled by ops"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Unlock(ctx, "bare", false); err == nil || !strings.Contains(err.Error(), "no lease") || strings.Contains(err.Error(), "lease is alive") {
+		t.Fatalf("unlock without --force: %v; want a refusal that says the key has no lease", err)
+	}
+	if h, err := l.Unlock(ctx, "bare", true); err != nil || h == nil {
+		t.Fatalf("unlock --force: %v %v; want the key removed", h, err)
+	}
+}
+
 // TestEtcdFleetRecordTrimmed: the record keeps the newest FleetKeep entries (and at most a
 // tenth more between trims), newest first.
 func TestEtcdFleetRecordTrimmed(t *testing.T) {

@@ -356,3 +356,16 @@ func TestEtcdReleaseUnderNospace(t *testing.T) {
 		t.Fatalf("stderr %q: want a warning that names the alarm and the missing entry of the fleet's record", errb.String())
 	}
 }
+
+// TestEtcdBackendOffered: the etcd build offers etcd wherever it lists the backends: the
+// --backend help and its shell completion (auto picks it when endpoints are set).
+func TestEtcdBackendOffered(t *testing.T) {
+	c := newCLI(t, "")
+	_, out, _ := c.run("run", "--help")
+	if !strings.Contains(out, "lock backend: redis, etcd, local") || !strings.Contains(out, "namespace of every Redis or etcd key") {
+		t.Fatalf("run --help does not offer etcd for --backend or name its keys in --prefix:\n%s", out)
+	}
+	if _, out, _ := c.run("__complete", "run", "--backend", ""); !strings.Contains(out, "\netcd\n") {
+		t.Fatalf("completion of --backend %q: want etcd among them", out)
+	}
+}

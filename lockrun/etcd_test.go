@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"cronlock/internal/etcdtest"
@@ -222,6 +223,27 @@ func TestEtcdUnlockLeaselessKey(t *testing.T) {
 	}
 	if h, err := l.Unlock(ctx, "bare", true); err != nil || h == nil {
 		t.Fatalf("unlock --force: %v %v; want the key removed", h, err)
+	}
+}
+
+// TestEtcdElectionIsTransient: the errors a cluster answers while it elects a leader (the
+// etcd client hands them over as its own error type, not as gRPC's Unavailable) are worth
+// waiting out for a --wait run, and say so.
+func TestEtcdElectionIsTransient(t *testing.T) {
+	l, err := NewEtcdLocker(EtcdOptions{Endpoints: []string{"http://127.0.0.1:2379"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []error{rpctypes.ErrLeaderChanged, rpctypes.ErrNoLeader, rpctypes.ErrTimeout, rpctypes.ErrTimeoutDueToLeaderFail, rpctypes.ErrTooManyRequests} {
+		err := l.userError("take lock k", e)
+		if !retryableEtcdError(err) || !strings.Contains(err.Error(), "try again") {
+			t.Errorf("%v: %q, retryable %v; want a retryable error that says to try again", e, err, retryableEtcdError(err))
+		}
+	}
+	for _, e := range []error{rpctypes.ErrPermissionDenied, rpctypes.ErrNoSpace} {
+		if retryableEtcdError(l.userError("take lock k", e)) {
+			t.Errorf("%v taken as transient", e)
+		}
 	}
 }
 

@@ -349,6 +349,8 @@ func (l *EtcdLocker) userError(op string, err error) error {
 		msg = fmt.Sprintf("%s unreachable: %s: %s (check --etcd / CRONLOCK_ETCD_ENDPOINTS and that etcd runs)", server, op, cause)
 	case timedOut:
 		msg = fmt.Sprintf("%s unreachable or did not answer within %s: %s: %s (check --etcd / CRONLOCK_ETCD_ENDPOINTS and that etcd runs, or raise --redis-timeout)", server, l.timeout, op, detail)
+	case serverBusy(err):
+		msg = fmt.Sprintf("%s could not serve the request: %s: %s (the cluster is electing a leader or overloaded: try again; etcdctl endpoint status shows its leader)", server, op, detail)
 	case status.Code(err) == codes.Unavailable:
 		msg = fmt.Sprintf("%s unreachable: %s: %s (check --etcd / CRONLOCK_ETCD_ENDPOINTS, the TLS files, and that etcd runs)", server, op, detail)
 	default:
@@ -364,5 +366,14 @@ func retryableEtcdError(err error) bool {
 	if !errors.As(err, &ee) || errors.Is(err, context.Canceled) {
 		return false
 	}
-	return isTimeout(ee.err) || status.Code(ee.err) == codes.Unavailable || status.Code(ee.err) == codes.DeadlineExceeded
+	return isTimeout(ee.err) || status.Code(ee.err) == codes.Unavailable || status.Code(ee.err) == codes.DeadlineExceeded || serverBusy(ee.err)
+}
+
+// serverBusy reports the cluster's own "not now": no leader, a leader change, a request
+// that timed out inside the cluster, too many requests. The etcd client turns these from
+// gRPC's Unavailable into its own error type, which status.Code no longer reads. Not the
+// NOSPACE alarm, which no waiting cures.
+func serverBusy(err error) bool {
+	var ee rpctypes.EtcdError
+	return errors.As(err, &ee) && (ee.Code() == codes.Unavailable || ee == rpctypes.ErrTooManyRequests)
 }

@@ -369,3 +369,37 @@ func TestEtcdBackendOffered(t *testing.T) {
 		t.Fatalf("completion of --backend %q: want etcd among them", out)
 	}
 }
+
+// TestEtcdElectionRiddenOut: right after the leader of a 3-member cluster is killed, the
+// members answer "leader changed" or "no leader" for about a second. A --wait run started
+// then still waits its turn, and a run of another key still takes its lock, while the
+// holder keeps its own.
+func TestEtcdElectionRiddenOut(t *testing.T) {
+	cl := etcdtest.StartCluster(t, 3)
+	c := newCLI(t, "")
+	c.env = append(c.env, "CRONLOCK_BACKEND=etcd", "CRONLOCK_ETCD_ENDPOINTS="+cl.Endpoints())
+	held := filepath.Join(c.dir, "held")
+	holder := c.command("run", "-k", "elect", "--ttl", "9s", "--", "sh", "-c", "touch "+held+"; sleep 3")
+	var herr bytes.Buffer
+	holder.Stderr = &herr
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	proctest.WaitFile(t, held)
+	cl.Leader().Kill()
+	waiter := c.command("run", "-k", "elect", "--wait", "30s", "--", "true")
+	var werr bytes.Buffer
+	waiter.Stderr = &werr
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := c.run("run", "-k", "other", "--", "true"); code != 0 {
+		t.Errorf("a run of another key during the election: exit %d, %q; want it to take its lock", code, errs)
+	}
+	if err := waiter.Wait(); err != nil {
+		t.Errorf("waiter: %v, stderr %q; want it to run after the holder", err, werr.String())
+	}
+	if err := holder.Wait(); err != nil {
+		t.Errorf("holder: %v, stderr %q; want it to keep its lock", err, herr.String())
+	}
+}

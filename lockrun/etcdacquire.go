@@ -30,7 +30,7 @@ func (l *EtcdLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 		return nil, fmt.Errorf("the lock TTL must be positive, not %s (--ttl)", req.TTL)
 	}
 	if req.Wait <= 0 {
-		lease, held, _, err := l.attempt(ctx, req, false)
+		lease, held, err := l.attemptOutlasting(ctx, req)
 		if err != nil {
 			return nil, err
 		}
@@ -61,6 +61,27 @@ func (l *EtcdLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 		}
 		if err := l.waitDelete(ctx, req.Key, rev, min(poll, left)); err != nil {
 			return nil, fmt.Errorf("wait for lock %s: %w", req.Key, err)
+		}
+	}
+}
+
+// attemptOutlasting is one attempt that rides out a leader election: the cluster's "no
+// leader" and "leader changed" are asked again for up to one operation time-out (an
+// election takes about a second), as the Redis backend rides out a restart.
+func (l *EtcdLocker) attemptOutlasting(ctx context.Context, req Request) (*etcdLease, *Holder, error) {
+	deadline := time.Now().Add(l.timeout)
+	for {
+		lease, held, _, err := l.attempt(ctx, req, false)
+		if err == nil || !serverBusy(err) || time.Now().After(deadline) {
+			return lease, held, err
+		}
+		req.OnTry = nil // the same try, asked again: not another attempt of the run
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil, err
+		case <-t.C:
 		}
 	}
 }

@@ -125,11 +125,24 @@ func Start(t testing.TB, o Options) *Server {
 
 func (s *Server) start() {
 	s.t.Helper()
+	s.launch()
+	s.waitReady()
+}
+
+// launch starts the process without waiting for it: a cluster's member answers only once
+// a quorum of members runs.
+func (s *Server) launch() {
+	s.t.Helper()
 	s.cmd = exec.Command(s.bin, s.args...)
 	s.cmd.Env = append(os.Environ(), "ETCD_UNSUPPORTED_ARCH=")
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start etcd: %v", err)
 	}
+}
+
+// waitReady returns once the server answers a read; it fails the test after 15s.
+func (s *Server) waitReady() {
+	s.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if err := s.ping(); err == nil {

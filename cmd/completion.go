@@ -36,7 +36,7 @@ func setUpCompletion(root *cobra.Command) {
 		c.RunE = func(c *cobra.Command, args []string) error { return nil }
 	}
 	enums := map[string][]string{
-		"backend":      {"auto\tredis when a Redis URL is set, else local", "redis", "local"},
+		"backend":      backends(),
 		"on-lock-lost": {"kill\tstop the job, exit 125", "continue\twarn and let the job finish"},
 		"status":       history.Statuses,
 		"format":       {"auto\tby the path: system for /etc/crontab and /etc/cron.d/*", "user", "system\ta user field after the schedule"},
@@ -82,4 +82,12 @@ func quoteAll(s []string) []string {
 		q[i] = fmt.Sprintf("%q", v)
 	}
 	return q
+}
+
+// backends are the values of --backend this build can run: etcd only in the etcd build.
+func backends() []string {
+	if etcdBuilt {
+		return []string{"auto\tredis when a Redis URL is set, etcd when etcd endpoints are, else local", "redis", "etcd", "local"}
+	}
+	return []string{"auto\tredis when a Redis URL is set, else local", "redis", "local"}
 }

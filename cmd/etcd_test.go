@@ -4,7 +4,11 @@ package cmd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -254,5 +258,148 @@ func TestEtcdNoFalseDuplicateFromSkew(t *testing.T) {
 	code, out, errs := a.run("history", "--fleet", "--key", "skew", "--json")
 	if code != 0 || strings.Count(out, "\n") != 2 || strings.Contains(out, `"duplicate":true`) {
 		t.Fatalf("history --fleet: exit %d, %q %s; want two runs, neither DUPLICATE", code, out, errs)
+	}
+}
+
+// TestEtcdAuthTokenLapses: etcd forgets an auth token left unused for --auth-token-ttl
+// (300s by default; 1s here), so every renewal of a run whose --ttl/3 is longer comes with
+// a dead token. The holder must log in again, not lose a lock that etcd still keeps.
+func TestEtcdAuthTokenLapses(t *testing.T) {
+	c := newEtcdCLI(t, etcdtest.Start(t, etcdtest.Options{Auth: true, AuthTokenTTL: 1}))
+	c.env = append(c.env, "CRONLOCK_PREFIX=cronlock:") // the user's role covers this prefix only
+	// Renewals every 3s, each after the token has lapsed; two of them before the job ends.
+	if code, _, errs := c.run("run", "-k", "lapse", "--ttl", "9s", "--", "sleep", "7"); code != 0 {
+		t.Fatalf("run: exit %d, stderr %q; want 0: the lock was never lost", code, errs)
+	}
+	if rows := c.history("lapse"); len(rows) != 1 || rows[0].Status != history.StatusSucceeded {
+		t.Fatalf("history %+v, want one succeeded run", rows)
+	}
+}
+
+// TestEtcdReleaseFailureNamesLease: a release that gets no answer (etcd frozen as the job
+// ends) changes nothing of the run, and its warning says what frees the lock on etcd.
+func TestEtcdReleaseFailureNamesLease(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	t.Cleanup(srv.Cont)
+	c := newEtcdCLI(t, srv)
+	code, _, errs := c.run("run", "-k", "relfail", "--redis-timeout", "500ms", "--",
+		"kill", "-STOP", strconv.Itoa(srv.PID()))
+	if code != 0 || !strings.Contains(errs, "releasing relfail failed") || !strings.Contains(errs, "etcd lease") || strings.Contains(errs, "Redis") {
+		t.Fatalf("exit %d, stderr %q; want 0 and a warning that the etcd lease ends by itself", code, errs)
+	}
+}
+
+// TestEtcdTLSMistakesNamed: a CA that did not sign the server's certificate, a scheme
+// that is not the server's, or an endpoint that is some other web server, is a line that
+// names the failure and the setting to fix, not an etcd that "did not answer" with advice
+// to raise the time-out.
+func TestEtcdTLSMistakesNamed(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{TLS: true})
+	c := newEtcdCLI(t, srv)
+	plain := strings.Replace(srv.Endpoint, "https://", "http://", 1)
+	web := httptest.NewServer(http.NotFoundHandler())
+	defer web.Close()
+	for _, tc := range []struct {
+		name, want string
+		env        []string
+	}{
+		// The client certificate is no CA of the server's: verification fails.
+		{"wrong CA", "--etcd-ca-file", []string{"CRONLOCK_ETCD_CA_FILE=" + srv.CertFile}},
+		{"http to an https server", "https://", []string{"CRONLOCK_ETCD_ENDPOINTS=" + plain}},
+		{"a web server", "not an etcd client endpoint", []string{"CRONLOCK_ETCD_ENDPOINTS=" + web.URL}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &cli{t: t, dir: c.dir, env: append(append([]string{}, c.env...), tc.env...)}
+			code, _, errs := c.run("run", "-k", "tlsbad", "--", "true")
+			if code != 125 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, tc.want) || strings.Contains(errs, "raise --redis-timeout") {
+				t.Fatalf("exit %d, stderr %q; want 125 and one line naming %s, no advice to raise the time-out", code, errs, tc.want)
+			}
+		})
+	}
+}
+
+// TestEtcdReleaseUnderNospace: the NOSPACE alarm refuses the release (its transaction also
+// writes the fleet's entry), but the run still lets its lock go at once, by revoking its
+// lease, rather than leave it held for the rest of --ttl after the alarm is cleared.
+func TestEtcdReleaseUnderNospace(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{QuotaBytes: 300_000})
+	c := newEtcdCLI(t, srv)
+	held, done := filepath.Join(c.dir, "held"), filepath.Join(c.dir, "done")
+	holder := c.command("run", "-k", "nospace", "--ttl", "1h", "--", "sh", "-c",
+		"touch "+held+"; while [ ! -e "+done+" ]; do sleep 0.05; done")
+	var errb bytes.Buffer
+	holder.Stderr = &errb
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	proctest.WaitFile(t, held)
+	root := srv.Root()
+	ctx := context.Background()
+	big := strings.Repeat("x", 50_000)
+	for i := 0; ; i++ {
+		if _, err := root.Put(ctx, fmt.Sprint("filler", i), big); err != nil {
+			if !strings.Contains(err.Error(), "space") {
+				t.Fatalf("fill etcd: %v", err)
+			}
+			break
+		}
+	}
+	os.WriteFile(done, nil, 0o600)
+	if err := holder.Wait(); err != nil {
+		t.Fatalf("holder: %v, stderr %q; want it to succeed", err, errb.String())
+	}
+	pfx := envOf(c.env, "CRONLOCK_PREFIX")
+	if kv, err := root.Get(ctx, pfx+"{nospace}:lock"); err != nil || len(kv.Kvs) != 0 {
+		t.Fatalf("lock key after the run: %v %v; want it gone (stderr %q)", kv, err, errb.String())
+	}
+	if !strings.Contains(errb.String(), "NOSPACE") || !strings.Contains(errb.String(), "fleet's record") {
+		t.Fatalf("stderr %q: want a warning that names the alarm and the missing entry of the fleet's record", errb.String())
+	}
+}
+
+// TestEtcdBackendOffered: the etcd build offers etcd wherever it lists the backends: the
+// --backend help and its shell completion (auto picks it when endpoints are set).
+func TestEtcdBackendOffered(t *testing.T) {
+	c := newCLI(t, "")
+	_, out, _ := c.run("run", "--help")
+	if !strings.Contains(out, "lock backend: redis, etcd, local") || !strings.Contains(out, "namespace of every Redis or etcd key") {
+		t.Fatalf("run --help does not offer etcd for --backend or name its keys in --prefix:\n%s", out)
+	}
+	if _, out, _ := c.run("__complete", "run", "--backend", ""); !strings.Contains(out, "\netcd\n") {
+		t.Fatalf("completion of --backend %q: want etcd among them", out)
+	}
+}
+
+// TestEtcdElectionRiddenOut: right after the leader of a 3-member cluster is killed, the
+// members answer "leader changed" or "no leader" for about a second. A --wait run started
+// then still waits its turn, and a run of another key still takes its lock, while the
+// holder keeps its own.
+func TestEtcdElectionRiddenOut(t *testing.T) {
+	cl := etcdtest.StartCluster(t, 3)
+	c := newCLI(t, "")
+	c.env = append(c.env, "CRONLOCK_BACKEND=etcd", "CRONLOCK_ETCD_ENDPOINTS="+cl.Endpoints())
+	held := filepath.Join(c.dir, "held")
+	holder := c.command("run", "-k", "elect", "--ttl", "9s", "--", "sh", "-c", "touch "+held+"; sleep 3")
+	var herr bytes.Buffer
+	holder.Stderr = &herr
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	proctest.WaitFile(t, held)
+	cl.Leader().Kill()
+	waiter := c.command("run", "-k", "elect", "--wait", "30s", "--", "true")
+	var werr bytes.Buffer
+	waiter.Stderr = &werr
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := c.run("run", "-k", "other", "--", "true"); code != 0 {
+		t.Errorf("a run of another key during the election: exit %d, %q; want it to take its lock", code, errs)
+	}
+	if err := waiter.Wait(); err != nil {
+		t.Errorf("waiter: %v, stderr %q; want it to run after the holder", err, werr.String())
+	}
+	if err := holder.Wait(); err != nil {
+		t.Errorf("holder: %v, stderr %q; want it to keep its lock", err, herr.String())
 	}
 }

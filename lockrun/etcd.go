@@ -15,10 +15,12 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/metadata"
 )
 
 // etcd layout of one lock KEY, the same names as on Redis (the braces cannot occur in a
@@ -67,6 +69,11 @@ type EtcdLocker struct {
 	mu     sync.Mutex
 	c      *clientv3.Client
 	closed bool
+	// token is the auth token of User, sent with each request by cronlock itself (see
+	// authed); empty until the first request logs in, and again once etcd forgot it.
+	token string
+
+	conn connErrors
 
 	// now is the clock of Lease.Sent; nil means Boottime.
 	now func() time.Duration
@@ -117,8 +124,11 @@ func NewEtcdLocker(o EtcdOptions) (*EtcdLocker, error) {
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: o.Timeout,
 		AutoSyncInterval:     0, // a short-lived process: no member list refresh in the background
-		Username:             o.User,
-		Password:             o.Password,
+		// No Username/Password: the client would attach its token to its own Authenticate
+		// calls too, and once etcd has forgotten that token (a restart; --auth-token-ttl,
+		// 300s, without a request) etcd 3.4 refuses them, which the client answers by
+		// logging in again, with the same token, until the deadline: every later renewal
+		// failed and a healthy lock was given up. cronlock logs in itself (authed).
 		// The client logs to stderr by default (cron would mail it); errors reach the
 		// caller instead.
 		Logger:          zap.NewNop(),
@@ -138,7 +148,10 @@ func NewEtcdLocker(o EtcdOptions) (*EtcdLocker, error) {
 		}
 		cfg.TLS = tc
 	}
-	return &EtcdLocker{o: o, cfg: cfg, hosts: strings.Join(hosts, ","), timeout: o.Timeout, prefix: o.Prefix}, nil
+	l := &EtcdLocker{o: o, hosts: strings.Join(hosts, ","), timeout: o.Timeout, prefix: o.Prefix}
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(l.conn.unary), grpc.WithChainStreamInterceptor(l.conn.stream))
+	l.cfg = cfg
+	return l, nil
 }
 
 // etcdTLS builds the client's TLS settings from the CA and client certificate files.
@@ -169,7 +182,7 @@ func etcdTLS(o EtcdOptions) (*tls.Config, error) {
 }
 
 // client connects on first use, and again after a failed connection (a waiter outlives an
-// etcd restart). With a user, connecting includes the authentication.
+// etcd restart). It does not log in: call does, on the first request.
 func (l *EtcdLocker) client() (*clientv3.Client, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -239,16 +252,83 @@ func leaseSeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
 }
 
-// op runs f with one operation time-out.
+// op runs f with one operation time-out, as the user.
 func (l *EtcdLocker) op(ctx context.Context, what string, f func(ctx context.Context, c *clientv3.Client) error) error {
+	octx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	if err := l.call(octx, f); err != nil {
+		return l.userError(what, err)
+	}
+	return nil
+}
+
+// call runs f as the user, within ctx. A token etcd no longer knows is replaced by a new
+// login and f run once more: the lease and the key outlive the token.
+func (l *EtcdLocker) call(ctx context.Context, f func(ctx context.Context, c *clientv3.Client) error) error {
 	c, err := l.client()
 	if err != nil {
 		return err
 	}
-	octx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
-	if err := f(octx, c); err != nil {
-		return l.userError(what, err)
+	for try := 0; ; try++ {
+		actx, token, err := l.authed(ctx, c)
+		if err != nil {
+			return err
+		}
+		err = f(actx, c)
+		if try > 0 || token == "" || !(staleToken(err) || token == authOff && errors.Is(rpctypes.Error(err), rpctypes.ErrUserEmpty)) {
+			return err
+		}
+		l.forgetToken(token)
 	}
-	return nil
+}
+
+// authOff stands for the token when the cluster has authentication off: requests go
+// without one, as the etcd client sends them, until etcd asks for a user.
+const authOff = "\x00off"
+
+// authed is ctx carrying the user's token, logging in first when there is none yet; token
+// is "" without a user.
+func (l *EtcdLocker) authed(ctx context.Context, c *clientv3.Client) (_ context.Context, token string, err error) {
+	if l.o.User == "" {
+		return ctx, "", nil
+	}
+	l.mu.Lock()
+	token = l.token
+	l.mu.Unlock()
+	if token == "" {
+		// Sent without a token (the client holds none): etcd 3.4 refuses a login that
+		// carries a token it has forgotten.
+		resp, err := c.Authenticate(ctx, l.o.User, l.o.Password)
+		switch {
+		case errors.Is(rpctypes.Error(err), rpctypes.ErrAuthNotEnabled):
+			token = authOff
+		case err != nil:
+			return nil, "", err
+		default:
+			token = resp.Token
+		}
+		l.mu.Lock()
+		l.token = token
+		l.mu.Unlock()
+	}
+	if token == authOff {
+		return ctx, token, nil
+	}
+	return metadata.AppendToOutgoingContext(ctx, rpctypes.TokenFieldNameGRPC, token), token, nil
+}
+
+// forgetToken drops token, unless another call has replaced it already.
+func (l *EtcdLocker) forgetToken(token string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.token == token {
+		l.token = ""
+	}
+}
+
+// staleToken reports etcd refusing a token it no longer accepts: forgotten, lapsed, or
+// issued before a change of users or roles.
+func staleToken(err error) bool {
+	return errors.Is(rpctypes.Error(err), rpctypes.ErrInvalidAuthToken) || errors.Is(rpctypes.Error(err), rpctypes.ErrAuthOldRevision) ||
+		errors.Is(err, rpctypes.ErrInvalidAuthToken) || errors.Is(err, rpctypes.ErrAuthOldRevision)
 }

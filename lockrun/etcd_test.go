@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"cronlock/internal/etcdtest"
@@ -100,10 +101,21 @@ func TestEtcdRenewSeesKeyReplaced(t *testing.T) {
 }
 
 // TestEtcdWaitWakesOnWatch: with polling slowed to a minute, a waiter still takes the lock
-// soon after its release: the watch on the key woke it.
+// soon after its release: the watch on the key woke it (with users too: the watch carries
+// the run's token).
 func TestEtcdWaitWakesOnWatch(t *testing.T) {
-	srv := etcdtest.Start(t, etcdtest.Options{})
-	l := newEtcdLocker(t, srv, EtcdOptions{})
+	for _, auth := range []bool{false, true} {
+		t.Run(fmt.Sprint("auth=", auth), func(t *testing.T) { waitWakesOnWatch(t, auth) })
+	}
+}
+
+func waitWakesOnWatch(t *testing.T, auth bool) {
+	srv := etcdtest.Start(t, etcdtest.Options{Auth: auth})
+	o := EtcdOptions{}
+	if auth {
+		o.User, o.Password = etcdtest.User, etcdtest.Password
+	}
+	l := newEtcdLocker(t, srv, o)
 	l.poll = time.Minute
 	ctx := context.Background()
 	a, err := l.Acquire(ctx, etcdReq("watch", "r1"))
@@ -131,6 +143,107 @@ func TestEtcdWaitWakesOnWatch(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("the waiter did not take the lock after its release: the watch did not wake it")
+	}
+}
+
+// TestEtcdRenewAfterRestartWithAuth: a restart makes etcd forget every auth token, while
+// the lease lives on. The next renewal logs in again and keeps the lock; it does not spend
+// its time-out resending the dead token.
+func TestEtcdRenewAfterRestartWithAuth(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{Auth: true})
+	l := newEtcdLocker(t, srv, EtcdOptions{User: etcdtest.User, Password: etcdtest.Password, Timeout: 2 * time.Second})
+	ctx := context.Background()
+	req := etcdReq("relogin", "r1")
+	req.TTL = 30 * time.Second
+	a, err := l.Acquire(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// etcd writes what it applied to disk every 100ms; a restart replays only later raft
+	// entries, so only a token older than that is forgotten (as every running job's is).
+	time.Sleep(time.Second)
+	srv.Restart()
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := a.Renew(rctx); err != nil {
+		t.Fatalf("renew after the restart: %v; want it renewed", err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+}
+
+// TestEtcdUserWithoutAuth: a user configured for a cluster that has authentication off
+// works (as the etcd client's own login did), and goes on working once it is turned on.
+func TestEtcdUserWithoutAuth(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	l := newEtcdLocker(t, srv, EtcdOptions{User: "cronlock", Password: "pw-1"})
+	ctx := context.Background()
+	a, err := l.Acquire(ctx, etcdReq("authoff", "r1"))
+	if err != nil {
+		t.Fatalf("acquire with auth off: %v", err)
+	}
+	root := srv.Root()
+	for i, f := range []func() error{
+		func() error { _, err := root.UserAdd(ctx, "root", "root-pw"); return err },
+		func() error { _, err := root.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := root.RoleAdd(ctx, "rw"); return err },
+		func() error {
+			_, err := root.RoleGrantPermission(ctx, "rw", "cronlock:", clientv3.GetPrefixRangeEnd("cronlock:"), clientv3.PermissionType(clientv3.PermReadWrite))
+			return err
+		},
+		func() error { _, err := root.UserAdd(ctx, "cronlock", "pw-1"); return err },
+		func() error { _, err := root.UserGrantRole(ctx, "cronlock", "rw"); return err },
+		func() error { _, err := root.AuthEnable(ctx); return err },
+	} {
+		if err := f(); err != nil {
+			t.Fatalf("auth set-up step %d: %v", i+1, err)
+		}
+	}
+	if err := a.Renew(ctx); err != nil {
+		t.Fatalf("renew once auth is on: %v", err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+}
+
+// TestEtcdUnlockLeaselessKey: a lock key written without a lease (by hand, by another
+// tool) never goes by itself; unlock without --force says so instead of calling its lease
+// alive, and --force removes it.
+func TestEtcdUnlockLeaselessKey(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	l := newEtcdLocker(t, srv, EtcdOptions{})
+	ctx := context.Background()
+	if _, err := srv.Root().Put(ctx, "cronlock:{bare}:lock", "disabled by ops"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Unlock(ctx, "bare", false); err == nil || !strings.Contains(err.Error(), "no lease") || strings.Contains(err.Error(), "lease is alive") {
+		t.Fatalf("unlock without --force: %v; want a refusal that says the key has no lease", err)
+	}
+	if h, err := l.Unlock(ctx, "bare", true); err != nil || h == nil {
+		t.Fatalf("unlock --force: %v %v; want the key removed", h, err)
+	}
+}
+
+// TestEtcdElectionIsTransient: the errors a cluster answers while it elects a leader (the
+// etcd client hands them over as its own error type, not as gRPC's Unavailable) are worth
+// waiting out for a --wait run, and say so.
+func TestEtcdElectionIsTransient(t *testing.T) {
+	l, err := NewEtcdLocker(EtcdOptions{Endpoints: []string{"http://127.0.0.1:2379"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []error{rpctypes.ErrLeaderChanged, rpctypes.ErrNoLeader, rpctypes.ErrTimeout, rpctypes.ErrTimeoutDueToLeaderFail, rpctypes.ErrTooManyRequests} {
+		err := l.userError("take lock k", e)
+		if !retryableEtcdError(err) || !strings.Contains(err.Error(), "try again") {
+			t.Errorf("%v: %q, retryable %v; want a retryable error that says to try again", e, err, retryableEtcdError(err))
+		}
+	}
+	for _, e := range []error{rpctypes.ErrPermissionDenied, rpctypes.ErrNoSpace} {
+		if retryableEtcdError(l.userError("take lock k", e)) {
+			t.Errorf("%v taken as transient", e)
+		}
 	}
 }
 

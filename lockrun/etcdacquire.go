@@ -30,7 +30,7 @@ func (l *EtcdLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 		return nil, fmt.Errorf("the lock TTL must be positive, not %s (--ttl)", req.TTL)
 	}
 	if req.Wait <= 0 {
-		lease, held, _, err := l.attempt(ctx, req, false)
+		lease, held, err := l.attemptOutlasting(ctx, req)
 		if err != nil {
 			return nil, err
 		}
@@ -65,14 +65,39 @@ func (l *EtcdLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 	}
 }
 
+// attemptOutlasting is one attempt that rides out a leader election: the cluster's "no
+// leader" and "leader changed" are asked again for up to one operation time-out (an
+// election takes about a second), as the Redis backend rides out a restart.
+func (l *EtcdLocker) attemptOutlasting(ctx context.Context, req Request) (*etcdLease, *Holder, error) {
+	deadline := time.Now().Add(l.timeout)
+	for {
+		lease, held, _, err := l.attempt(ctx, req, false)
+		if err == nil || !serverBusy(err) || time.Now().After(deadline) {
+			return lease, held, err
+		}
+		req.OnTry = nil // the same try, asked again: not another attempt of the run
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil, err
+		case <-t.C:
+		}
+	}
+}
+
 // waitDelete returns when the lock key is deleted after revision rev (0: unknown, then
 // it only sleeps), after d, or with ctx's error.
 func (l *EtcdLocker) waitDelete(ctx context.Context, key string, rev int64, d time.Duration) error {
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var events clientv3.WatchChan
-	if c, err := l.client(); err == nil && rev > 0 {
-		events = c.Watch(clientv3.WithRequireLeader(wctx), l.lockKey(key), clientv3.WithRev(rev+1), clientv3.WithFilterPut())
+	if rev > 0 {
+		// A watch that cannot start (no login) leaves the poll to wake the waiter.
+		l.call(wctx, func(ctx context.Context, c *clientv3.Client) error {
+			events = c.Watch(clientv3.WithRequireLeader(ctx), l.lockKey(key), clientv3.WithRev(rev+1), clientv3.WithFilterPut())
+			return nil
+		})
 	}
 	for {
 		select {
@@ -200,7 +225,7 @@ func (l *EtcdLocker) create(ctx context.Context, c *clientv3.Client, req Request
 	})
 	if err != nil {
 		// The outcome is unknown: revoking the lease deletes the key if it was created.
-		l.revoke(ctx, c, g.ID)
+		l.revoke(ctx, g.ID)
 		return nil, false, err
 	}
 	el := &etcdLease{l: l, key: req.Key, id: g.ID, ttl: req.TTL, minHold: req.MinHold, sent: sent,
@@ -209,7 +234,7 @@ func (l *EtcdLocker) create(ctx context.Context, c *clientv3.Client, req Request
 		el.fence = resp.Header.Revision // the key was created by this very revision
 		return el, false, nil
 	}
-	l.revoke(ctx, c, g.ID)
+	l.revoke(ctx, g.ID)
 	if kv := firstKV(resp, 0); kv != nil && kv.Lease == int64(g.ID) {
 		el.fence = kv.CreateRevision // a retried commit whose first reply was lost
 		return el, false, nil
@@ -217,11 +242,15 @@ func (l *EtcdLocker) create(ctx context.Context, c *clientv3.Client, req Request
 	return nil, true, nil
 }
 
-// revoke ends a lease (and deletes its keys), best effort, within its own time-out.
-func (l *EtcdLocker) revoke(ctx context.Context, c *clientv3.Client, id clientv3.LeaseID) {
+// revoke ends a lease (and deletes its keys), within its own time-out; most callers
+// take it as best effort.
+func (l *EtcdLocker) revoke(ctx context.Context, id clientv3.LeaseID) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
 	defer cancel()
-	c.Revoke(rctx, id)
+	return l.call(rctx, func(ctx context.Context, c *clientv3.Client) error {
+		_, err := c.Revoke(ctx, id)
+		return err
+	})
 }
 
 // newTickRecord is the JSON of this run's claim of its tick (acquire.lua's claimTick).
@@ -312,6 +341,12 @@ func (l *EtcdLocker) userError(op string, err error) error {
 	if s, ok := status.FromError(err); ok && s.Message() != "" {
 		detail = s.Message()
 	}
+	// The client reports a request that never found a connection as a bare time-out; the
+	// connection's own failure says more.
+	timedOut, cause := isTimeout(err) || status.Code(err) == codes.DeadlineExceeded, ""
+	if timedOut {
+		cause = l.conn.cause()
+	}
 	var msg string
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -324,8 +359,19 @@ func (l *EtcdLocker) userError(op string, err error) error {
 		msg = fmt.Sprintf("%s refused: %s (the etcd user's role needs readwrite on the key range with prefix %s; see the README)", server, detail, l.prefix)
 	case errors.Is(err, rpctypes.ErrNoSpace) || strings.Contains(detail, "database space exceeded"):
 		msg = fmt.Sprintf("%s is out of space (NOSPACE alarm): %s; no lock can be taken until an operator compacts and defragments the cluster and runs etcdctl alarm disarm (enable --auto-compaction-retention, see the README)", server, detail)
-	case isTimeout(err) || status.Code(err) == codes.DeadlineExceeded:
+	case strings.Contains(detail, "unexpected HTTP status code") || notEtcdCause(cause):
+		if cause != "" {
+			detail = cause
+		}
+		msg = fmt.Sprintf("%s is not an etcd client endpoint: %s: %s (check --etcd / CRONLOCK_ETCD_ENDPOINTS: each must be an etcd member's client URL, port 2379 by default)", server, op, detail)
+	case tlsCause(cause):
+		msg = fmt.Sprintf("%s: no TLS connection could be made: %s: %s (check that --etcd / CRONLOCK_ETCD_ENDPOINTS says https:// for a server with TLS and http:// for one without, and the CA in --etcd-ca-file / CRONLOCK_ETCD_CA_FILE, and the client certificate files)", server, op, cause)
+	case cause != "":
+		msg = fmt.Sprintf("%s unreachable: %s: %s (check --etcd / CRONLOCK_ETCD_ENDPOINTS and that etcd runs)", server, op, cause)
+	case timedOut:
 		msg = fmt.Sprintf("%s unreachable or did not answer within %s: %s: %s (check --etcd / CRONLOCK_ETCD_ENDPOINTS and that etcd runs, or raise --redis-timeout)", server, l.timeout, op, detail)
+	case serverBusy(err):
+		msg = fmt.Sprintf("%s could not serve the request: %s: %s (the cluster is electing a leader or overloaded: try again; etcdctl endpoint status shows its leader)", server, op, detail)
 	case status.Code(err) == codes.Unavailable:
 		msg = fmt.Sprintf("%s unreachable: %s: %s (check --etcd / CRONLOCK_ETCD_ENDPOINTS, the TLS files, and that etcd runs)", server, op, detail)
 	default:
@@ -341,5 +387,14 @@ func retryableEtcdError(err error) bool {
 	if !errors.As(err, &ee) || errors.Is(err, context.Canceled) {
 		return false
 	}
-	return isTimeout(ee.err) || status.Code(ee.err) == codes.Unavailable || status.Code(ee.err) == codes.DeadlineExceeded
+	return isTimeout(ee.err) || status.Code(ee.err) == codes.Unavailable || status.Code(ee.err) == codes.DeadlineExceeded || serverBusy(ee.err)
+}
+
+// serverBusy reports the cluster's own "not now": no leader, a leader change, a request
+// that timed out inside the cluster, too many requests. The etcd client turns these from
+// gRPC's Unavailable into its own error type, which status.Code no longer reads. Not the
+// NOSPACE alarm, which no waiting cures.
+func serverBusy(err error) bool {
+	var ee rpctypes.EtcdError
+	return errors.As(err, &ee) && (ee.Code() == codes.Unavailable || ee == rpctypes.ErrTooManyRequests)
 }

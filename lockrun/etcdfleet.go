@@ -356,7 +356,7 @@ func (l *EtcdLocker) Unlock(ctx context.Context, key string, force bool) (*Holde
 		return nil, err
 	}
 	var h *Holder
-	var refused bool
+	var refused, leaseless bool
 	err := l.op(ctx, "unlock "+key, func(ctx context.Context, c *clientv3.Client) error {
 		resp, err := c.Get(ctx, l.lockKey(key))
 		if err != nil || len(resp.Kvs) == 0 {
@@ -366,7 +366,7 @@ func (l *EtcdLocker) Unlock(ctx context.Context, key string, force bool) (*Holde
 		h = holderOf(kv.Value, kv.CreateRevision)
 		var v etcdHolder
 		if !force && (json.Unmarshal(kv.Value, &v) != nil || v.ReleasedUS == 0) {
-			refused = true
+			refused, leaseless = true, kv.Lease == 0
 			return nil
 		}
 		d, err := c.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(l.lockKey(key)), "=", kv.CreateRevision)).
@@ -378,6 +378,9 @@ func (l *EtcdLocker) Unlock(ctx context.Context, key string, force bool) (*Holde
 	})
 	if err != nil {
 		return nil, err
+	}
+	if refused && leaseless {
+		return nil, fmt.Errorf("%s is held by %s, a key with no lease: it never goes by itself, and every run of %s is skipped until it does (cronlock writes its locks with a lease; something else wrote this one); find what wrote it, or use --force to remove it", key, h, key)
 	}
 	if refused {
 		return nil, fmt.Errorf("%s is held by %s, whose lease is alive (its holder renewed it within its TTL): it looks alive; stop that run, or use --force to remove the lock anyway", key, h)

@@ -61,18 +61,20 @@ func (s *etcdLease) RecordErr() error { return s.recordErr }
 // Renew keeps the lease alive once, then checks that the key is still the one this lease
 // created. ErrLockLost: the lease is gone, or the key is gone or replaced.
 func (s *etcdLease) Renew(ctx context.Context) error {
-	c, err := s.l.client()
-	if err != nil {
+	if err := s.l.call(ctx, func(ctx context.Context, c *clientv3.Client) error {
+		_, err := c.KeepAliveOnce(ctx, s.id)
 		return err
-	}
-	if _, err := c.KeepAliveOnce(ctx, s.id); err != nil {
+	}); err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			return fmt.Errorf("renew lock %s: its lease expired or was revoked: %w", s.key, ErrLockLost)
 		}
 		return s.l.userError("renew lock "+s.key, err)
 	}
-	resp, err := c.Get(ctx, s.l.lockKey(s.key))
-	if err != nil {
+	var resp *clientv3.GetResponse
+	if err := s.l.call(ctx, func(ctx context.Context, c *clientv3.Client) (err error) {
+		resp, err = c.Get(ctx, s.l.lockKey(s.key))
+		return err
+	}); err != nil {
 		return s.l.userError("renew lock "+s.key, err)
 	}
 	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != s.fence || resp.Kvs[0].Lease != int64(s.id) {
@@ -86,10 +88,6 @@ func (s *etcdLease) Renew(ctx context.Context) error {
 // marked released. The old lease is revoked either way. It returns an error wrapping
 // ErrLockLost when the lock was no longer ours (nothing is removed then).
 func (s *etcdLease) Release(ctx context.Context) error {
-	c, err := s.l.client()
-	if err != nil {
-		return err
-	}
 	giveBack := s.ticked && s.giveBack.Load()
 	if giveBack {
 		s.l.giveBackTick(ctx, s.key, s.runID)
@@ -121,16 +119,27 @@ func (s *etcdLease) Release(ctx context.Context) error {
 			clientv3.OpGet(s.l.tickKey(s.key))}
 	}
 	var resp *clientv3.TxnResponse
-	err = s.l.op(ctx, "release lock "+s.key, func(ctx context.Context, c *clientv3.Client) (err error) {
+	err := s.l.op(ctx, "release lock "+s.key, func(ctx context.Context, c *clientv3.Client) (err error) {
 		resp, err = c.Txn(ctx).If(mine...).Then(append(then, extra...)...).Else(extra...).Commit()
 		return err
 	})
 	if err != nil {
+		recorded := s.record != nil
 		s.record = nil
-		return err
+		// A refusal (the NOSPACE alarm refuses the transaction for its fleet's entry) is no
+		// reason to hold the lock for the rest of its TTL, past the alarm's end: revoking
+		// the lease deletes the key if it is still this lease's. Not after a time-out,
+		// which a revoke would most likely spend again.
+		if retryableEtcdError(err) || s.l.revoke(ctx, s.id) != nil {
+			return err
+		}
+		if recorded {
+			s.recordErr = err
+		}
+		return nil
 	}
 	s.endRev = resp.Header.Revision
-	s.l.revoke(ctx, c, s.id)
+	s.l.revoke(ctx, s.id)
 	if s.record != nil {
 		off := len(resp.Responses) - 2
 		s.l.afterEntry(ctx, s.key, entryKey, s.runID, resp, off, resp.Header.Revision)

@@ -31,6 +31,12 @@ type Options struct {
 	Auth bool // enable authentication: root, and User with a role on Prefix
 	// Prefix is the key range the User's role may read and write; "cronlock:" when empty.
 	Prefix string
+	// AuthTokenTTL is --auth-token-ttl, the seconds an unused auth token lives (etcd's
+	// default, 300, when 0): short, it lets a test see tokens expire between renewals.
+	AuthTokenTTL int
+	// QuotaBytes is --quota-backend-bytes (etcd's 2 GiB when 0): small, a test can fill
+	// the database and raise the NOSPACE alarm.
+	QuotaBytes int
 }
 
 // User and Password are the unprivileged account an Auth server has; RootPassword is root's.
@@ -103,6 +109,12 @@ func Start(t testing.TB, o Options) *Server {
 			"--key-file", filepath.Join(s.Dir, "server-key.pem"),
 			"--trusted-ca-file", s.CAFile, "--client-cert-auth")
 	}
+	if o.QuotaBytes > 0 {
+		s.args = append(s.args, "--quota-backend-bytes", strconv.Itoa(o.QuotaBytes))
+	}
+	if o.AuthTokenTTL > 0 {
+		s.args = append(s.args, "--auth-token-ttl", strconv.Itoa(o.AuthTokenTTL))
+	}
 	s.start()
 	if o.Auth {
 		s.enableAuth()
@@ -113,11 +125,24 @@ func Start(t testing.TB, o Options) *Server {
 
 func (s *Server) start() {
 	s.t.Helper()
+	s.launch()
+	s.waitReady()
+}
+
+// launch starts the process without waiting for it: a cluster's member answers only once
+// a quorum of members runs.
+func (s *Server) launch() {
+	s.t.Helper()
 	s.cmd = exec.Command(s.bin, s.args...)
 	s.cmd.Env = append(os.Environ(), "ETCD_UNSUPPORTED_ARCH=")
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start etcd: %v", err)
 	}
+}
+
+// waitReady returns once the server answers a read; it fails the test after 15s.
+func (s *Server) waitReady() {
+	s.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if err := s.ping(); err == nil {

@@ -51,7 +51,21 @@ func parseDuration(s string) (time.Duration, error) {
 			return 0, fmt.Errorf("%q is negative", s)
 		}
 	}
+	if tooManyDays(v) {
+		return 0, fmt.Errorf("%q is more than 100 years", s)
+	}
 	return 0, fmt.Errorf("%q is not a duration; write it like 90s, 30m, 1h30m, 2d or 1d12h", s)
+}
+
+// tooManyDays reports a day part beyond parseAgo's 100 years, so that the message says
+// what is wrong with a well-formed "50000d".
+func tooManyDays(v string) bool {
+	m := daysPrefix.FindStringSubmatch(v)
+	if m == nil {
+		return false
+	}
+	n, err := strconv.Atoi(m[1])
+	return err != nil || n > 100*365
 }
 
 // whenForms is what --since and --until accept, for the error message.
@@ -165,6 +179,9 @@ func (v ageValue) Set(s string) error {
 func parseAge(s string) (time.Duration, error) {
 	d, ok := parseAgo(strings.TrimSpace(s))
 	if !ok {
+		if tooManyDays(strings.TrimSpace(s)) {
+			return 0, fmt.Errorf("%q is more than 100 years", s)
+		}
 		return 0, fmt.Errorf("%q is not a duration; write it like 90d, 36h or 1d12h", s)
 	}
 	return d, nil

@@ -46,7 +46,8 @@ func TestParseDuration(t *testing.T) {
 		{"1h2d", 0, "not a duration"},
 		{"2 d", 0, "not a duration"},
 		{"1w", 0, "not a duration"},
-		{"36501d", 0, "not a duration"},
+		{"36501d", 0, `"36501d" is more than 100 years`},
+		{"99999999999999999999d", 0, "more than 100 years"},
 		{"36500d2562047h", 0, "not a duration"},
 	} {
 		got, err := parseDuration(c.in)
@@ -241,7 +242,7 @@ func TestParseAge(t *testing.T) {
 		{"1.5d", 0, "not a duration"},
 		{"-3d", 0, "not a duration"},
 		{"-1h", 0, "not a duration"},
-		{"99999999d", 0, "not a duration"},
+		{"99999999d", 0, "more than 100 years"},
 		{"36500d2562047h", 0, "not a duration"},
 		{"d", 0, "not a duration"},
 		{"90", 0, "not a duration"},

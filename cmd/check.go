@@ -22,6 +22,7 @@ type checkOptions struct {
 	backendOptions
 	Key      string
 	Schedule string // --schedule; "" = the one the tick record names
+	TZ       string // --tz / CRONLOCK_TZ: the zone of --schedule, as run reads it
 	MaxAge   time.Duration
 	Grace    time.Duration
 	History  string // the history file, resolved; "" = off
@@ -33,6 +34,9 @@ type checkOptions struct {
 	Stdout, Stderr io.Writer
 }
 
+// checkTwins maps check's own flags to their environment/config names.
+var checkTwins = map[string]string{"tz": "CRONLOCK_TZ"}
+
 // checkRecords is how many of the newest runs the verdict reads: enough for the usual
 // duration (p95 of the newest 100 successes) of a job that fails now and then.
 const checkRecords = 500
@@ -41,7 +45,7 @@ func newCheckCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &checkOptions{Grace: 5 * time.Minute, Stdout: stdout, Stderr: stderr}
 	var flagPath string
 	c := &cobra.Command{
-		Use:   "check --key KEY [--schedule EXPR] [--max-age D] [--grace D] [--history FILE] [--json]",
+		Use:   "check --key KEY [--schedule EXPR [--tz ZONE]] [--max-age D] [--grace D] [--history FILE] [--json]",
 		Short: "Dead-man's switch for monitoring: did the job's last tick succeed?",
 		Long: `Check that a job ran and succeeded when it should have, as a monitoring plugin
 (Nagios, Icinga, Sensu, Zabbix): one line on stdout, and the exit code 0 OK, 1 WARNING,
@@ -77,6 +81,7 @@ On the local backend the runs come from the history (--history FILE reads a copy
 	f := c.Flags()
 	f.StringVarP(&o.Key, "key", "k", "", "the job's lock key (required)")
 	f.StringVar(&o.Schedule, "schedule", "", "the job's crontab schedule (default: the one its last --schedule run recorded)")
+	f.StringVar(&o.TZ, "tz", "", "zone of --schedule (env CRONLOCK_TZ; default the zone of /etc/localtime, as cron uses; never $TZ)")
 	f.Var(durationValue{d: &o.MaxAge}, "max-age", "CRITICAL when the last success is older than this (needed without a schedule)")
 	f.Var(durationValue{d: &o.Grace}, "grace", "how long after its tick a run may take to succeed")
 	f.StringVar(&flagPath, "history", "", "SQLite history file to read (env CRONLOCK_HISTORY; default per user)")
@@ -104,6 +109,15 @@ func (o *checkOptions) setUp(c *cobra.Command, flagPath *string) error {
 	s, path, err := historySettings(c, flagPath)
 	if err != nil {
 		return err
+	}
+	// The runs read --schedule in CRONLOCK_TZ when it is set (the config file often sets
+	// it for a whole machine); a check reading it in /etc/localtime would judge another
+	// tick and cry CRITICAL over runs that were on time.
+	if err := s.apply(c.Flags(), checkTwins); err != nil {
+		return err
+	}
+	if c.Flags().Changed("tz") && o.Schedule == "" {
+		return errors.New("--tz works only with --schedule (a recorded schedule keeps the zone its runs used)")
 	}
 	o.History, o.ThisNode, o.LogFormat = path, s.thisNode(), logFormatOf(c)
 	return nil
@@ -213,7 +227,7 @@ func checkRun(o *checkOptions) error {
 	}
 	in.Schedule = recorded
 	if o.Schedule != "" {
-		if in.Schedule, err = schedule.Parse(o.Schedule, ""); err != nil {
+		if in.Schedule, err = schedule.Parse(o.Schedule, o.TZ); err != nil {
 			return checkUnknown(o, fmt.Errorf("--schedule: %v", err))
 		}
 	}

@@ -196,22 +196,24 @@ func checkJSONOf(r check.Result) checkJSON {
 func checkRun(o *checkOptions) error {
 	in := check.Input{Key: o.Key, MaxAge: o.MaxAge, Grace: o.Grace, Now: o.Now}
 	var recorded *schedule.Schedule
-	locker, err := o.open()
-	if err != nil {
-		return checkUnknown(o, err)
-	}
-	defer locker.Close()
 	var tr *lockrun.TickRecord
-	switch l := locker.(type) {
-	case lockrun.FleetStore:
-		// The fleet's view: every host's runs from the fleet's record, from any host.
-		ctx := context.Background()
-		if tr, err = l.TickRecord(ctx, o.Key); err == nil {
-			in.Runs, err = fleetRuns(ctx, l, o.Key)
-		}
-	case *lockrun.LocalLocker:
-		if tr, err = l.TickRecord(o.Key); err == nil {
+	var err error
+	if o.Backend == "local" {
+		if tr, err = o.localTick(); err == nil {
 			in.Runs, err = o.localRuns()
+		}
+	} else {
+		locker, err := o.open()
+		if err != nil {
+			return checkUnknown(o, err)
+		}
+		defer locker.Close()
+		if l, ok := locker.(lockrun.FleetStore); ok {
+			// The fleet's view: every host's runs from the fleet's record, from any host.
+			ctx := context.Background()
+			if tr, err = l.TickRecord(ctx, o.Key); err == nil {
+				in.Runs, err = fleetRuns(ctx, l, o.Key)
+			}
 		}
 	}
 	if err != nil {
@@ -232,6 +234,24 @@ func checkRun(o *checkOptions) error {
 		}
 	}
 	return showCheck(o, check.Evaluate(in))
+}
+
+// localTick reads the key's tick record from the lock folder, as a reader: a monitoring
+// user may run check against root's folder, which it must neither create nor own. A
+// record it may not read matters only when it is the schedule: --schedule wins anyway.
+func (o *checkOptions) localTick() (*lockrun.TickRecord, error) {
+	dir := o.LockDir
+	if dir == "" {
+		dir = lockrun.DefaultLockDir()
+	}
+	tr, err := lockrun.ReadLocalTickRecord(dir, o.Key)
+	if err != nil {
+		if o.Schedule != "" {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("cannot read the schedule its runs recorded (%v); give --schedule EXPR (the crontab schedule), or let this user read %s", err, dir)
+	}
+	return tr, nil
 }
 
 // localRuns reads the key's newest runs from the local history, and its newest success

@@ -203,8 +203,8 @@ func checkRun(o *checkOptions) error {
 			in.Runs, err = o.localRuns()
 		}
 	} else {
-		locker, err := o.open()
-		if err != nil {
+		var locker lockrun.Locker
+		if locker, err = o.open(); err != nil {
 			return checkUnknown(o, err)
 		}
 		defer locker.Close()

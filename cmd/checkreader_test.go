@@ -62,3 +62,13 @@ func TestCheckAsMonitoringUser(t *testing.T) {
 		t.Errorf("check as nobody without --schedule: exit %d %q; want 3 UNKNOWN asking for --schedule", code, out)
 	}
 }
+
+// A backend that cannot be reached is UNKNOWN for that reason, never taken for a key
+// without runs.
+func TestCheckUnreachableRedis(t *testing.T) {
+	c := newCLI(t, "redis://127.0.0.1:1/0")
+	code, out, _ := c.run("check", "--key", "billing", "--max-age", "1h", "--redis-timeout", "1s")
+	if code != 3 || !strings.Contains(out, "unreachable") {
+		t.Errorf("check with Redis down: exit %d %q; want 3 UNKNOWN saying Redis is unreachable", code, out)
+	}
+}

@@ -22,6 +22,7 @@ type checkOptions struct {
 	backendOptions
 	Key      string
 	Schedule string // --schedule; "" = the one the tick record names
+	TZ       string // --tz / CRONLOCK_TZ: the zone of --schedule, as run reads it
 	MaxAge   time.Duration
 	Grace    time.Duration
 	History  string // the history file, resolved; "" = off
@@ -33,6 +34,9 @@ type checkOptions struct {
 	Stdout, Stderr io.Writer
 }
 
+// checkTwins maps check's own flags to their environment/config names.
+var checkTwins = map[string]string{"tz": "CRONLOCK_TZ"}
+
 // checkRecords is how many of the newest runs the verdict reads: enough for the usual
 // duration (p95 of the newest 100 successes) of a job that fails now and then.
 const checkRecords = 500
@@ -41,7 +45,7 @@ func newCheckCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &checkOptions{Grace: 5 * time.Minute, Stdout: stdout, Stderr: stderr}
 	var flagPath string
 	c := &cobra.Command{
-		Use:   "check --key KEY [--schedule EXPR] [--max-age D] [--grace D] [--history FILE] [--json]",
+		Use:   "check --key KEY [--schedule EXPR [--tz ZONE]] [--max-age D] [--grace D] [--history FILE] [--json]",
 		Short: "Dead-man's switch for monitoring: did the job's last tick succeed?",
 		Long: `Check that a job ran and succeeded when it should have, as a monitoring plugin
 (Nagios, Icinga, Sensu, Zabbix): one line on stdout, and the exit code 0 OK, 1 WARNING,
@@ -77,6 +81,7 @@ On the local backend the runs come from the history (--history FILE reads a copy
 	f := c.Flags()
 	f.StringVarP(&o.Key, "key", "k", "", "the job's lock key (required)")
 	f.StringVar(&o.Schedule, "schedule", "", "the job's crontab schedule (default: the one its last --schedule run recorded)")
+	f.StringVar(&o.TZ, "tz", "", "zone of --schedule (env CRONLOCK_TZ; default the zone of /etc/localtime, as cron uses; never $TZ)")
 	f.Var(durationValue{d: &o.MaxAge}, "max-age", "CRITICAL when the last success is older than this (needed without a schedule)")
 	f.Var(durationValue{d: &o.Grace}, "grace", "how long after its tick a run may take to succeed")
 	f.StringVar(&flagPath, "history", "", "SQLite history file to read (env CRONLOCK_HISTORY; default per user)")
@@ -104,6 +109,15 @@ func (o *checkOptions) setUp(c *cobra.Command, flagPath *string) error {
 	s, path, err := historySettings(c, flagPath)
 	if err != nil {
 		return err
+	}
+	// The runs read --schedule in CRONLOCK_TZ when it is set (the config file often sets
+	// it for a whole machine); a check reading it in /etc/localtime would judge another
+	// tick and cry CRITICAL over runs that were on time.
+	if err := s.apply(c.Flags(), checkTwins); err != nil {
+		return err
+	}
+	if c.Flags().Changed("tz") && o.Schedule == "" {
+		return errors.New("--tz works only with --schedule (a recorded schedule keeps the zone its runs used)")
 	}
 	o.History, o.ThisNode, o.LogFormat = path, s.thisNode(), logFormatOf(c)
 	return nil
@@ -182,22 +196,24 @@ func checkJSONOf(r check.Result) checkJSON {
 func checkRun(o *checkOptions) error {
 	in := check.Input{Key: o.Key, MaxAge: o.MaxAge, Grace: o.Grace, Now: o.Now}
 	var recorded *schedule.Schedule
-	locker, err := o.open()
-	if err != nil {
-		return checkUnknown(o, err)
-	}
-	defer locker.Close()
 	var tr *lockrun.TickRecord
-	switch l := locker.(type) {
-	case lockrun.FleetStore:
-		// The fleet's view: every host's runs from the fleet's record, from any host.
-		ctx := context.Background()
-		if tr, err = l.TickRecord(ctx, o.Key); err == nil {
-			in.Runs, err = fleetRuns(ctx, l, o.Key)
-		}
-	case *lockrun.LocalLocker:
-		if tr, err = l.TickRecord(o.Key); err == nil {
+	var err error
+	if o.Backend == "local" {
+		if tr, err = o.localTick(); err == nil {
 			in.Runs, err = o.localRuns()
+		}
+	} else {
+		var locker lockrun.Locker
+		if locker, err = o.open(); err != nil {
+			return checkUnknown(o, err)
+		}
+		defer locker.Close()
+		if l, ok := locker.(lockrun.FleetStore); ok {
+			// The fleet's view: every host's runs from the fleet's record, from any host.
+			ctx := context.Background()
+			if tr, err = l.TickRecord(ctx, o.Key); err == nil {
+				in.Runs, err = fleetRuns(ctx, l, o.Key)
+			}
 		}
 	}
 	if err != nil {
@@ -213,11 +229,29 @@ func checkRun(o *checkOptions) error {
 	}
 	in.Schedule = recorded
 	if o.Schedule != "" {
-		if in.Schedule, err = schedule.Parse(o.Schedule, ""); err != nil {
+		if in.Schedule, err = schedule.Parse(o.Schedule, o.TZ); err != nil {
 			return checkUnknown(o, fmt.Errorf("--schedule: %v", err))
 		}
 	}
 	return showCheck(o, check.Evaluate(in))
+}
+
+// localTick reads the key's tick record from the lock folder, as a reader: a monitoring
+// user may run check against root's folder, which it must neither create nor own. A
+// record it may not read matters only when it is the schedule: --schedule wins anyway.
+func (o *checkOptions) localTick() (*lockrun.TickRecord, error) {
+	dir := o.LockDir
+	if dir == "" {
+		dir = lockrun.DefaultLockDir()
+	}
+	tr, err := lockrun.ReadLocalTickRecord(dir, o.Key)
+	if err != nil {
+		if o.Schedule != "" {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("cannot read the schedule its runs recorded (%v); give --schedule EXPR (the crontab schedule), or let this user read %s", err, dir)
+	}
+	return tr, nil
 }
 
 // localRuns reads the key's newest runs from the local history, and its newest success

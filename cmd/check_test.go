@@ -156,3 +156,35 @@ func TestCheckFleet(t *testing.T) {
 		t.Fatalf("Redis down: exit %d %q; want 3 UNKNOWN", code, out)
 	}
 }
+
+// A machine whose config sets CRONLOCK_TZ reads --schedule in that zone when it runs the
+// job; check must read the same --schedule in the same zone, or it judges another tick.
+// Asia/Kolkata (+05:30) puts the hourly tick at :30 UTC, half an hour from the UTC one.
+func TestCheckScheduleZone(t *testing.T) {
+	h := newFleet(t, "local", "vmA")[0]
+	now := time.Now()
+	// The run at hh:40 UTC is for the hh:30 UTC tick; the check half an hour later, at
+	// hh+1:10, must still find that tick due (the next one is at hh+1:30).
+	runAt := now.Truncate(time.Hour).Add(time.Hour + 40*time.Minute)
+	checkAt := runAt.Add(30 * time.Minute)
+	h.env = append(h.env, "CRONLOCK_TZ=Asia/Kolkata")
+	if code, _, errs := h.at(runAt.Sub(now), "run", "--key", "billing", "--schedule", "0 * * * *", "--", "true"); code != 0 {
+		t.Fatalf("run: %d %s", code, errs)
+	}
+	for _, args := range [][]string{
+		{"--schedule", "0 * * * *"},                         // the zone from CRONLOCK_TZ, as the run had it
+		{"--schedule", "0 * * * *", "--tz", "Asia/Kolkata"}, // or from the flag
+		{}, // the recorded schedule keeps its zone
+	} {
+		code, out := h.check(checkAt.Sub(now), append([]string{"--key", "billing"}, args...)...)
+		if code != 0 || !strings.Contains(out, "for the ") {
+			t.Errorf("check %v: exit %d %q; want 0 OK for the run of the due tick", args, code, out)
+		}
+	}
+	if code, out := h.check(checkAt.Sub(now), "--key", "billing", "--schedule", "0 * * * *", "--tz", "UTC"); code != 2 {
+		t.Errorf("check in UTC: exit %d %q; want 2 CRITICAL (no run for the hh:00 UTC tick)", code, out)
+	}
+	if code, out := h.check(checkAt.Sub(now), "--key", "billing", "--tz", "Asia/Kolkata"); code != 3 || !strings.Contains(out, "--tz works only with --schedule") {
+		t.Errorf("--tz without --schedule: exit %d %q; want 3 UNKNOWN", code, out)
+	}
+}

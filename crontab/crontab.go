@@ -10,6 +10,7 @@
 package crontab
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -170,6 +171,20 @@ func parseEnv(s string) (name, value string, ok bool) {
 func isWrapped(cmd string) bool {
 	w, _ := nextWord(cmd)
 	return w == "cronlock" || strings.HasSuffix(w, "/cronlock")
+}
+
+// ownWrapped returns lines with the job lines whose command starts with o.Cronlock marked
+// Wrapped: wrap writes that path, which need not end in /cronlock (--cronlock, or a
+// binary installed under another name), and its own output must come back unchanged
+// rather than wrapped a second time.
+func ownWrapped(lines []Line, o Options) []Line {
+	lines = slices.Clone(lines)
+	for i := range lines {
+		if w, _ := nextWord(lines[i].Command); lines[i].Kind == Job && w == o.Cronlock {
+			lines[i].Kind = Wrapped
+		}
+	}
+	return lines
 }
 
 // Getenv returns the value of the last env line NAME in force at l, and whether one is.

@@ -28,6 +28,7 @@ var shellWords = map[string]bool{
 // CRON_TZ= lines a daemon that ignores them (o.CronTZ false) would not honour, and lines
 // cron itself cannot read. run-parts lines are not findings: wrap leaves them on purpose.
 func Lint(lines []Line, o Options) []Finding {
+	lines = ownWrapped(lines, o)
 	var fs []Finding
 	add := func(l *Line, format string, args ...any) {
 		fs = append(fs, Finding{l.Num, fmt.Sprintf(format, args...)})

@@ -53,6 +53,7 @@ type Note struct {
 // lines, @reboot lines and lines already under cronlock come back as they are, so
 // wrapping Wrap's own output changes nothing.
 func Wrap(lines []Line, o Options) (out []string, notes []Note) {
+	lines = ownWrapped(lines, o)
 	out = make([]string, len(lines))
 	for i := range lines {
 		l := &lines[i]

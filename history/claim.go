@@ -100,6 +100,19 @@ func takeClaim(id string) *os.File {
 	return f
 }
 
+// DropClaims removes and releases every per-run file this process claimed that no Store
+// took over. A run calls it when its history could not be opened or written: its row
+// will never be written, and a file left behind would have the next Reap record the run
+// abandoned (killed or crashed) though it ended normally.
+func DropClaims() {
+	claims.Lock()
+	defer claims.Unlock()
+	for id, f := range claims.files {
+		unlockRun(f)
+		delete(claims.files, id)
+	}
+}
+
 // maxClaim bounds what readClaim reads: the start facts of the longest command line
 // Linux runs (its arguments and environment together fit in a quarter of an 8 MiB stack),
 // base64-encoded, with room to spare.

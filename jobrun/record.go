@@ -48,6 +48,11 @@ func startRecorder(path, node string, fail func(error), after func(*history.Stor
 		if st != nil && due {
 			after(st)
 		}
+		if st == nil {
+			// The run's row is not written: its claimed file must not outlive it (see
+			// history.DropClaims). Claim came before the writes queued here, so it is in.
+			history.DropClaims()
+		}
 		// The store is deliberately not closed: closing the last connection checkpoints
 		// the WAL with two fsyncs, the largest cost of a short run. SQLite recovers the
 		// WAL at the next open, and wal_autocheckpoint keeps it short meanwhile.

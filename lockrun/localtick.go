@@ -77,3 +77,11 @@ func (l *RedisLocker) TickRecord(ctx context.Context, key string) (*TickRecord, 
 	return &TickRecord{Tick: time.UnixMicro(us).UTC(), Expr: tr.Expr, TZ: tr.TZ,
 		Node: tr.Node, RunID: tr.RunID, Skips: tr.Skips, Missed: tr.Missed}, nil
 }
+
+// ReadLocalTickRecord reads the tick record of key from the lock folder dir as a reader
+// only: it creates nothing and skips NewLocalLocker's checks of who owns the folder,
+// which guard taking locks, not reading a schedule. `cronlock check` runs as a monitoring
+// user against root's folder. nil, nil when there is no record.
+func ReadLocalTickRecord(dir, key string) (*TickRecord, error) {
+	return (&LocalLocker{dir: dir}).TickRecord(key)
+}

@@ -126,6 +126,9 @@ func parseWhen(v string, now time.Time, loc *time.Location) (time.Time, error) {
 			return t, nil
 		}
 	}
+	if tooManyDays(v) {
+		return time.Time{}, errors.New("more than 100 years ago; give a date instead")
+	}
 	return time.Time{}, fmt.Errorf("want %s", whenForms)
 }
 
@@ -205,6 +208,9 @@ func parseRetention(v, source string) (time.Duration, error) {
 		where := ""
 		if !strings.HasPrefix(source, "environment") {
 			where = " in " + source
+		}
+		if tooManyDays(v) {
+			return 0, fmt.Errorf("invalid %s%s: %v; set off to keep every run; no old runs are deleted until it is fixed", retentionName, where, err)
 		}
 		return 0, fmt.Errorf("invalid %s%s: %v, or off to keep every run; no old runs are deleted until it is fixed", retentionName, where, err)
 	}

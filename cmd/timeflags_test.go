@@ -174,6 +174,9 @@ func TestParseWhen(t *testing.T) {
 			t.Errorf("parseWhen(%q) = %v, %v; want an error listing the forms", in, got, err)
 		}
 	}
+	if _, err := parseWhen("1000000d", now, cest); err == nil || !strings.HasPrefix(err.Error(), "more than 100 years ago") {
+		t.Errorf("parseWhen(1000000d): %v; want it to say more than 100 years ago", err)
+	}
 }
 
 func TestParseSinceUntil(t *testing.T) {
@@ -272,6 +275,8 @@ func TestParseRetention(t *testing.T) {
 		{"12h", "", 12 * time.Hour, ""},
 		{"never", "environment variable CRONLOCK_HISTORY_RETENTION",
 			0, `invalid CRONLOCK_HISTORY_RETENTION: "never" is not a duration; write it like 90d, 36h or 1d12h, or off to keep every run`},
+		{"1000000d", "environment variable CRONLOCK_HISTORY_RETENTION",
+			0, `invalid CRONLOCK_HISTORY_RETENTION: "1000000d" is more than 100 years; set off to keep every run`},
 		{"2w", "/etc/cronlock/cronlock.conf line 3",
 			0, `invalid CRONLOCK_HISTORY_RETENTION in /etc/cronlock/cronlock.conf line 3: "2w" is not a duration`},
 	} {

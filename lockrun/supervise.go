@@ -90,6 +90,8 @@ func (s *supervisor) run(ctx context.Context, started func(pid int)) {
 	s.self = os.Getpid()
 	s.fg = -1
 	s.others = map[int]time.Time{}
+	jobctl, stopJobctl := s.sig.jobControl()
+	defer stopJobctl()
 	ok := s.startChild()
 	if s.locked {
 		defer runtime.UnlockOSThread()
@@ -153,6 +155,9 @@ func (s *supervisor) run(ctx context.Context, started func(pid int)) {
 		case <-pollC:
 			s.reap()
 			s.hunt()
+		case sg := <-jobctl:
+			// Passed on as it is: a job that handles SIGTSTP decides what pausing means.
+			_ = unix.Kill(-s.pgid, sg.(syscall.Signal))
 		case sg := <-sigC:
 			s.forward(sg)
 			if IsStopSignal(sg) {

@@ -31,19 +31,8 @@ const MaxRetryDelay = 10 * time.Minute
 // writes it out, or drops it, by the run's final outcome.
 func (r *runner) tries(sig *lockrun.Signals, keeper *lockrun.Keeper, lease lockrun.Lease, guard *lockrun.Guard, spool *lockrun.Spool) (res lockrun.Result, end *outcome) {
 	o := r.o
-	first := time.Now()             // monotonic: --timeout bounds every try and delay together
-	defer func() { guard.Done() }() // the last try's guard, when the try never armed it
+	first := time.Now() // monotonic: --timeout bounds every try and delay together
 	for {
-		if r.row.Try > 1 {
-			// A guard serves one try: the previous try dismissed its own once its
-			// processes were gone, and a try without one would outlive a SIGKILLed
-			// cronlock.
-			g, err := lockrun.StartGuard()
-			if err != nil {
-				r.verbosef("no guard process for try %d (%v): if cronlock is SIGKILLed, only the direct child is killed with it", r.row.Try, err)
-			}
-			guard = g
-		}
 		job := lockrun.Job{
 			Argv: o.Command, Env: childEnv(o, r.runID, lease.FencingToken(), lockrun.TokenBackend(r.locker), r.tick, r.row.Try),
 			Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,

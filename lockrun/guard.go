@@ -15,8 +15,8 @@ import (
 // GuardShell runs the guard's script. Tests may point it elsewhere.
 var GuardShell = "/bin/sh"
 
-// guardScript is the whole guard: it keeps the targets of the last "arm" line, exits on
-// "done", and on end-of-file (cronlock died) kills the targets twice, 20 ms apart (a
+// guardScript is the whole guard: it keeps the targets of the last "arm" line (none after
+// "disarm"), exits on "done", and on end-of-file (cronlock died) kills the targets twice, 20 ms apart (a
 // process of the group may have been forking while the first kill went out). The
 // numbers it reads come only from cronlock. A shell script rather than cronlock's own
 // binary executed again: a shell starts for a fraction of a Go program's CPU, paid on the
@@ -26,6 +26,7 @@ t=
 while IFS= read -r line; do
 	case $line in
 	done) exit 0 ;;
+	disarm) t= ;;
 	'arm '*) t=${line#arm } ;;
 	esac
 done
@@ -184,6 +185,22 @@ func (g *Guard) write(line string) error {
 		if err != unix.EINTR {
 			return err
 		}
+	}
+}
+
+// Disarm clears the guard's targets when a job's processes are all gone, and keeps the
+// guard for the next job of the run (a try of --retries): dismissing it would leave later
+// tries unguarded, and a new guard per try would be taken for one of the job's processes
+// by the hunt while the old one is still exiting. An error (a guard that is done, or not
+// reading) is ignored: the targets it kept are gone.
+func (g *Guard) Disarm() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.w != nil {
+		_ = g.write("disarm\n")
 	}
 }
 

@@ -330,7 +330,7 @@ func (s *supervisor) kill() {
 	s.hunt()
 }
 
-// finish tells the output relays to end, gives the terminal back and dismisses the guard.
+// finish tells the output relays to end, gives the terminal back and disarms the guard.
 // It does not wait for the relays: passing on what a slow reader has not taken yet happens
 // after the lock is released (Result.WaitOutput).
 func (s *supervisor) finish() {
@@ -341,7 +341,7 @@ func (s *supervisor) finish() {
 		s.res.out = s.out
 	}
 	s.restoreForeground()
-	s.job.Guard.Done()
+	s.job.Guard.Disarm()
 }
 
 // panicked is the safety net of a bug: kill the job, give the terminal back, report.
@@ -354,7 +354,7 @@ func (s *supervisor) panicked(p any) {
 		s.res.out = s.out
 	}
 	s.restoreForeground()
-	s.job.Guard.Done()
+	s.job.Guard.Disarm()
 	if s.res.Started {
 		s.res.OutputErr = fmt.Errorf("lockrun: internal error while supervising: %v", p)
 	} else {

@@ -8,13 +8,15 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // GuardShell runs the guard's script. Tests may point it elsewhere.
 var GuardShell = "/bin/sh"
 
-// guardScript is the whole guard: it keeps the targets of the last "arm" line, exits on
-// "done", and on end-of-file (cronlock died) kills the targets twice, 20 ms apart (a
+// guardScript is the whole guard: it keeps the targets of the last "arm" line (none after
+// "disarm"), exits on "done", and on end-of-file (cronlock died) kills the targets twice, 20 ms apart (a
 // process of the group may have been forking while the first kill went out). The
 // numbers it reads come only from cronlock. A shell script rather than cronlock's own
 // binary executed again: a shell starts for a fraction of a Go program's CPU, paid on the
@@ -24,6 +26,7 @@ t=
 while IFS= read -r line; do
 	case $line in
 	done) exit 0 ;;
+	disarm) t= ;;
 	'arm '*) t=${line#arm } ;;
 	esac
 done
@@ -58,9 +61,14 @@ type Guard struct {
 	forked  chan struct{} // closed once the guard's fork and exec are over
 	pid     int           // valid after forked; 0 when the guard could not be started
 
-	mu sync.Mutex
-	w  *os.File // write end of the guard's stdin; nil after Done
+	mu  sync.Mutex
+	w   *os.File // write end of the guard's stdin; nil after Done
+	wfd int      // w's descriptor, non-blocking: a guard that stopped reading never blocks cronlock
 }
+
+// maxArmLine is the longest "arm" line: a pipe write up to PIPE_BUF is atomic, so a line
+// is in the pipe whole or not at all, never half of one the guard would misread.
+const maxArmLine = 4096
 
 // StartGuard prepares the guard. The process itself is forked by the first Arm, on a
 // goroutine of its own: the child's fork does not wait for the guard's (bigger) exec, the
@@ -81,7 +89,15 @@ func StartGuard() (*Guard, error) {
 	// The guard carries no environment of cronlock's (which may hold secrets such as a
 	// Redis URL); PATH only finds sleep.
 	env := []string{"PATH=/usr/bin:/bin"}
-	return &Guard{r: r, null: null, env: env, forked: make(chan struct{}), w: w}, nil
+	// Fd makes the descriptor blocking once and never again: set non-blocking after it.
+	wfd := int(w.Fd())
+	if err := unix.SetNonblock(wfd, true); err != nil {
+		r.Close()
+		w.Close()
+		null.Close()
+		return nil, fmt.Errorf("start guard: %w", err)
+	}
+	return &Guard{r: r, null: null, env: env, forked: make(chan struct{}), w: w, wfd: wfd}, nil
 }
 
 // start forks the guard once, in the background.
@@ -124,7 +140,10 @@ func (g *Guard) none() {
 }
 
 // Arm tells the guard which process group (and which pids, for processes outside it) to
-// kill should cronlock die. It may be called again to replace the targets.
+// kill should cronlock die. It may be called again to replace the targets. It never
+// blocks: when the guard has not read the earlier lines (it is stopped), or the pids do
+// not fit in one line (maxArmLine), it says so with an error and arms what fits, or
+// nothing; the caller tries again later.
 func (g *Guard) Arm(pgid int, pids ...int) error {
 	if g == nil {
 		return nil
@@ -132,9 +151,15 @@ func (g *Guard) Arm(pgid int, pids ...int) error {
 	var b strings.Builder
 	b.WriteString("arm ")
 	b.WriteString(strconv.Itoa(pgid))
-	for _, p := range pids {
+	dropped := 0
+	for i, p := range pids {
+		n := strconv.Itoa(p)
+		if b.Len()+1+len(n)+1 > maxArmLine {
+			dropped = len(pids) - i
+			break
+		}
 		b.WriteByte(' ')
-		b.WriteString(strconv.Itoa(p))
+		b.WriteString(n)
 	}
 	b.WriteByte('\n')
 	g.mu.Lock()
@@ -143,11 +168,40 @@ func (g *Guard) Arm(pgid int, pids ...int) error {
 		return errors.New("guard: already done")
 	}
 	// A raw write: EPIPE (a dead guard) must come back as an error, not as SIGPIPE.
-	if err := writeAll(int(g.w.Fd()), []byte(b.String())); err != nil {
+	if err := g.write(b.String()); err != nil {
 		return fmt.Errorf("guard: %w", err)
 	}
 	g.start()
+	if dropped > 0 {
+		return fmt.Errorf("guard: %d processes left out of its line", dropped)
+	}
 	return nil
+}
+
+// write puts line into the guard's pipe whole, or not at all (EAGAIN: the pipe is full).
+func (g *Guard) write(line string) error {
+	for {
+		_, err := unix.Write(g.wfd, []byte(line))
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// Disarm clears the guard's targets when a job's processes are all gone, and keeps the
+// guard for the next job of the run (a try of --retries): dismissing it would leave later
+// tries unguarded, and a new guard per try would be taken for one of the job's processes
+// by the hunt while the old one is still exiting. An error (a guard that is done, or not
+// reading) is ignored: the targets it kept are gone.
+func (g *Guard) Disarm() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.w != nil {
+		_ = g.write("disarm\n")
+	}
 }
 
 // Done dismisses the guard without it killing anything. Call it once every process of the
@@ -166,7 +220,15 @@ func (g *Guard) Done() {
 	if g.w == nil {
 		return
 	}
-	_ = writeAll(int(g.w.Fd()), []byte("done\n"))
+	if g.write("done\n") == unix.EAGAIN {
+		// The guard has stopped reading (someone sent it SIGSTOP): it is alive, as it
+		// holds the pipe's read end, so its pid is still its own. Closing the pipe alone
+		// would have it kill the targets once resumed, long after they are gone.
+		g.fork.Do(g.none)
+		if pid := g.PID(); pid > 0 {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+	}
 	g.w.Close()
 	g.w = nil
 	g.fork.Do(g.none)

@@ -37,7 +37,8 @@ type Job struct {
 	// Timeout is the longest run time; 0 means none.
 	Timeout time.Duration
 	// Guard, when not nil, is armed with the job's process group once the child has started
-	// and dismissed (Done) when every process of the job is gone.
+	// and disarmed when every process of the job is gone. Its owner dismisses it (Done)
+	// once no job will follow: one guard serves every try of a run.
 	Guard *Guard
 	// ContinueOnLoss lets the job run on when the lock is lost (--on-lock-lost continue);
 	// the run's Reason is ReasonLockLost still. By default the job is stopped.

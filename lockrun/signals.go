@@ -29,6 +29,8 @@ type Signals struct {
 	c    chan os.Signal // C, writable, for tests
 	chld chan os.Signal // SIGCHLD: something may be ready to reap
 	pipe chan os.Signal // SIGPIPE sink, never read
+
+	tstpIgnored bool // SIGTSTP was ignored when cronlock started: it stays so for the job
 }
 
 // NotifySignals registers cronlock's signal handling. Call it once, at start-up, before the
@@ -59,7 +61,8 @@ func NotifySignals() *Signals {
 // newSignals returns Signals that deliver c and SIGCHLD. Tests use it to hand Supervise
 // signals without sending real ones to the test process.
 func newSignals(c chan os.Signal) *Signals {
-	s := &Signals{C: c, c: c, chld: make(chan os.Signal, 1), pipe: make(chan os.Signal, 1)}
+	s := &Signals{C: c, c: c, chld: make(chan os.Signal, 1), pipe: make(chan os.Signal, 1),
+		tstpIgnored: signal.Ignored(syscall.SIGTSTP)}
 	signal.Notify(s.chld, syscall.SIGCHLD)
 	return s
 }
@@ -78,4 +81,19 @@ func IsStopSignal(sig os.Signal) bool {
 		return true
 	}
 	return false
+}
+
+// jobControl catches SIGTSTP and SIGCONT while a job runs, for the supervisor to pass on
+// to the job's group: `kill -TSTP` meant to pause a job would otherwise stop cronlock
+// alone, leaving the job running with nobody renewing its lock (another host then takes
+// it) and no --timeout counting. A Ctrl-Z on a terminal goes to the job's group, not to
+// cronlock, and is unchanged. Outside a job the default action holds (a waiting cronlock
+// stops). stop ends the catching.
+func (s *Signals) jobControl() (c <-chan os.Signal, stop func()) {
+	if s.tstpIgnored {
+		return nil, func() {}
+	}
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, syscall.SIGTSTP, syscall.SIGCONT)
+	return ch, func() { signal.Stop(ch) }
 }

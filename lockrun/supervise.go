@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"cronlock/procfs"
 )
 
 // pollInterval is how often the leftover hunt looks for processes again while it waits for
@@ -76,6 +74,9 @@ type supervisor struct {
 	// others are the job's processes outside its process group (a setsid) or reparented
 	// to cronlock, each with its own SIGKILL deadline, counted from when the hunt found it.
 	others map[int]time.Time
+	// guardStale: others changed since the guard was last told; guardAt: when it was.
+	guardStale bool
+	guardAt    time.Time
 	// lastCall is the latest instant any process of the job may live: the end of a lost
 	// lease, or one grace after the group's SIGKILL; zero while neither happened.
 	lastCall time.Time
@@ -89,6 +90,8 @@ func (s *supervisor) run(ctx context.Context, started func(pid int)) {
 	s.self = os.Getpid()
 	s.fg = -1
 	s.others = map[int]time.Time{}
+	jobctl, stopJobctl := s.sig.jobControl()
+	defer stopJobctl()
 	ok := s.startChild()
 	if s.locked {
 		defer runtime.UnlockOSThread()
@@ -152,6 +155,9 @@ func (s *supervisor) run(ctx context.Context, started func(pid int)) {
 		case <-pollC:
 			s.reap()
 			s.hunt()
+		case sg := <-jobctl:
+			// Passed on as it is: a job that handles SIGTSTP decides what pausing means.
+			_ = unix.Kill(-s.pgid, sg.(syscall.Signal))
 		case sg := <-sigC:
 			s.forward(sg)
 			if IsStopSignal(sg) {
@@ -238,7 +244,10 @@ func (s *supervisor) reap() {
 		case s.job.Guard.PID():
 			// The guard: reaped, and nothing more to do.
 		default:
-			delete(s.others, pid)
+			if _, known := s.others[pid]; known {
+				delete(s.others, pid)
+				s.guardStale = true
+			}
 		}
 	}
 }
@@ -321,101 +330,7 @@ func (s *supervisor) kill() {
 	s.hunt()
 }
 
-// hunting reports whether the hunt is on: the main child is gone, or a stop is under way.
-func (s *supervisor) hunting() bool {
-	return s.mainDone || !s.killAt.IsZero()
-}
-
-// hunt finds the job's processes outside its process group: those under the main child
-// that left the group (setsid), and those reparented to cronlock. Each one found gets
-// SIGTERM and SIGCONT at once, and SIGKILL when its grace (or lastCall) has passed; it is
-// signalled alone, never its group, so that nothing gets the same signal twice (the hunt
-// finds the members of such a group too).
-func (s *supervisor) hunt() {
-	if !s.hunting() {
-		return
-	}
-	now := time.Now()
-	seen := make(map[int]bool, len(s.others))
-	for _, pid := range s.jobProcesses() {
-		seen[pid] = true
-		if _, known := s.others[pid]; known {
-			continue
-		}
-		at := now.Add(max(s.job.Grace, 0))
-		if !s.lastCall.IsZero() && s.lastCall.Before(at) {
-			at = s.lastCall
-		}
-		s.others[pid] = at
-		_ = unix.Kill(pid, unix.SIGTERM)
-		_ = unix.Kill(pid, unix.SIGCONT)
-	}
-	for pid, at := range s.others {
-		switch {
-		case !seen[pid]:
-			// Gone (or no longer below cronlock): its pid may be reused, never signal it.
-			delete(s.others, pid)
-		case !at.After(now):
-			_ = unix.Kill(pid, unix.SIGKILL)
-		}
-	}
-	if s.killed {
-		// A process of the group may have forked after the first SIGKILL went out.
-		_ = unix.Kill(-s.pgid, unix.SIGKILL)
-	}
-}
-
-// jobProcesses lists the processes below cronlock that belong to the job and are outside
-// its process group (the group's own get the group's signals): the main child's
-// descendants, and cronlock's other children (reparented orphans) with theirs; never the
-// guard.
-func (s *supervisor) jobProcesses() []int {
-	roots := procfs.Children(s.self)
-	if !s.mainDone {
-		roots = append(roots, s.res.PID)
-	}
-	guard := s.guardAmong(roots)
-	var out []int
-	for _, pid := range roots {
-		if pid == guard || pid == s.res.PID {
-			continue
-		}
-		if pg, err := unix.Getpgid(pid); err == nil && pg != s.pgid {
-			out = append(out, pid)
-		}
-	}
-	for _, pid := range procfs.Descendants(roots, func(pid int) bool { return pid == guard }) {
-		if pg, err := unix.Getpgid(pid); err == nil && pg != s.pgid {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// finished reports whether the run is over: the main child is reaped, its process group is
-// empty, and the hunt finds nothing of the job left.
-func (s *supervisor) finished() bool {
-	if !s.mainDone {
-		return false
-	}
-	if unix.Kill(-s.pgid, 0) == nil { // also true while zombies of the group wait for a reaper
-		return false
-	}
-	s.hunt()
-	return len(s.others) == 0
-}
-
-// guardAmong returns the guard's pid when children lists any child, else 0. Only then may
-// the guard be among them, so only then is it worth waiting for the guard's fork and exec
-// to finish (Guard.PID), which a short job otherwise ends before.
-func (s *supervisor) guardAmong(children []int) int {
-	if len(children) == 0 {
-		return 0
-	}
-	return s.job.Guard.PID()
-}
-
-// finish tells the output relays to end, gives the terminal back and dismisses the guard.
+// finish tells the output relays to end, gives the terminal back and disarms the guard.
 // It does not wait for the relays: passing on what a slow reader has not taken yet happens
 // after the lock is released (Result.WaitOutput).
 func (s *supervisor) finish() {
@@ -426,7 +341,7 @@ func (s *supervisor) finish() {
 		s.res.out = s.out
 	}
 	s.restoreForeground()
-	s.job.Guard.Done()
+	s.job.Guard.Disarm()
 }
 
 // panicked is the safety net of a bug: kill the job, give the terminal back, report.
@@ -439,7 +354,7 @@ func (s *supervisor) panicked(p any) {
 		s.res.out = s.out
 	}
 	s.restoreForeground()
-	s.job.Guard.Done()
+	s.job.Guard.Disarm()
 	if s.res.Started {
 		s.res.OutputErr = fmt.Errorf("lockrun: internal error while supervising: %v", p)
 	} else {

@@ -71,6 +71,11 @@ func unlockRun(o *unlockOptions) error {
 	if h.FencingToken > 0 {
 		token = fmt.Sprintf(" (fencing token %d)", h.FencingToken)
 	}
+	if h.Revoked {
+		_, err = fmt.Fprintf(o.Stdout, "revoked %s on %s, held by %s%s%s: that run stops its job at its next renewal (exit 125, lock_lost), and the lock frees itself when its lease ends, in %s at most; no other run starts before\n",
+			o.Key, locker.Describe(), tty.Escape(h.String()), since, token, h.TTLLeft.Round(time.Second))
+		return err
+	}
 	_, err = fmt.Fprintf(o.Stdout, "removed %s from %s: it was held by %s%s%s\n",
 		o.Key, locker.Describe(), tty.Escape(h.String()), since, token)
 	return err

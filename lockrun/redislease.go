@@ -64,7 +64,9 @@ func (s *redisLease) Renew(ctx context.Context) error {
 	if err != nil {
 		return s.l.userError("renew lock "+s.key, err)
 	}
-	if n, _ := res.(int64); n != 1 {
+	if n, _ := res.(int64); n == 2 {
+		return fmt.Errorf("renew lock %s: cronlock unlock --force revoked it: %w", s.key, ErrLockLost)
+	} else if n != 1 {
 		return fmt.Errorf("renew lock %s: it expired or was taken over: %w", s.key, ErrLockLost)
 	}
 	return s.l.renewAcks(s.key, acks)

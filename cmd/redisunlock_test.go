@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"cronlock/history"
+	"cronlock/internal/faultproxy"
 	"cronlock/internal/redistest"
 )
 
@@ -106,5 +107,33 @@ func TestUnlockOddReplyIsNoRemoval(t *testing.T) {
 	code, out, errs := c.run("unlock", "-k", "odd", "--force")
 	if code != 125 || strings.Contains(out, "removed") || !strings.Contains(errs, "unexpected reply") {
 		t.Fatalf("unlock against a server answering nonsense: exit %d, stdout %q, stderr %q; want 125 and no removal claimed", code, out, errs)
+	}
+}
+
+// TestRenewalCutByTheLeaseSaysSo: a renewal that the lease cuts short (it must end before
+// the job's SIGTERM) timed out well before --redis-timeout, and the lock_lost line said it
+// "did not answer within 2s ... raise --redis-timeout", advice that cannot help. It names
+// the time the try had and points at the server and --ttl.
+func TestRenewalCutByTheLeaseSaysSo(t *testing.T) {
+	p, err := faultproxy.Start(redistest.Addr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := newCLI(t, "redis://"+p.Addr)
+	holder, sc := c.startUntil(lineHas("started"), "run", "-k", "cut", "--ttl", "3s", "--grace", "1s", "--",
+		"sh", "-c", "echo started >&2; exec sleep 30")
+	defer holder.Process.Kill()
+	p.Set(faultproxy.Blackhole, 0)
+	lost := ""
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "lock was lost") {
+			lost = sc.Text()
+		}
+	}
+	// (The release after it had its whole --redis-timeout: its line may name it.)
+	if code := c.exitCode(holder.Wait()); code != 125 || strings.Contains(lost, "raise --redis-timeout") ||
+		!strings.Contains(lost, "the lease left") || !strings.Contains(lost, "raise --ttl") {
+		t.Fatalf("a holder whose server stalled: exit %d, lock_lost line %q; want 125 naming the time the lease left, not --redis-timeout", code, lost)
 	}
 }

@@ -75,3 +75,20 @@ func TestReleaseReplyLostRecordsOneRun(t *testing.T) {
 		t.Fatalf("history --fleet: exit %d, stdout %q, stderr %q; want the one run once", code, out, errs)
 	}
 }
+
+// TestUnlockReplyLostSaysSo: an unlock whose reply is lost is sent again and finds the
+// key gone; it must not say "was not held; nothing removed" about a lock it removed.
+func TestUnlockReplyLostSaysSo(t *testing.T) {
+	upstream := redistest.Addr(t)
+	// unlock.lua's reply when it deleted the lock: {1, value, pttl}.
+	addr, cut := cutReplyProxy(t, upstream, []byte("*3\r\n:1\r\n"))
+	c := newCLI(t, "redis://"+addr)
+	mustDo(t, upstream, "SET", c.prefix()+"{ulost}:lock", "by-hand", "PX", "60000")
+	code, out, errs := c.run("unlock", "-k", "ulost", "--force")
+	if !cut.Load() {
+		t.Fatal("the proxy never saw unlock's reply: the test tests nothing")
+	}
+	if code != 0 || strings.Contains(out, "nothing removed") || !strings.Contains(out, "reply was lost") {
+		t.Fatalf("unlock: exit %d, stdout %q, stderr %q; want 0 and a line saying the lost try likely removed it", code, out, errs)
+	}
+}

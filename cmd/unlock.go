@@ -2,10 +2,12 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
+	"cronlock/lockrun"
 	"cronlock/tty"
 
 	"github.com/spf13/cobra"
@@ -56,6 +58,11 @@ func unlockRun(o *unlockOptions) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*o.RedisTimeout+time.Second)
 	defer cancel()
 	h, err := locker.Unlock(ctx, o.Key, o.Force)
+	if errors.Is(err, lockrun.ErrUnlockReplyLost) {
+		// The key is free either way: not a failure, but not "nothing removed" either.
+		_, err = fmt.Fprintln(o.Stdout, err)
+		return err
+	}
 	if err != nil {
 		return exitf(ExitFailed, "%v", err)
 	}

@@ -55,6 +55,10 @@ func parseHolder(value string, pttl int64) *Holder {
 	return h
 }
 
+// ErrUnlockReplyLost: an unlock whose first reply was lost was sent again and found no
+// lock, most likely because that first try removed it; who held it is not known.
+var ErrUnlockReplyLost = errors.New("an earlier try, whose reply was lost, most likely removed it (its holder is not known)")
+
 // plausibleTime reports whether t is a time a lock value can hold: 1970 to 9999.
 func plausibleTime(t time.Time) bool { return t.Year() >= 1970 && t.Year() <= 9999 }
 
@@ -211,7 +215,7 @@ func (l *RedisLocker) Unlock(ctx context.Context, key string, force bool) (*Hold
 	if force {
 		f = "1"
 	}
-	res, _, err := l.eval(ctx, unlockScript(), []string{l.lockKey(key)}, f, l.channel(key))
+	res, unknown, err := l.eval(ctx, unlockScript(), []string{l.lockKey(key)}, f, l.channel(key))
 	if err != nil {
 		return nil, l.userError("unlock "+key, err)
 	}
@@ -220,6 +224,9 @@ func (l *RedisLocker) Unlock(ctx context.Context, key string, force bool) (*Hold
 		return nil, fmt.Errorf("unlock %s: unexpected reply %v from %s", key, res, l.target.server())
 	}
 	code, _ := r[0].(int64)
+	if code == 0 && unknown {
+		return nil, fmt.Errorf("%s is not held on %s now: %w", key, l.Describe(), ErrUnlockReplyLost)
+	}
 	if code == 0 {
 		return nil, nil
 	}

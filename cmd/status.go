@@ -61,6 +61,8 @@ type lockStatus struct {
 	HeldMS       *int64     `json:"held_ms"` // null with since
 	FencingToken uint64     `json:"fencing_token"`
 	TTLLeftMS    int64      `json:"ttl_left_ms,omitempty"`
+	Revoked      bool       `json:"revoked,omitempty"` // by unlock --force; frees itself at ttl_left_ms
+	NoExpiry     bool       `json:"no_expiry,omitempty"`
 }
 
 func statusRun(o *statusOptions) error {
@@ -103,7 +105,7 @@ func statusRun(o *statusOptions) error {
 	for _, k := range keys {
 		h := held[k]
 		r := lockStatus{Key: k, Backend: locker.Describe(), Node: h.Node, PID: h.PID,
-			RunID: h.RunID, FencingToken: h.FencingToken, TTLLeftMS: h.TTLLeft.Milliseconds()}
+			RunID: h.RunID, FencingToken: h.FencingToken, TTLLeftMS: h.TTLLeft.Milliseconds(), Revoked: h.Revoked, NoExpiry: h.NoExpiry}
 		// A lock value cronlock did not write (a SET by hand) has no acquisition time:
 		// unknown, not 0001-01-01 held for 292 years.
 		if !h.Since.IsZero() {
@@ -148,6 +150,13 @@ func statusRun(o *statusOptions) error {
 		}
 		if r.FencingToken > 0 {
 			token = strconv.FormatUint(r.FencingToken, 10)
+		}
+		if r.NoExpiry {
+			node += " (no expiry: never frees itself; cronlock unlock --force removes it)"
+		}
+		if r.Revoked {
+			// The holder may still be stopping its job; the key is what keeps others out.
+			node += " (revoked, frees in " + (time.Duration(r.TTLLeftMS) * time.Millisecond).Round(time.Second).String() + ")"
 		}
 		table = append(table, []string{tty.Escape(r.Key), node, pid, run, since, heldFor, token})
 	}

@@ -76,3 +76,30 @@ func writeTestCerts(t *testing.T, dir string) (caFile, certFile, keyFile string)
 	return write("ca.pem", "CERTIFICATE", caDER), write("server.pem", "CERTIFICATE", srvDER),
 		write("server.key", "EC PRIVATE KEY", keyDER)
 }
+
+// TestRedisTLSFailuresSayWhatToDo: a TLS connection that fails says what to fix, not
+// "check --redis": an untrusted CA (SSL_CERT_FILE), and rediss:// aimed at a plain port
+// (tls-port). (A server that wants a client certificate is told apart only when its
+// alert arrives before TLS 1.3's reset, so it is not checked here.)
+func TestRedisTLSFailuresSayWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	caFile, certFile, keyFile := writeTestCerts(t, dir)
+	tlsPort := redistest.FreePort(t)
+	plain := redistest.Start(t, "--tls-port", strconv.Itoa(tlsPort), "--tls-cert-file", certFile,
+		"--tls-key-file", keyFile, "--tls-ca-cert-file", caFile, "--tls-auth-clients", "no")
+	for _, tc := range []struct {
+		url, caFile, want string
+	}{
+		{"rediss://localhost:" + strconv.Itoa(tlsPort), "", "SSL_CERT_FILE"},
+		{"rediss://" + plain.Addr, caFile, "tls-port"},
+	} {
+		c := newCLI(t, tc.url)
+		if tc.caFile != "" {
+			c.env = append(c.env, "SSL_CERT_FILE="+tc.caFile)
+		}
+		code, _, stderr := c.run("run", "-k", "tls", "--redis-timeout", "1s", "--", "true")
+		if code != 125 || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%s (CA %q): exit %d, stderr %q; want 125 and one line naming %s", tc.url, tc.caFile, code, stderr, tc.want)
+		}
+	}
+}

@@ -2,10 +2,12 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
+	"cronlock/lockrun"
 	"cronlock/tty"
 
 	"github.com/spf13/cobra"
@@ -56,6 +58,11 @@ func unlockRun(o *unlockOptions) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*o.RedisTimeout+time.Second)
 	defer cancel()
 	h, err := locker.Unlock(ctx, o.Key, o.Force)
+	if errors.Is(err, lockrun.ErrUnlockReplyLost) {
+		// The key is free either way: not a failure, but not "nothing removed" either.
+		_, err = fmt.Fprintln(o.Stdout, err)
+		return err
+	}
 	if err != nil {
 		return exitf(ExitFailed, "%v", err)
 	}
@@ -70,6 +77,11 @@ func unlockRun(o *unlockOptions) error {
 	}
 	if h.FencingToken > 0 {
 		token = fmt.Sprintf(" (fencing token %d)", h.FencingToken)
+	}
+	if h.Revoked {
+		_, err = fmt.Fprintf(o.Stdout, "revoked %s on %s, held by %s%s%s: that run stops its job at its next renewal (exit 125, lock_lost), and the lock frees itself when its lease ends, in %s at most; no other run starts before\n",
+			o.Key, locker.Describe(), tty.Escape(h.String()), since, token, h.TTLLeft.Round(time.Second))
+		return err
 	}
 	_, err = fmt.Fprintf(o.Stdout, "removed %s from %s: it was held by %s%s%s\n",
 		o.Key, locker.Describe(), tty.Escape(h.String()), since, token)

@@ -112,6 +112,13 @@ func (r *runner) reportSkip(held *lockrun.HeldError) {
 			o.Key, tty.Escape(h.Node), h.PID, tty.Escape(h.RunID), heldFor(time.Since(h.Since)), shortDuration(o.StaleAfter), o.Key)
 		return
 	}
+	if h != nil && h.NoExpiry && o.StaleAfter > 0 {
+		// Cronlock never writes a lock without a TTL: this one never frees itself, and
+		// every run of the fleet would skip in silence for good.
+		r.errorf("%s: its lock has no expiry (set or PERSISTed by hand, not by cronlock: held by %s), so it will never free itself and every run skips; see cronlock status --key %s, and remove it with cronlock unlock --key %s --force",
+			o.Key, tty.Escape(h.String()), o.Key, o.Key)
+		return
+	}
 	if o.Verbose || (!o.Quiet && tty.IsTerminal(o.Stderr)) {
 		// The holder's names come from another host: escaped, as on every display.
 		r.say(logline.Verbose, true, "skipped: "+tty.Escape(held.Error()))

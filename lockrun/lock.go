@@ -123,6 +123,12 @@ type Holder struct {
 	FencingToken uint64    `json:"fencing_token"`
 	// TTLLeft is the remaining lease as the backend reports it; 0 for backends without leases.
 	TTLLeft time.Duration `json:"ttl_left_ms"`
+	// Revoked: `unlock --force` took the lock from a live holder; it frees itself when its
+	// lease ends, after the holder stopped its job.
+	Revoked bool `json:"revoked,omitempty"`
+	// NoExpiry: the lock has no TTL at all (a key set or PERSISTed by hand), so it never
+	// frees itself; every run skips until someone removes it.
+	NoExpiry bool `json:"no_expiry,omitempty"`
 }
 
 // String names the holder for messages and history rows: "node (pid P, run R)", or

@@ -322,7 +322,8 @@ func (l *RedisLocker) ClaimMissed(ctx context.Context, req Request) error {
 // BUSY…) with a short back-off while the operation time-out (and ctx) allow; every script
 // of this file is safe to repeat. A dial error is not retried here: the dialer already
 // retried it for as long as a restart can heal it (redisdial.go). unknown reports that a
-// failed call may have run anyway (it may have been sent, and no reply came).
+// failed call, or an attempt before the one that succeeded, may have run anyway (it may
+// have been sent, and no reply came).
 func (l *RedisLocker) eval(ctx context.Context, script string, keys []string, args ...any) (res any, unknown bool, err error) {
 	return l.retry(ctx, func(octx context.Context) (any, error) {
 		return evalScript(octx, l.c, script, keys, args...).Result()
@@ -338,7 +339,9 @@ func (l *RedisLocker) retry(ctx context.Context, attempt func(octx context.Conte
 	for {
 		res, err = attempt(octx)
 		if err == nil {
-			return res, false, nil
+			// unknown stays true when an earlier attempt may have run: a reply then tells
+			// what the repeat found, not what that attempt did.
+			return res, unknown, nil
 		}
 		l.followFailover(err)
 		var rerr redis.Error

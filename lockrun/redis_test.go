@@ -611,14 +611,22 @@ func TestRedisUnlock(t *testing.T) {
 		t.Fatal("a refused Unlock removed the lock")
 	}
 	h, err := l.Unlock(ctx, "unlock", true)
-	if err != nil || h == nil || h.Node != "host-a" || h.PID != 4242 || h.FencingToken != a.FencingToken() {
-		t.Fatalf("Unlock with force: %+v, %v; want the holder host-a", h, err)
+	if err != nil || h == nil || h.Node != "host-a" || h.PID != 4242 || h.FencingToken != a.FencingToken() || !h.Revoked {
+		t.Fatalf("Unlock with force: %+v, %v; want the live holder host-a, revoked", h, err)
+	}
+	// Revoked, not deleted: the key keeps others out until the lease the holder may still
+	// run on has ended.
+	if h, _ := l.Inspect(ctx, "unlock"); h == nil || !h.Revoked || h.TTLLeft <= 0 {
+		t.Fatalf("after a forced Unlock of a live lock: %+v, want it kept, revoked, with its TTL", h)
+	}
+	if err := a.Renew(ctx); !errors.Is(err, ErrLockLost) || !strings.Contains(err.Error(), "unlock --force") {
+		t.Fatalf("the old holder's Renew: %v, want ErrLockLost naming unlock --force", err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatalf("the revoked holder's Release: %v", err)
 	}
 	if h, _ := l.Inspect(ctx, "unlock"); h != nil {
-		t.Fatalf("lock still there after a forced Unlock: %+v", h)
-	}
-	if err := a.Renew(ctx); !errors.Is(err, ErrLockLost) {
-		t.Fatalf("the old holder's Renew: %v, want ErrLockLost", err)
+		t.Fatalf("lock still there after its revoked holder released it: %+v", h)
 	}
 
 	// A holder that has not confirmed its lock for longer than its TTL is stale: removed

@@ -70,11 +70,15 @@ func (l *RedisLocker) userError(op string, err error) error {
 	case strings.HasPrefix(detail, "OOM"):
 		// Only a new lock needs memory: renewals and releases go through on a full server.
 		msg = fmt.Sprintf("%s is full: %s (maxmemory reached under noeviction: no new lock can be taken until memory is freed on the server or maxmemory raised)", server, detail)
+	case isTimeout(err) && l.unreachable() != nil && tlsAdvice(l.unreachable(), l.target.host, l.target.scheme == "rediss") != "":
+		msg = fmt.Sprintf("%s unreachable: %s (%s)", server, l.unreachable(), tlsAdvice(l.unreachable(), l.target.host, l.target.scheme == "rediss"))
 	case isTimeout(err) && l.unreachable() != nil:
 		// The time ran out waiting for a connection: say why none could be made.
 		msg = fmt.Sprintf("%s unreachable: %s (check --redis / CRONLOCK_REDIS_URL)", server, l.unreachable())
 	case isTimeout(err):
 		msg = fmt.Sprintf("%s did not answer within %s: %s (check --redis / CRONLOCK_REDIS_URL, or raise --redis-timeout)", server, l.timeout, detail)
+	case isNetworkError(err) && tlsAdvice(err, l.target.host, l.target.scheme == "rediss") != "":
+		msg = fmt.Sprintf("%s unreachable: %s (%s)", server, detail, tlsAdvice(err, l.target.host, l.target.scheme == "rediss"))
 	case isNetworkError(err):
 		msg = fmt.Sprintf("%s unreachable: %s (check --redis / CRONLOCK_REDIS_URL)", server, detail)
 	case kindHint(detail) != "":

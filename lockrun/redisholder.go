@@ -26,12 +26,13 @@ type lockValue struct {
 	RenewedUS  string `json:"renewed_us"`  // Redis TIME at the last acquire or renewal
 	TTLMS      int64  `json:"ttl_ms"`
 	ReleasedUS string `json:"released_us,omitempty"` // set when a release kept it for --min-hold
+	RevokedUS  string `json:"revoked_us,omitempty"`  // set by unlock --force of a live holder
 }
 
 // parseHolder reads the holder from a lock value. A value cronlock did not write still
 // counts as a holder (the key is taken), with what can be said about it.
 func parseHolder(value string, pttl int64) *Holder {
-	h := &Holder{}
+	h := &Holder{NoExpiry: pttl == -1}
 	if pttl > 0 {
 		// A PTTL past 292 years (PEXPIRE by hand) would overflow a Duration into the past.
 		h.TTLLeft = time.Duration(min(pttl, int64(math.MaxInt64/time.Millisecond))) * time.Millisecond
@@ -41,7 +42,7 @@ func parseHolder(value string, pttl int64) *Holder {
 		h.Node = "(unknown: the lock key does not hold cronlock data)"
 		return h
 	}
-	h.Node, h.PID, h.RunID = v.Node, v.PID, v.RunID
+	h.Node, h.PID, h.RunID, h.Revoked = v.Node, v.PID, v.RunID, v.RevokedUS != ""
 	// A time outside 1970–9999 is not one cronlock wrote, and would make status --json
 	// fail (encoding/json refuses years past 9999): leave it unknown (zero).
 	if ms, err := strconv.ParseInt(v.SinceMS, 10, 64); err == nil && plausibleTime(time.UnixMilli(ms)) {
@@ -53,6 +54,10 @@ func parseHolder(value string, pttl int64) *Holder {
 	h.FencingToken, _ = strconv.ParseUint(v.Fence, 10, 64)
 	return h
 }
+
+// ErrUnlockReplyLost: an unlock whose first reply was lost was sent again and found no
+// lock, most likely because that first try removed it; who held it is not known.
+var ErrUnlockReplyLost = errors.New("an earlier try, whose reply was lost, most likely removed it (its holder is not known)")
 
 // plausibleTime reports whether t is a time a lock value can hold: 1970 to 9999.
 func plausibleTime(t time.Time) bool { return t.Year() >= 1970 && t.Year() <= 9999 }
@@ -94,8 +99,13 @@ func (l *RedisLocker) readHolders(ctx context.Context, lockKeys []string) ([]*Ho
 		if err != nil {
 			return nil, err
 		}
-		d := pttls[i].Val() // -1 no TTL, -2 gone since the GET: parseHolder keeps positives only
-		out[i] = parseHolder(v, d.Milliseconds())
+		// go-redis hands PTTL's -1 (no TTL) and -2 (gone since the GET) back as -1ns and
+		// -2ns, not milliseconds.
+		ms := pttls[i].Val().Milliseconds()
+		if d := pttls[i].Val(); d < 0 {
+			ms = int64(d)
+		}
+		out[i] = parseHolder(v, ms)
 	}
 	return out, nil
 }
@@ -194,7 +204,9 @@ func (l *RedisLocker) keyName(redisKey, kind string) (string, bool) {
 // Unlock removes key whatever its token, reading the holder and deleting the lock in one
 // script, and returns the holder it removed (nil, nil when the key is free). Without force
 // it refuses a lock whose holder confirmed it (acquired or renewed) within its TTL, with an
-// error that names the holder and says to use --force.
+// error that names the holder and says to use --force. With force, a live holder's lock
+// is revoked rather than deleted (the holder's Revoked is set): it is kept until its lease
+// ends, so that no other run starts while the holder's job runs on to its next renewal.
 func (l *RedisLocker) Unlock(ctx context.Context, key string, force bool) (*Holder, error) {
 	if err := ValidKey(key); err != nil {
 		return nil, err
@@ -203,7 +215,7 @@ func (l *RedisLocker) Unlock(ctx context.Context, key string, force bool) (*Hold
 	if force {
 		f = "1"
 	}
-	res, _, err := l.eval(ctx, unlockScript(), []string{l.lockKey(key)}, f, l.channel(key))
+	res, unknown, err := l.eval(ctx, unlockScript(), []string{l.lockKey(key)}, f, l.channel(key))
 	if err != nil {
 		return nil, l.userError("unlock "+key, err)
 	}
@@ -212,16 +224,28 @@ func (l *RedisLocker) Unlock(ctx context.Context, key string, force bool) (*Hold
 		return nil, fmt.Errorf("unlock %s: unexpected reply %v from %s", key, res, l.target.server())
 	}
 	code, _ := r[0].(int64)
+	if code == 0 && unknown {
+		return nil, fmt.Errorf("%s is not held on %s now: %w", key, l.Describe(), ErrUnlockReplyLost)
+	}
 	if code == 0 {
 		return nil, nil
 	}
-	var h *Holder
-	if len(r) >= 3 {
-		v, _ := r[1].(string)
-		pttl, _ := r[2].(int64)
-		h = parseHolder(v, pttl)
-	} else {
-		h = &Holder{}
+	// Anything but these is not unlock.lua speaking (a proxy or a server that is not
+	// Redis): never report a removal that did not happen.
+	if code < -1 || code > 2 || len(r) < 3 {
+		return nil, fmt.Errorf("unlock %s: unexpected reply %v from %s; is it a Redis server?", key, res, l.target.server())
+	}
+	v, _ := r[1].(string)
+	pttl, _ := r[2].(int64)
+	h := parseHolder(v, pttl)
+	if code == 2 {
+		h.Revoked = true
+	}
+	if code < 0 && json.Unmarshal([]byte(v), new(lockValue)) != nil {
+		if len(v) > 60 {
+			v = v[:60] + "..."
+		}
+		return nil, fmt.Errorf("%s holds a value cronlock did not write (%q), so no cronlock run holds it: check what wrote it, then use --force to remove it", key, v)
 	}
 	if code < 0 {
 		ago := "recently"

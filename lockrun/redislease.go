@@ -60,11 +60,22 @@ func (s *redisLease) Sent() time.Duration { return s.sent }
 func (s *redisLease) Renew(ctx context.Context) error {
 	s.renewed.Store(true)
 	s.l.followMaster(ctx, 0)
+	limit := s.l.timeout
+	if d, ok := ctx.Deadline(); ok {
+		limit = min(limit, time.Until(d))
+	}
 	res, acks, _, err := s.l.evalAcked(ctx, renewScript(), []string{s.l.lockKey(s.key)}, s.token, durMS(s.ttl))
+	if err != nil && limit < s.l.timeout && isTimeout(err) && s.l.unreachable() == nil {
+		// Cut short by the lease, not by --redis-timeout: raising that would not help.
+		return &redisError{err: err, msg: fmt.Sprintf("renew lock %s: %s did not answer within the %s the lease left this try (a renewal is cut short so that the job is stopped while the lease is still ours): the server is stalled or unreachable, or its round trip is too slow for --ttl %s; check the server, or raise --ttl if the network is slow",
+			s.key, s.l.target.server(), limit.Round(time.Millisecond), s.ttl)}
+	}
 	if err != nil {
 		return s.l.userError("renew lock "+s.key, err)
 	}
-	if n, _ := res.(int64); n != 1 {
+	if n, _ := res.(int64); n == 2 {
+		return fmt.Errorf("renew lock %s: cronlock unlock --force revoked it: %w", s.key, ErrLockLost)
+	} else if n != 1 {
 		return fmt.Errorf("renew lock %s: it expired or was taken over: %w", s.key, ErrLockLost)
 	}
 	return s.l.renewAcks(s.key, acks)

@@ -39,7 +39,7 @@ local missedMode = ARGV[12] == 'missed'
 local cur = redis.call('GET', KEYS[1])
 if cur and not missedMode then
   local ok, h = pcall(cjson.decode, cur)
-  if ok and type(h) == 'table' and h.token == ARGV[1] then
+  if ok and type(h) == 'table' and h.token == ARGV[1] and not h.revoked_us then
     -- A write, so that a WAIT sent after this retry (--min-replicas) waits for the
     -- replicas to have the lock: WAIT counts only this connection's writes.
     redis.call('PEXPIRE', KEYS[1], ARGV[2])

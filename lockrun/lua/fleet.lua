@@ -21,6 +21,14 @@ local skips = 0
 local ok, r = pcall(cjson.decode, redis.call('GET', KEYS[1]) or '')
 if ok and type(r) == 'table' and r.run_id == ARGV[5] then skips = tonumber(r.skips) or 0 end
 
+-- Sent again after a lost reply: the entry (same run id and fields) is there already.
+local head = redis.pcall('LRANGE', KEYS[2], 0, 9)
+if type(head) == 'table' then
+  for _, x in ipairs(head) do
+    if string.sub(x, 1, #ARGV[1]) == ARGV[1] then return '' end
+  end
+end
+
 local e = ARGV[1] .. ',"a":' .. a .. ',"f":' .. f .. ',"k":' .. string.format('%d', skips) .. '}'
 local res = redis.pcall('LPUSH', KEYS[2], e)
 if type(res) == 'table' and res.err then return res.err end

@@ -30,8 +30,19 @@ if entry ~= '' then
   local ok, r = pcall(cjson.decode, redis.call('GET', KEYS[2]) or '')
   if ok and type(r) == 'table' and r.run_id == ARGV[8] then skips = tonumber(r.skips) or 0 end
 end
+-- A release whose reply was lost is sent again: its entry is then there already (same
+-- run id and fields; only "f", the time, differs) and must not be counted twice.
+local function recorded(list, e)
+  local head = redis.pcall('LRANGE', list, 0, 9)
+  if type(head) ~= 'table' then return false end
+  for _, x in ipairs(head) do
+    if string.sub(x, 1, #e) == e then return true end
+  end
+  return false
+end
 local function record(code, ms)
   if entry == '' then return {code, ms, nowS, ''} end
+  if recorded(KEYS[3], entry) then return {code, ms, nowS, ''} end
   local e = entry .. ',"a":' .. ARGV[7] .. ',"f":' .. nowS .. ',"k":' .. string.format('%d', skips) .. '}'
   local res = redis.pcall('LPUSH', KEYS[3], e)
   if type(res) == 'table' and res.err then return {code, ms, nowS, res.err} end

@@ -3,6 +3,8 @@ package history
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/mattn/go-sqlite3"
@@ -32,4 +34,23 @@ func innermost(err error) error {
 		err = errors.Unwrap(err)
 	}
 	return err
+}
+
+// TestDescribeFullDisk: a write the file system refused for want of space is a full disk,
+// whether SQLite calls it "database or disk is full" or an I/O error with ENOSPC; the
+// advice is never to check permissions.
+func TestDescribeFullDisk(t *testing.T) {
+	for _, se := range []sqlite3.Error{
+		{Code: sqlite3.ErrFull},
+		{Code: sqlite3.ErrIoErr, SystemErrno: syscall.ENOSPC},
+		{Code: sqlite3.ErrIoErr, SystemErrno: syscall.EDQUOT},
+	} {
+		msg := describe("/h.db", se).Error()
+		if !strings.Contains(msg, "the disk is full") || strings.Contains(msg, "permissions") {
+			t.Errorf("%v (errno %v): %q, want a full disk", se.Code, se.SystemErrno, msg)
+		}
+	}
+	if msg := describe("/h.db", sqlite3.Error{Code: sqlite3.ErrIoErr, SystemErrno: syscall.EACCES}).Error(); !strings.Contains(msg, "permissions") {
+		t.Errorf("an I/O error from EACCES: %q, want the permissions advice", msg)
+	}
 }

@@ -305,15 +305,18 @@ func describe(path string, err error) error {
 	if !errors.As(err, &se) {
 		return err
 	}
-	switch se.Code {
-	case sqlite3.ErrNotADB, sqlite3.ErrCorrupt:
+	full := se.Code == sqlite3.ErrFull || se.SystemErrno == syscall.ENOSPC || se.SystemErrno == syscall.EDQUOT
+	switch {
+	case full:
+		// SQLite says "database or disk is full", or, for a write that the file system
+		// refused, "disk I/O error" with the errno: either way, no permission is wrong.
+		return fmt.Errorf("history: %s: the disk is full (%w); free space there, or set CRONLOCK_HISTORY (or --history) to another file system", path, err)
+	case se.Code == sqlite3.ErrNotADB || se.Code == sqlite3.ErrCorrupt:
 		return fmt.Errorf("history: %s is corrupt or not a cronlock history (%w); move it aside (cronlock then starts a new one) or set CRONLOCK_HISTORY (or --history) to another file", path, err)
-	case sqlite3.ErrCantOpen, sqlite3.ErrReadonly, sqlite3.ErrPerm, sqlite3.ErrAuth, sqlite3.ErrIoErr:
+	case cannotWrite(se.Code):
 		// %w: OpenRead tells from the code that a reader may still read the file.
 		return fmt.Errorf("history: cannot write %s (%w); check the permissions of the file, of its -wal and -shm files and of its folder, or set CRONLOCK_HISTORY (or --history) to a writable place", path, err)
-	case sqlite3.ErrFull:
-		return fmt.Errorf("history: %s: the disk is full (%w)", path, err)
-	case sqlite3.ErrBusy, sqlite3.ErrLocked:
+	case se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked:
 		return fmt.Errorf("history: %s stayed locked by another process for %ds (%w)", path, busyTimeoutMS/1000, err)
 	}
 	return fmt.Errorf("history: %s: %w", path, err)

@@ -73,6 +73,9 @@ func Claim(path string, r Run) error {
 	}
 	f, err := lockRunFile(abs+"-runs", r.ID, rec)
 	if err != nil {
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			return &diskFullError{path: abs, err: err} // the same cause as the database's
+		}
 		return err
 	}
 	claims.Lock()

@@ -40,15 +40,24 @@ func innermost(err error) error {
 // whether SQLite calls it "database or disk is full" or an I/O error with ENOSPC; the
 // advice is never to check permissions.
 func TestDescribeFullDisk(t *testing.T) {
+	causes := map[string]bool{}
 	for _, se := range []sqlite3.Error{
 		{Code: sqlite3.ErrFull},
 		{Code: sqlite3.ErrIoErr, SystemErrno: syscall.ENOSPC},
 		{Code: sqlite3.ErrIoErr, SystemErrno: syscall.EDQUOT},
 	} {
-		msg := describe("/h.db", se).Error()
-		if !strings.Contains(msg, "the disk is full") || strings.Contains(msg, "permissions") {
+		err := describe("/h.db", fmt.Errorf("record run 0193: %w", se))
+		if msg := err.Error(); !strings.Contains(msg, "the disk is full") || strings.Contains(msg, "permissions") {
 			t.Errorf("%v (errno %v): %q, want a full disk", se.Code, se.SystemErrno, msg)
 		}
+		if c, ok := err.(interface{ Cause() string }); ok {
+			causes[c.Cause()] = true
+		}
+	}
+	// One cause, so that a run that meets the full disk at another step is not warned
+	// about again within the hour.
+	if len(causes) != 1 {
+		t.Errorf("the full disks have the causes %v, want one", causes)
 	}
 	if msg := describe("/h.db", sqlite3.Error{Code: sqlite3.ErrIoErr, SystemErrno: syscall.EACCES}).Error(); !strings.Contains(msg, "permissions") {
 		t.Errorf("an I/O error from EACCES: %q, want the permissions advice", msg)

@@ -310,7 +310,7 @@ func describe(path string, err error) error {
 	case full:
 		// SQLite says "database or disk is full", or, for a write that the file system
 		// refused, "disk I/O error" with the errno: either way, no permission is wrong.
-		return fmt.Errorf("history: %s: the disk is full (%w); free space there, or set CRONLOCK_HISTORY (or --history) to another file system", path, err)
+		return &diskFullError{path: path, err: err}
 	case se.Code == sqlite3.ErrNotADB || se.Code == sqlite3.ErrCorrupt:
 		return fmt.Errorf("history: %s is corrupt or not a cronlock history (%w); move it aside (cronlock then starts a new one) or set CRONLOCK_HISTORY (or --history) to another file", path, err)
 	case cannotWrite(se.Code):
@@ -321,6 +321,23 @@ func describe(path string, err error) error {
 	}
 	return fmt.Errorf("history: %s: %w", path, err)
 }
+
+// diskFullError is a history on a full file system, whichever SQLite error said so.
+type diskFullError struct {
+	path string
+	err  error
+}
+
+func (e *diskFullError) Error() string {
+	return fmt.Sprintf("history: %s: the disk is full (%v); free space there, or set CRONLOCK_HISTORY (or --history) to another file system", e.path, e.err)
+}
+
+func (e *diskFullError) Unwrap() error { return e.err }
+
+// Cause is the same for every run and every SQLite code that says the disk is full: a
+// warning limited to once an hour per cause must not come again because the next run
+// met the full disk at another step.
+func (e *diskFullError) Cause() string { return "history: " + e.path + ": disk full" }
 
 // unwrapPath drops the *PathError wrapper whose path the message already names.
 func unwrapPath(err error) error {

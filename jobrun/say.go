@@ -92,8 +92,14 @@ func (r *runner) shouldWarn(what, subject string, err error) bool {
 }
 
 // causeOf names what went wrong, without the details that differ from run to run (a
-// run id in a wrapping message): the innermost error's text.
+// run id in a wrapping message): the Cause of an error in the chain that has one, else
+// the innermost error's text.
 func causeOf(err error) string {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if c, ok := e.(interface{ Cause() string }); ok {
+			return c.Cause()
+		}
+	}
 	for {
 		inner := errors.Unwrap(err)
 		if inner == nil {

@@ -37,6 +37,9 @@ func TestShouldWarn(t *testing.T) {
 		{"history", "/other.db", full, true},   // so is the same cause of another file
 		{"metrics", "/h.db", full, true},       // and of another kind of warning
 		{"history", "/h.db", corrupt, false},
+		{"history", "/h.db", named{"disk full", errors.New("disk I/O error")}, true},
+		// A cause that names itself is that cause, whatever the innermost error says.
+		{"history", "/h.db", named{"disk full", errors.New("database or disk is full")}, false},
 	}
 	for i, s := range steps {
 		if got := run.shouldWarn(s.what, s.subject, s.err); got != s.want {
@@ -59,6 +62,16 @@ func TestShouldWarn(t *testing.T) {
 		t.Fatalf("on a terminal the warning ends with %q", note)
 	}
 }
+
+// named is an error with a Cause of its own.
+type named struct {
+	cause string
+	err   error
+}
+
+func (n named) Error() string { return n.cause + ": " + n.err.Error() }
+func (n named) Unwrap() error { return n.err }
+func (n named) Cause() string { return n.cause }
 
 func TestHeldFor(t *testing.T) {
 	for d, want := range map[time.Duration]string{

@@ -53,9 +53,11 @@ func (e *connErrors) cause() string {
 }
 
 // tlsCause reports a connection failure of the TLS settings rather than of the network.
-// An https server closes a plain connection before gRPC reads its preface.
+// An https server closes a plain connection before gRPC reads its preface: an end of
+// file, or a reset when the client's first bytes were still unread.
 func tlsCause(cause string) bool {
-	for _, s := range []string{"x509:", "tls:", "authentication handshake failed", "certificate", "server preface: EOF"} {
+	for _, s := range []string{"x509:", "tls:", "authentication handshake failed", "certificate", "server preface: EOF",
+		"server preface: connection reset by peer"} {
 		if strings.Contains(cause, s) {
 			return true
 		}

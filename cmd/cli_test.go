@@ -59,6 +59,26 @@ func (c *cli) run(args ...string) (int, string, string) {
 	return c.exitCode(cmd.Run()), out.String(), errb.String()
 }
 
+// startHolding starts `cronlock ARGS -- [WRAP...] sh -c JOB`, whose job marks that it
+// runs and then waits to be let go, and returns once the job runs: the run, cronlock's
+// stderr, and the function that lets the job end.
+func (c *cli) startHolding(args []string, wrap ...string) (*exec.Cmd, *strings.Builder, func()) {
+	c.t.Helper()
+	started, stop := filepath.Join(c.dir, "holding-started"), filepath.Join(c.dir, "holding-stop")
+	os.Remove(started)
+	os.Remove(stop)
+	argv := append(append(append(append([]string{}, args...), "--"), wrap...),
+		"sh", "-c", "touch "+started+"; while [ ! -e "+stop+" ]; do sleep 0.05; done")
+	run := c.command(argv...)
+	var errb strings.Builder
+	run.Stderr = &errb
+	if err := run.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	proctest.WaitFile(c.t, started)
+	return run, &errb, func() { os.WriteFile(stop, nil, 0o600) }
+}
+
 // startUntil starts cronlock and reads its stderr until a line that until matches. The
 // returned scanner holds the rest: read it to the end before Wait.
 func (c *cli) startUntil(until func(line string) bool, args ...string) (*exec.Cmd, *bufio.Scanner) {

@@ -324,15 +324,7 @@ func TestEtcdTLSMistakesNamed(t *testing.T) {
 func TestEtcdReleaseUnderNospace(t *testing.T) {
 	srv := etcdtest.Start(t, etcdtest.Options{QuotaBytes: 300_000})
 	c := newEtcdCLI(t, srv)
-	held, done := filepath.Join(c.dir, "held"), filepath.Join(c.dir, "done")
-	holder := c.command("run", "-k", "nospace", "--ttl", "1h", "--", "sh", "-c",
-		"touch "+held+"; while [ ! -e "+done+" ]; do sleep 0.05; done")
-	var errb bytes.Buffer
-	holder.Stderr = &errb
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	proctest.WaitFile(t, held)
+	holder, errb, release := c.startHolding([]string{"run", "-k", "nospace", "--ttl", "1h"})
 	root := srv.Root()
 	ctx := context.Background()
 	big := strings.Repeat("x", 50_000)
@@ -344,7 +336,7 @@ func TestEtcdReleaseUnderNospace(t *testing.T) {
 			break
 		}
 	}
-	os.WriteFile(done, nil, 0o600)
+	release()
 	if err := holder.Wait(); err != nil {
 		t.Fatalf("holder: %v, stderr %q; want it to succeed", err, errb.String())
 	}

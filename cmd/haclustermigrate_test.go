@@ -2,14 +2,12 @@ package cmd
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"cronlock/history"
-	"cronlock/internal/proctest"
 	"cronlock/internal/redistest"
 )
 
@@ -27,15 +25,7 @@ func TestClusterMigrationKeepsAckedLock(t *testing.T) {
 	const key = "mig"
 	prefix := strings.ReplaceAll(t.Name(), "/", "-") + strconv.Itoa(os.Getpid()) + ":" // newCLI's
 	lock, fence := prefix+"{"+key+"}:lock", prefix+"{"+key+"}:fence"
-	started, stop := filepath.Join(c.dir, "started"), filepath.Join(c.dir, "stop")
-	run := c.command("run", "-k", key, "--ttl", "3s", "--min-replicas", "1", "--redis-timeout", "1s", "--grace", "300ms", "-v",
-		"--", "sh", "-c", "touch "+started+"; while [ ! -e "+stop+" ]; do sleep 0.05; done")
-	var errb strings.Builder
-	run.Stderr = &errb
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	proctest.WaitFile(t, started)
+	run, errb, release := c.startHolding([]string{"run", "-k", key, "--ttl", "3s", "--min-replicas", "1", "--redis-timeout", "1s", "--grace", "300ms", "-v"})
 	src := cl.MasterOf(lock)
 	dst := cl.Nodes[0]
 	if dst == src {
@@ -57,7 +47,7 @@ func TestClusterMigrationKeepsAckedLock(t *testing.T) {
 	if code, _, errs := c.run("run", "-k", key, "--conflict-exit-code", "99", "--", "true"); code != 99 {
 		t.Errorf("a second run: exit %d (%s), want 99 (skipped); first run: %q", code, errs, errb.String())
 	}
-	os.WriteFile(stop, nil, 0o644)
+	release()
 	code := c.exitCode(run.Wait())
 	var status string
 	for _, r := range c.history(key) {

@@ -1,13 +1,11 @@
 package cmd
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"cronlock/internal/proctest"
 	"cronlock/internal/redistest"
 )
 
@@ -30,15 +28,8 @@ func TestSentinelGracefulFailoverOneHolder(t *testing.T) {
 	d.WaitFailoverReady()
 	c := newCLI(t, d.URL())
 	referee := filepath.Join(c.dir, "referee")
-	started, stop := filepath.Join(c.dir, "started"), filepath.Join(c.dir, "stop")
-	holder := c.command("run", "-k", "gf", "--ttl", "3s", "--redis-timeout", "1s", "--grace", "300ms", "--",
-		"flock", "-n", referee, "sh", "-c", "touch "+started+"; while [ ! -e "+stop+" ]; do sleep 0.05; done")
-	var errb strings.Builder
-	holder.Stderr = &errb
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	proctest.WaitFile(t, started)
+	holder, errb, release := c.startHolding([]string{"run", "-k", "gf", "--ttl", "3s", "--redis-timeout", "1s", "--grace", "300ms"},
+		"flock", "-n", referee)
 	old := d.MasterAddr()
 	if _, err := d.Sentinels[0].Do("SENTINEL", "FAILOVER", d.Name); err != nil {
 		t.Fatal(err)
@@ -48,7 +39,7 @@ func TestSentinelGracefulFailoverOneHolder(t *testing.T) {
 	time.Sleep(4 * time.Second)
 	code, _, errs := c.run("run", "-k", "gf", "--conflict-exit-code", "99", "--",
 		"sh", "-c", "flock -n "+referee+" true || exit 42")
-	os.WriteFile(stop, nil, 0o644)
+	release()
 	hcode := c.exitCode(holder.Wait())
 	if code == refereeExit {
 		t.Fatalf("a second run took the lock while the first one's job ran (holder: exit %d, %q)", hcode, errb.String())
@@ -78,13 +69,7 @@ func TestSentinelGracefulFailoverShortJobReleases(t *testing.T) {
 	d := redistest.StartSentinel(t)
 	d.WaitFailoverReady()
 	c := newCLI(t, d.URL())
-	started, stop := filepath.Join(c.dir, "started"), filepath.Join(c.dir, "stop")
-	holder := c.command("run", "-k", "gs", "--ttl", "60s", "--", "sh", "-c",
-		"touch "+started+"; while [ ! -e "+stop+" ]; do sleep 0.05; done")
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	proctest.WaitFile(t, started)
+	holder, _, release := c.startHolding([]string{"run", "-k", "gs", "--ttl", "60s"})
 	// A release trusts a Sentinels' answer younger than a second: this one is older.
 	time.Sleep(1500 * time.Millisecond)
 	old := d.MasterAddr()
@@ -92,7 +77,7 @@ func TestSentinelGracefulFailoverShortJobReleases(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.WaitPromoted(old)
-	os.WriteFile(stop, nil, 0o644)
+	release()
 	if code := c.exitCode(holder.Wait()); code != 0 {
 		t.Fatalf("holder: exit %d", code)
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"cronlock/history"
-	"cronlock/internal/proctest"
 )
 
 // TestLockFolderDeletedUnderRun: rm -rf of the lock folder under a running job lets no
@@ -17,16 +16,7 @@ import (
 // its next renewal still see it as the holder.
 func TestLockFolderDeletedUnderRun(t *testing.T) {
 	c := newCLI(t, "")
-	started := filepath.Join(c.dir, "started")
-	release := filepath.Join(c.dir, "release")
-	first := c.command("run", "-k", "rm", "--ttl", "3s", "--", "sh", "-c",
-		"touch "+started+"; while [ ! -e "+release+" ]; do sleep 0.05; done")
-	var errb strings.Builder
-	first.Stderr = &errb
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	proctest.WaitFile(t, started)
+	first, errb, release := c.startHolding([]string{"run", "-k", "rm", "--ttl", "3s"})
 	if err := os.RemoveAll(filepath.Join(c.dir, "locks")); err != nil {
 		t.Fatal(err)
 	}
@@ -50,9 +40,7 @@ func TestLockFolderDeletedUnderRun(t *testing.T) {
 		}
 	}
 	second("after the holder's renewal")
-	if err := os.WriteFile(release, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	if code := c.exitCode(first.Wait()); code != 0 {
 		t.Fatalf("the holder exited %d (stderr %q), want 0: its lock was whole", code, errb.String())
 	}

@@ -86,13 +86,15 @@ func statusRun(o *statusOptions) error {
 	} else if held, err = locker.List(ctx); err != nil {
 		return exitf(ExitFailed, "%v", err)
 	}
-	if rl, ok := locker.(*lockrun.RedisLocker); ok {
+	if rl, ok := locker.(interface {
+		Eviction(context.Context) (string, error)
+	}); ok {
 		// Read-only: status never refuses an evicting server, it says so. A server that
 		// hides INFO (no +info) is not worth a second warning here; run gives it.
 		if policy, err := rl.Eviction(ctx); err == nil && policy != "" {
 			logline.Print(o.Stderr, o.LogFormat, logline.Warn, fmt.Sprintf(
 				"warning: %s can evict keys (maxmemory-policy %s): a lock it evicts lets two hosts run a job at once, and run refuses it unless CRONLOCK_ALLOW_EVICTION=yes; set maxmemory-policy noeviction",
-				rl.Describe(), policy))
+				locker.Describe(), policy))
 		}
 	}
 	keys := make([]string, 0, len(held))

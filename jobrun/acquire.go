@@ -97,7 +97,7 @@ func (r *runner) acquire(sig *lockrun.Signals) (lease lockrun.Lease, code int, d
 	default:
 		// Only a refusal is worth a line in the fleet's record: a server that did not
 		// answer would not take the entry either, and the run says so already.
-		r.refused = refusal(res.err)
+		r.refused = lockrun.IsRefusal(res.err)
 		return nil, r.fail(ExitFailed, "%v", res.err), true
 	}
 }

@@ -2,7 +2,6 @@ package jobrun
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"cronlock/lockrun"
@@ -54,14 +53,4 @@ func (r *runner) fleetFailed(err error) {
 		return
 	}
 	r.infof("warning: %v; the run is not in the fleet's record (cronlock history --fleet), its outcome is unchanged%s", err, r.repeatNote())
-}
-
-// refusal reports whether err is the backend's answer that the lock must not be taken
-// (a clock skew, an evicting server, a fencing counter that cannot rise): the server is
-// up, and the fleet's record should show the run.
-func refusal(err error) bool {
-	var skew *lockrun.SkewError
-	var evict *lockrun.EvictionError
-	var fence *lockrun.FenceError
-	return errors.As(err, &skew) || errors.As(err, &evict) || errors.As(err, &fence)
 }

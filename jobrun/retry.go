@@ -34,7 +34,7 @@ func (r *runner) tries(sig *lockrun.Signals, keeper *lockrun.Keeper, lease lockr
 	first := time.Now() // monotonic: --timeout bounds every try and delay together
 	for {
 		job := lockrun.Job{
-			Argv: o.Command, Env: childEnv(o, r.runID, lease.FencingToken(), lockrun.TokenBackend(r.locker), r.tick, r.row.Try),
+			Argv: o.Command, Env: childEnv(o, r.runID, lease.FencingToken(), r.locker.Name(), r.tick, r.row.Try),
 			Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
 			Capture: int(o.Capture), Grace: o.Grace, Timeout: o.Timeout,
 			Guard: guard, ContinueOnLoss: o.ContinueOnLoss, Spool: spool,

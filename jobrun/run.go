@@ -269,7 +269,7 @@ func (r *runner) run() int {
 	case errors.Is(err, lockrun.ErrLockLost):
 		r.verbosef("did not release %s: it was no longer this run's lock (%v)", o.Key, err)
 	case err != nil:
-		r.infof("releasing %s failed: %v%s", o.Key, err, freedBy(lockrun.TokenBackend(r.locker), o.TTL))
+		r.infof("releasing %s failed: %v%s", o.Key, err, freedBy(r.locker, o.TTL))
 	case res.LossErr != nil:
 		// The local backend's lease still closes its descriptor of the replaced file.
 		r.verbosef("did not release %s: it was lost during the run; dropped what this run still held of it", o.Key)
@@ -339,13 +339,10 @@ func childEnv(o *Options, runID string, token uint64, tokenBackend string, tick 
 	return env
 }
 
-// freedBy says what lets the lock go when its release failed: each backend its own.
-func freedBy(backend string, ttl time.Duration) string {
-	switch backend {
-	case "redis":
-		return fmt.Sprintf(" (the Redis key expires by itself within --ttl %v)", ttl)
-	case "etcd":
-		return fmt.Sprintf(" (its etcd lease ends by itself within --ttl %v)", ttl)
+// freedBy says what frees a lock whose release failed, when its backend frees it by itself.
+func freedBy(l lockrun.Locker, ttl time.Duration) string {
+	if e, ok := l.(lockrun.Expiring); ok {
+		return e.FreedBy(ttl)
 	}
 	return ""
 }

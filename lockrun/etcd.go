@@ -29,7 +29,7 @@ import (
 //	<prefix>{KEY}:lock        the holder's JSON (see etcdHolder), attached to a lease of
 //	                          --ttl; present while the lock is held. Its create revision
 //	                          is the fencing token.
-//	<prefix>{KEY}:tick        the last schedule tick claimed (the Redis tickRecord JSON)
+//	<prefix>{KEY}:tick        the last schedule tick claimed (the Redis TickValue JSON)
 //	<prefix>{KEY}:runs/<RUN>  the fleet's record: one key per run, RUN its UUIDv7 run id,
 //	                          so that key order is start order; trimmed to the newest
 //	                          FleetKeep entries (see etcdfleet.go)
@@ -46,9 +46,9 @@ type EtcdOptions struct {
 	// CAFile verifies the servers' certificates (https); empty = the system's roots.
 	// CertFile and KeyFile are a client certificate, for clusters that ask for one.
 	CAFile, CertFile, KeyFile string
-	// Timeout bounds one etcd operation; DefaultRedisTimeout when 0.
+	// Timeout bounds one etcd operation; DefaultTimeout when 0.
 	Timeout time.Duration
-	// Prefix is the key namespace; DefaultRedisPrefix when empty.
+	// Prefix is the key namespace; DefaultPrefix when empty.
 	Prefix string
 	// FleetKeep is how many entries the fleet's record keeps per key; 0 = DefaultFleetKeep.
 	FleetKeep int
@@ -93,7 +93,7 @@ func NewEtcdLocker(o EtcdOptions) (*EtcdLocker, error) {
 	if len(o.Endpoints) == 0 {
 		return nil, errors.New("no etcd endpoint given: set --etcd or CRONLOCK_ETCD_ENDPOINTS to http(s)://host:port[,…]")
 	}
-	if err := serverDefaults(&o.Timeout, &o.Prefix); err != nil {
+	if err := ServerDefaults(&o.Timeout, &o.Prefix); err != nil {
 		return nil, err
 	}
 	if o.User == "" && o.Password != "" {
@@ -202,8 +202,13 @@ func (l *EtcdLocker) client() (*clientv3.Client, error) {
 // Describe names the backend without secrets: "etcd 127.0.0.1:2379".
 func (l *EtcdLocker) Describe() string { return "etcd " + l.hosts }
 
-// TokenBackend names the issuer of this backend's fencing tokens: create revisions.
-func (l *EtcdLocker) TokenBackend() string { return "etcd" }
+// Name names the issuer of this backend's fencing tokens: create revisions.
+func (l *EtcdLocker) Name() string { return "etcd" }
+
+// FreedBy says that the lock's lease ends by itself.
+func (l *EtcdLocker) FreedBy(ttl time.Duration) string {
+	return fmt.Sprintf(" (its etcd lease ends by itself within --ttl %v)", ttl)
+}
 
 // Close closes the client's connections.
 func (l *EtcdLocker) Close() error {
@@ -240,7 +245,7 @@ func holderOf(value []byte, createRev int64) *Holder {
 		return h
 	}
 	h.Node, h.PID, h.RunID = v.Node, v.PID, v.RunID
-	if t := time.UnixMilli(v.SinceMS); v.SinceMS > 0 && plausibleTime(t) {
+	if t := time.UnixMilli(v.SinceMS); v.SinceMS > 0 && PlausibleTime(t) {
 		h.Since = t
 	}
 	return h

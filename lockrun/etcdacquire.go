@@ -139,7 +139,7 @@ func (l *EtcdLocker) attempt(ctx context.Context, req Request, missed bool) (*et
 	scheduled := !req.Tick.IsZero()
 	for range 5 {
 		// The lease counts from before the Grant was sent.
-		sent := clockOr(l.now)()
+		sent := ClockOr(l.now)()
 		var read *clientv3.TxnResponse
 		err := l.op(ctx, "take lock "+req.Key, func(ctx context.Context, c *clientv3.Client) (err error) {
 			read, err = c.Txn(ctx).Then(clientv3.OpGet(lockKey), clientv3.OpGet(tickKey)).Commit()
@@ -149,11 +149,11 @@ func (l *EtcdLocker) attempt(ctx context.Context, req Request, missed bool) (*et
 			return nil, nil, 0, err
 		}
 		lockKV, tickKV := firstKV(read, 0), firstKV(read, 1)
-		var rec *tickRecord
+		var rec *TickValue
 		var tickRev int64
 		if tickKV != nil {
 			tickRev = tickKV.ModRevision
-			var r tickRecord
+			var r TickValue
 			if json.Unmarshal(tickKV.Value, &r) == nil && digits(r.TickUS) {
 				rec = &r
 			}
@@ -165,7 +165,7 @@ func (l *EtcdLocker) attempt(ctx context.Context, req Request, missed bool) (*et
 				l.countSkip(ctx, c, req.Key, tickRev, *rec)
 				rec.Skips++
 				raw, _ := json.Marshal(rec)
-				return nil, nil, 0, tickErrorOf(req, string(raw))
+				return nil, nil, 0, TickErrorOf(req, string(raw))
 			}
 			newTick = l.newTickRecord(req, rec, tickUS, missed)
 		}
@@ -254,7 +254,7 @@ func (l *EtcdLocker) revoke(ctx context.Context, id clientv3.LeaseID) error {
 }
 
 // newTickRecord is the JSON of this run's claim of its tick (acquire.lua's claimTick).
-func (l *EtcdLocker) newTickRecord(req Request, rec *tickRecord, tickUS string, missed bool) string {
+func (l *EtcdLocker) newTickRecord(req Request, rec *TickValue, tickUS string, missed bool) string {
 	prev := ""
 	if rec != nil {
 		prev = rec.TickUS
@@ -262,7 +262,7 @@ func (l *EtcdLocker) newTickRecord(req Request, rec *tickRecord, tickUS string, 
 			prev = rec.PrevUS
 		}
 	}
-	b, _ := json.Marshal(tickRecord{TickUS: tickUS, PrevUS: prev, Expr: req.Schedule, TZ: req.Zone,
+	b, _ := json.Marshal(TickValue{TickUS: tickUS, PrevUS: prev, Expr: req.Schedule, TZ: req.Zone,
 		Node: req.Node, RunID: req.RunID, Missed: missed, ClaimedUS: strconv.FormatInt(req.now().UnixMicro(), 10)})
 	return string(b)
 }
@@ -270,7 +270,7 @@ func (l *EtcdLocker) newTickRecord(req Request, rec *tickRecord, tickUS string, 
 // countSkip raises the skip count of the tick record, and of the claimer's entry in the
 // fleet's record when its run has ended already. Best effort: the count is a nicety, and
 // a record changed meanwhile is left as it is.
-func (l *EtcdLocker) countSkip(ctx context.Context, c *clientv3.Client, key string, rev int64, rec tickRecord) {
+func (l *EtcdLocker) countSkip(ctx context.Context, c *clientv3.Client, key string, rev int64, rec TickValue) {
 	rec.Skips++
 	b, _ := json.Marshal(rec)
 	entryKey := l.runsDir(key) + rec.RunID
@@ -343,7 +343,7 @@ func (l *EtcdLocker) userError(op string, err error) error {
 	}
 	// The client reports a request that never found a connection as a bare time-out; the
 	// connection's own failure says more.
-	timedOut, cause := isTimeout(err) || status.Code(err) == codes.DeadlineExceeded, ""
+	timedOut, cause := IsTimeout(err) || status.Code(err) == codes.DeadlineExceeded, ""
 	if timedOut {
 		cause = l.conn.cause()
 	}
@@ -387,7 +387,7 @@ func retryableEtcdError(err error) bool {
 	if !errors.As(err, &ee) || errors.Is(err, context.Canceled) {
 		return false
 	}
-	return isTimeout(ee.err) || status.Code(ee.err) == codes.Unavailable || status.Code(ee.err) == codes.DeadlineExceeded || serverBusy(ee.err)
+	return IsTimeout(ee.err) || status.Code(ee.err) == codes.Unavailable || status.Code(ee.err) == codes.DeadlineExceeded || serverBusy(ee.err)
 }
 
 // serverBusy reports the cluster's own "not now": no leader, a leader change, a request

@@ -24,7 +24,7 @@ import (
 // FleetKeep/10 runs). Entries do not expire: a retired job's record stays until deleted
 // (etcdctl del --prefix '<prefix>{KEY}:runs/').
 
-// entryTail closes an entry encodeFleetEntry began, with the fields the scripts add on Redis.
+// entryTail closes an entry EncodeFleetEntry began, with the fields the scripts add on Redis.
 func entryTail(startUS, endUS int64, skips int) string {
 	return fmt.Sprintf(`,"a":%d,"f":%d,"k":%d}`, startUS, endUS, skips)
 }
@@ -58,7 +58,7 @@ func (l *EtcdLocker) putEntry(ctx context.Context, key string, rec *RunRecord, f
 	}
 	var resp *clientv3.TxnResponse
 	err := l.op(ctx, "record the run of "+key+" in the fleet's record", func(ctx context.Context, c *clientv3.Client) (err error) {
-		resp, err = c.Txn(ctx).Then(clientv3.OpPut(entryKey, encodeFleetEntry(rec, fence)+rf+entryTail(startUS, endUS, 0)),
+		resp, err = c.Txn(ctx).Then(clientv3.OpPut(entryKey, EncodeFleetEntry(rec, fence)+rf+entryTail(startUS, endUS, 0)),
 			clientv3.OpGet(l.runsDir(key), clientv3.WithPrefix(), clientv3.WithCountOnly()),
 			clientv3.OpGet(l.tickKey(key))).Commit()
 		return err
@@ -78,7 +78,7 @@ func (l *EtcdLocker) afterEntry(ctx context.Context, key, entryKey, runID string
 		return
 	}
 	if kv := firstKV(resp, off+1); kv != nil {
-		var tr tickRecord
+		var tr TickValue
 		if json.Unmarshal(kv.Value, &tr) == nil && tr.RunID == runID && tr.Skips > 0 {
 			l.setEntrySkips(ctx, entryKey, nil, rev, tr.Skips)
 		}
@@ -149,7 +149,7 @@ func (l *EtcdLocker) FleetAll(ctx context.Context, keys []string, limit int) (ma
 		if err != nil {
 			return nil, err
 		}
-		var tr tickRecord
+		var tr TickValue
 		tickV := ""
 		if kv := firstKV(resp, 1); kv != nil {
 			tickV = string(kv.Value)
@@ -175,7 +175,7 @@ func (l *EtcdLocker) FleetAll(ctx context.Context, keys []string, limit int) (ma
 			ids[e.RunID] = true
 			es = append(es, e)
 		}
-		if e, ok := pendingEntry(k, l.redisStyleLock(firstKV(resp, 2)), tickV, ids); ok {
+		if e, ok := PendingEntry(k, l.redisStyleLock(firstKV(resp, 2)), tickV, ids); ok {
 			es = append([]FleetEntry{e}, es...)
 		}
 		sort.SliceStable(es, func(a, b int) bool { return es[a].StartUS > es[b].StartUS })
@@ -207,7 +207,7 @@ func markByRevision(es []FleetEntry, endRev map[string]int64) {
 	}
 }
 
-// redisStyleLock is the lock's value in the Redis backend's shape, which pendingEntry reads.
+// redisStyleLock is the lock's value in the Redis backend's shape, which PendingEntry reads.
 func (l *EtcdLocker) redisStyleLock(kv *mvccKV) string {
 	if kv == nil {
 		return ""
@@ -216,7 +216,7 @@ func (l *EtcdLocker) redisStyleLock(kv *mvccKV) string {
 	if json.Unmarshal(kv.Value, &h) != nil {
 		return ""
 	}
-	v := lockValue{Fence: strconv.FormatInt(kv.CreateRevision, 10), Node: h.Node, PID: h.PID, RunID: h.RunID,
+	v := HolderValue{Fence: strconv.FormatInt(kv.CreateRevision, 10), Node: h.Node, PID: h.PID, RunID: h.RunID,
 		AcquiredUS: strconv.FormatInt(h.AcquiredUS, 10)}
 	if h.ReleasedUS > 0 {
 		v.ReleasedUS = strconv.FormatInt(h.ReleasedUS, 10)
@@ -243,13 +243,11 @@ func (l *EtcdLocker) TickRecord(ctx context.Context, key string) (*TickRecord, e
 	if err != nil {
 		return nil, err
 	}
-	var tr tickRecord
+	var tr TickValue
 	if len(resp.Kvs) == 0 || json.Unmarshal(resp.Kvs[0].Value, &tr) != nil {
 		return nil, nil
 	}
-	us, _ := strconv.ParseInt(tr.TickUS, 10, 64)
-	return &TickRecord{Tick: time.UnixMicro(us).UTC(), Expr: tr.Expr, TZ: tr.TZ,
-		Node: tr.Node, RunID: tr.RunID, Skips: tr.Skips, Missed: tr.Missed}, nil
+	return tr.Record(), nil
 }
 
 // walk returns, sorted, the KEYs that have a <prefix>{KEY}:kind key, paging through the

@@ -96,7 +96,7 @@ func (s *etcdLease) Release(ctx context.Context) error {
 	mine := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lockKey), "=", s.fence),
 		clientv3.Compare(clientv3.LeaseValue(lockKey), "=", s.id)}
 	then := []clientv3.Op{clientv3.OpDelete(lockKey)}
-	if hold := s.minHold - (clockOr(s.l.now)() - s.sent); hold > 0 && !giveBack {
+	if hold := s.minHold - (ClockOr(s.l.now)() - s.sent); hold > 0 && !giveBack {
 		var g *clientv3.LeaseGrantResponse
 		err := s.l.op(ctx, "release lock "+s.key, func(ctx context.Context, c *clientv3.Client) (err error) {
 			g, err = c.Grant(ctx, leaseSeconds(hold))
@@ -114,7 +114,7 @@ func (s *etcdLease) Release(ctx context.Context) error {
 	var extra []clientv3.Op
 	entryKey := s.l.runsDir(s.key) + s.runID
 	if s.record != nil {
-		extra = []clientv3.Op{clientv3.OpPut(entryKey, encodeFleetEntry(s.record, uint64(s.fence))+entryTail(s.acquiredUS, s.endUS, 0)),
+		extra = []clientv3.Op{clientv3.OpPut(entryKey, EncodeFleetEntry(s.record, uint64(s.fence))+entryTail(s.acquiredUS, s.endUS, 0)),
 			clientv3.OpGet(s.l.runsDir(s.key), clientv3.WithPrefix(), clientv3.WithCountOnly()),
 			clientv3.OpGet(s.l.tickKey(s.key))}
 	}

@@ -2,17 +2,12 @@ package lockrun
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // The fleet's record (README, "The fleet's record"): <prefix>{KEY}:runs, a Redis list, newest first, of one
@@ -97,9 +92,9 @@ type RunRecord struct {
 	Error    string
 }
 
-// encodeFleetEntry is the entry of rec without its closing brace and the fields the
+// EncodeFleetEntry is the entry of rec without its closing brace and the fields the
 // scripts add ("a", "f", "k"), cut to fit MaxFleetEntry.
-func encodeFleetEntry(rec *RunRecord, fence uint64) string {
+func EncodeFleetEntry(rec *RunRecord, fence uint64) string {
 	e := FleetEntry{RunID: rec.RunID, Node: rec.Node, Status: rec.Status, Signal: rec.Signal,
 		DurationMS: rec.Duration.Milliseconds(), Tries: max(rec.Tries, 1), Fence: fence,
 		Error: cutUTF8(rec.Error, fleetErrorBytes)}
@@ -159,149 +154,22 @@ func cutUTF8(s string, n int) string {
 	return s[:n]
 }
 
-func (l *RedisLocker) runsKey(key string) string { return l.prefix + "{" + key + "}:runs" }
-
-func (l *RedisLocker) fleetKeep() int {
-	if l.keep > 0 {
-		return l.keep
-	}
-	return DefaultFleetKeep
-}
-
-// RecordRun adds rec to key's fleet record for a run that never held the lock (missed,
-// error): one round trip. Start and end are the server's TIME. It returns nil without
-// asking when the server is known to be unreachable (the run's own error says so
-// already), and the script's error when the server refused the write (a full server).
-func (l *RedisLocker) RecordRun(ctx context.Context, key string, rec *RunRecord) error {
-	if ValidKey(key) != nil || l.unreachable() != nil {
-		return nil
-	}
-	return l.appendEntry(ctx, key, encodeFleetEntry(rec, 0), "", "", rec.RunID)
-}
-
-// appendEntry runs fleet.lua: start and end ” mean the server's TIME now.
-func (l *RedisLocker) appendEntry(ctx context.Context, key, entry, startUS, endUS, runID string) error {
-	res, _, err := l.eval(ctx, fleetScript(), []string{l.tickKey(key), l.runsKey(key)},
-		entry, l.fleetKeep(), startUS, endUS, runID)
-	if err != nil {
-		return l.userError("record the run of "+key+" in the fleet's record", err)
-	}
-	if s, _ := res.(string); s != "" {
-		return fmt.Errorf("record the run of %s in the fleet's record on %s: %s", key, l.target.server(), s)
-	}
-	return nil
-}
-
-// Fleet returns key's newest runs across the fleet, newest first, at most limit (0 = all
-// kept), in one round trip: the record, plus what the tick record and the lock say of a
-// run that has no entry yet: "running" while it holds the lock, "abandoned" when it
-// claimed a tick and its lock is gone with no entry written (killed, host lost). Entries
-// are marked with MarkDuplicates. It returns an error that says what to check when Redis
-// cannot be asked.
-func (l *RedisLocker) Fleet(ctx context.Context, key string, limit int) ([]FleetEntry, error) {
-	if err := ValidKey(key); err != nil {
-		return nil, err
-	}
-	out, err := l.fleetOf(ctx, []string{key}, limit)
-	if err != nil {
-		return nil, l.userError("read the fleet's record of "+key, err)
-	}
-	return out[key], nil
-}
-
-// FleetKeys returns the keys that have a fleet record, walking the keyspace with SCAN
-// MATCH (no cross-slot index exists), each call within one operation time-out.
-func (l *RedisLocker) FleetKeys(ctx context.Context) ([]string, error) {
-	var keys []string
-	err := l.scanNames(ctx, "runs", "list the fleet's records", func(names []string) error {
-		keys = append(keys, names...)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(keys)
-	return keys, nil
-}
-
-// FleetAll is Fleet for several keys in one round trip, by key.
-func (l *RedisLocker) FleetAll(ctx context.Context, keys []string, limit int) (map[string][]FleetEntry, error) {
-	out, err := l.fleetOf(ctx, keys, limit)
-	if err != nil {
-		return nil, l.userError("read the fleet's records", err)
-	}
-	return out, nil
-}
-
-func (l *RedisLocker) fleetOf(ctx context.Context, keys []string, limit int) (map[string][]FleetEntry, error) {
-	stop := int64(limit) - 1
-	if limit <= 0 {
-		stop = -1
-	}
-	octx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
-	ranges := make([]*redis.StringSliceCmd, len(keys))
-	ticks := make([]*redis.StringCmd, len(keys))
-	locks := make([]*redis.StringCmd, len(keys))
-	_, err := l.c.Pipelined(octx, func(p redis.Pipeliner) error {
-		for i, k := range keys {
-			ranges[i] = p.LRange(octx, l.runsKey(k), 0, stop)
-			ticks[i] = p.Get(octx, l.tickKey(k))
-			locks[i] = p.Get(octx, l.lockKey(k))
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, err
-	}
-	out := make(map[string][]FleetEntry, len(keys))
-	for i, k := range keys {
-		raw, err := ranges[i].Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return nil, err
-		}
-		es := make([]FleetEntry, 0, len(raw)+1)
-		ids := map[string]bool{}
-		for _, s := range raw {
-			var e FleetEntry
-			if json.Unmarshal([]byte(s), &e) != nil {
-				continue // not cronlock's: a record is for reading, skip what cannot be read
-			}
-			e.Key = k
-			ids[e.RunID] = true
-			es = append(es, e)
-		}
-		lockV, _ := locks[i].Result()
-		tickV, _ := ticks[i].Result()
-		if e, ok := pendingEntry(k, lockV, tickV, ids); ok {
-			es = append([]FleetEntry{e}, es...)
-		}
-		sort.SliceStable(es, func(a, b int) bool { return es[a].StartUS > es[b].StartUS })
-		if limit > 0 && len(es) > limit {
-			es = es[:limit]
-		}
-		MarkDuplicates(es)
-		out[k] = es
-	}
-	return out, nil
-}
-
-// pendingEntry is the run the lock and the tick record know of and the record does not:
+// PendingEntry is the run the lock and the tick record know of and the record does not:
 // the holder of the lock ("running"), or a tick's claimer whose lock is gone
 // ("abandoned"). A missed claim writes its entry separately and is never abandoned.
-func pendingEntry(key, lockV, tickV string, ids map[string]bool) (FleetEntry, bool) {
-	var lv lockValue
+func PendingEntry(key, lockV, tickV string, ids map[string]bool) (FleetEntry, bool) {
+	var lv HolderValue
 	if lockV != "" && json.Unmarshal([]byte(lockV), &lv) == nil && lv.RunID != "" && !ids[lv.RunID] && lv.ReleasedUS == "" {
 		e := FleetEntry{Key: key, RunID: lv.RunID, Node: lv.Node, Status: "running", Tries: 1}
 		e.StartUS, _ = strconv.ParseInt(lv.AcquiredUS, 10, 64)
 		e.Fence, _ = strconv.ParseUint(lv.Fence, 10, 64)
-		var tr tickRecord
+		var tr TickValue
 		if tickV != "" && json.Unmarshal([]byte(tickV), &tr) == nil && tr.RunID == lv.RunID {
 			e.TickUS, _ = strconv.ParseInt(tr.TickUS, 10, 64)
 		}
 		return e, true
 	}
-	var tr tickRecord
+	var tr TickValue
 	if tickV == "" || json.Unmarshal([]byte(tickV), &tr) != nil || tr.RunID == "" || tr.Missed || ids[tr.RunID] {
 		return FleetEntry{}, false
 	}

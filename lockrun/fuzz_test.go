@@ -233,7 +233,7 @@ func netSplit(addr string) (string, int, error) {
 // FuzzParseHolder: any lock value (and any PTTL) gives a non-nil Holder that prints,
 // whose times encode as JSON (status --json), and a value cronlock wrote reads back.
 func FuzzParseHolder(f *testing.F) {
-	good, _ := json.Marshal(lockValue{Token: "t", Fence: "42", Node: "web-1", PID: 7, RunID: "r",
+	good, _ := json.Marshal(HolderValue{Token: "t", Fence: "42", Node: "web-1", PID: 7, RunID: "r",
 		SinceMS: "1748761200000", AcquiredUS: "1748761200000000", RenewedUS: "1748761200000000", TTLMS: 60000})
 	for _, s := range []string{string(good), "", "x", "null", "[]", "{}", `{"pid":"7"}`,
 		`{"pid":1e99}`, `{"fence":"18446744073709551615"}`, `{"fence":"18446744073709551616"}`,
@@ -261,7 +261,7 @@ func FuzzParseHolder(f *testing.F) {
 		if _, err := json.Marshal(h.Since.UTC()); err != nil {
 			t.Fatalf("parseHolder(%q): since does not encode: %v", value, err)
 		}
-		var v lockValue
+		var v HolderValue
 		if json.Unmarshal([]byte(value), &v) != nil {
 			if h.Node == "" || h.PID != 0 || h.FencingToken != 0 {
 				t.Fatalf("parseHolder(%q) of a foreign value = %+v", value, h)

@@ -24,8 +24,8 @@ func Boottime() time.Duration {
 	return time.Duration(ts.Nano())
 }
 
-// clockOr returns now, or Boottime when now is nil.
-func clockOr(now func() time.Duration) func() time.Duration {
+// ClockOr returns now, or Boottime when now is nil.
+func ClockOr(now func() time.Duration) func() time.Duration {
 	if now == nil {
 		return Boottime
 	}
@@ -67,7 +67,7 @@ var _ LeaseWatch = (*Keeper)(nil)
 // expiry, or before Run.
 func (k *Keeper) Check() (LockLoss, bool) {
 	until := time.Duration(k.safeUntil.Load())
-	if until == 0 || clockOr(k.Now)() < until {
+	if until == 0 || ClockOr(k.Now)() < until {
 		return LockLoss{}, false
 	}
 	return LockLoss{Err: fmt.Errorf("the lease of %v ran out before the job's end was seen: cronlock was stopped or frozen for longer than the lease", k.Lease.TTL())}, true
@@ -110,7 +110,7 @@ func (k *Keeper) Run(ctx context.Context) <-chan LockLoss {
 }
 
 func (k *Keeper) loop(ctx context.Context) (LockLoss, bool) {
-	now := clockOr(k.Now)
+	now := ClockOr(k.Now)
 	ttl := k.Lease.TTL()
 	interval := k.Interval
 	if interval <= 0 {

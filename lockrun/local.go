@@ -123,6 +123,9 @@ func NewLocalLocker(dir string) (*LocalLocker, error) {
 func (l *LocalLocker) Dir() string { return l.dir }
 
 // Describe returns "local <dir>".
+// Name names the issuer of this backend's fencing tokens.
+func (l *LocalLocker) Name() string { return "local" }
+
 func (l *LocalLocker) Describe() string { return "local " + l.dir }
 
 // Close does nothing: the backend holds no resource. Leases stay valid until released.
@@ -181,7 +184,7 @@ func (l *LocalLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 		if req.OnTry != nil {
 			req.OnTry()
 		}
-		sent := clockOr(l.now)()
+		sent := ClockOr(l.now)()
 		got, err := tryFlock(fd)
 		if err != nil {
 			return nil, fmt.Errorf("flock %s: %w", path, err)

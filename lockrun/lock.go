@@ -100,6 +100,9 @@ type SkewError struct {
 	Max    time.Duration
 }
 
+// Refusal marks a skew as the server's refusal (IsRefusal).
+func (e *SkewError) Refusal() {}
+
 func (e *SkewError) Error() string {
 	dir := "ahead of"
 	d := e.Skew
@@ -173,6 +176,11 @@ type Locker interface {
 	// Unlock force-releases key and returns the holder it removed (nil: nothing held).
 	// Backends that cannot remove another process's lock return an error naming the holder.
 	Unlock(ctx context.Context, key string, force bool) (*Holder, error)
+	// Name names the backend that issues the fencing tokens, for the job's
+	// CRONLOCK_TOKEN_BACKEND: "redis", "etcd", "local". Tokens of different backends are
+	// not comparable (etcd revisions are far below Redis's microsecond tokens), so a job
+	// that stores the last token it saw must start over when this name changes.
+	Name() string
 	// Describe names the backend for people and history rows, with no secret in it:
 	// "redis 127.0.0.1:6379/0", "local /run/cronlock".
 	Describe() string

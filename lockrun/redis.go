@@ -17,7 +17,7 @@ import (
 // Redis layout of one lock KEY (the hash tag puts all of them in one Cluster slot):
 //
 //	<prefix>{KEY}:lock      string, PX = the lease: a JSON object with the token and the
-//	                        holder (see lockValue); present while the lock is held
+//	                        holder (see HolderValue); present while the lock is held
 //	<prefix>{KEY}:fence     string, no TTL: the last fencing token handed out
 //	<prefix>{KEY}:released  pub/sub channel: "released" is published when the lock is freed
 //	<prefix>{KEY}:tick      string, 400-day TTL: a JSON object, the last schedule tick
@@ -79,12 +79,6 @@ type RedisOptions struct {
 	SentinelPassword string
 }
 
-// DefaultRedisTimeout is the deadline of one Redis operation when RedisOptions.Timeout is 0.
-const DefaultRedisTimeout = 2 * time.Second
-
-// DefaultRedisPrefix is the key namespace when RedisOptions.Prefix is empty.
-const DefaultRedisPrefix = "cronlock:"
-
 // redisClient is the part of go-redis the locker uses; tests wrap it to inject faults.
 type redisClient interface {
 	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
@@ -118,7 +112,10 @@ type RedisLocker struct {
 	now func() time.Duration
 }
 
-var _ Locker = (*RedisLocker)(nil)
+var (
+	_ FleetStore = (*RedisLocker)(nil)
+	_ Expiring   = (*RedisLocker)(nil)
+)
 
 // quietRedisLog silences go-redis's own logging, which writes to stderr (and so to cron
 // mail) on every failed dial; every failure reaches the caller as an error instead.
@@ -139,7 +136,7 @@ func NewRedisLocker(o RedisOptions) (*RedisLocker, error) {
 	if o.Password != "" {
 		t.password = o.Password
 	}
-	if err := serverDefaults(&o.Timeout, &o.Prefix); err != nil {
+	if err := ServerDefaults(&o.Timeout, &o.Prefix); err != nil {
 		return nil, err
 	}
 	quietRedisLog.Do(func() { redis.SetLogger(nopLogger{}) })
@@ -153,36 +150,15 @@ func NewRedisLocker(o RedisOptions) (*RedisLocker, error) {
 	return &RedisLocker{c: c, target: t, timeout: to, prefix: o.Prefix, allowEviction: o.AllowEviction, dialer: d, keep: o.FleetKeep, minReplicas: o.MinReplicas}, nil
 }
 
-// serverDefaults fills in and checks what a lock server's options share: the time-out
-// of one operation and the prefix of every key.
-func serverDefaults(timeout *time.Duration, prefix *string) error {
-	if *timeout < 0 {
-		return fmt.Errorf("the operation time-out %s is negative; give --redis-timeout a duration such as 2s", *timeout)
-	}
-	if *timeout == 0 {
-		*timeout = DefaultRedisTimeout
-	}
-	if *prefix == "" {
-		*prefix = DefaultRedisPrefix
-	}
-	return validPrefix(*prefix)
-}
-
-// validPrefix allows the key charset only: no "{" or "}" (they would break the hash tag)
-// and no glob characters (List matches keys with SCAN MATCH).
-func validPrefix(p string) error {
-	if len(p) > MaxKeyLen {
-		return fmt.Errorf("the key prefix is %d characters long; the limit is %d (--prefix / CRONLOCK_PREFIX)", len(p), MaxKeyLen)
-	}
-	for i := 0; i < len(p); i++ {
-		if !keyByte(p[i]) {
-			return fmt.Errorf("the key prefix has %q at position %d; use only A-Z a-z 0-9 . _ - : / @ (--prefix / CRONLOCK_PREFIX)", p[i], i+1)
-		}
-	}
-	return nil
-}
-
 // Describe names the backend without secrets: "redis 127.0.0.1:6379/0".
+// Name names the issuer of this backend's fencing tokens: microseconds of Redis TIME.
+func (l *RedisLocker) Name() string { return "redis" }
+
+// FreedBy says that the lock's key expires by itself.
+func (l *RedisLocker) FreedBy(ttl time.Duration) string {
+	return fmt.Sprintf(" (the Redis key expires by itself within --ttl %v)", ttl)
+}
+
 func (l *RedisLocker) Describe() string { return l.target.describe() }
 
 // Close closes the client's connections and ends dials still retrying.
@@ -258,7 +234,7 @@ func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token, mode 
 	}
 	// Read before the first send: when a retry inside eval finds the lock already ours,
 	// its PX was set by the attempt sent here.
-	sent := clockOr(l.now)()
+	sent := ClockOr(l.now)()
 	res, acks, unknown, err := l.evalAcked(ctx, acquireScript(), keys, args...)
 	if err != nil {
 		// A release cannot reach a server that no dial reaches either. A refused WAIT
@@ -284,7 +260,7 @@ type releaseArgs struct {
 	minHold  time.Duration
 	runID    string
 	giveBack bool   // give back a tick claimed by runID (the job never started)
-	entry    string // the fleet entry to write with the release ('' = none; see encodeFleetEntry)
+	entry    string // the fleet entry to write with the release ('' = none; see EncodeFleetEntry)
 	startUS  string // the run's start for the entry: Redis TIME at acquire
 }
 
@@ -352,7 +328,7 @@ func (l *RedisLocker) retry(ctx context.Context, attempt func(octx context.Conte
 			// A refusal that passes (LOADING, READONLY…): the script did not write.
 		case isDialError(err):
 			return nil, unknown, err
-		case !(isTimeout(err) && l.unreachable() != nil):
+		case !(IsTimeout(err) && l.unreachable() != nil):
 			// Time ran out while no connection could be made: nothing was sent then.
 			unknown = true
 		}

@@ -2,7 +2,6 @@ package lockrun
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -18,6 +17,9 @@ type EvictionError struct {
 	MaxMemory uint64 // bytes
 }
 
+// Refusal marks the server's refusal (lockrun.IsRefusal).
+func (e *EvictionError) Refusal() {}
+
 func (e *EvictionError) Error() string {
 	return fmt.Sprintf("%s can evict keys (maxmemory-policy %s, maxmemory %s): an evicted lock lets two hosts run the job at once; set maxmemory-policy noeviction on the server, or CRONLOCK_ALLOW_EVICTION=yes (--allow-eviction) to run anyway",
 		e.Server, e.Policy, humanBytes(e.MaxMemory))
@@ -32,6 +34,9 @@ type FenceError struct {
 	Value   string // what it holds (its first 64 bytes)
 	Max     bool   // the counter is at or past 2^64−1
 }
+
+// Refusal marks the server's refusal (lockrun.IsRefusal).
+func (e *FenceError) Refusal() {}
 
 func (e *FenceError) Error() string {
 	if e.Max {
@@ -107,7 +112,7 @@ func (l *RedisLocker) acquireReply(ctx context.Context, req Request, token strin
 			runID: req.RunID, ticked: !req.Tick.IsZero(), acquiredUS: acquired}, nil, nil
 	case 2:
 		raw, _ := r[1].(string)
-		return nil, nil, tickErrorOf(req, raw)
+		return nil, nil, TickErrorOf(req, raw)
 	case 3:
 		return nil, nil, nil // ClaimMissed: the tick is this run's
 	case 0:
@@ -136,32 +141,6 @@ func (l *RedisLocker) acquireReply(ctx context.Context, req Request, token strin
 		}
 	}
 	return nil, nil, fmt.Errorf("take lock %s: unexpected reply %v from %s", req.Key, res, server)
-}
-
-// tickRecord is the JSON value of <prefix>{KEY}:tick (acquire.lua writes it).
-type tickRecord struct {
-	TickUS    string `json:"tick_us"`
-	PrevUS    string `json:"prev_us"`
-	Expr      string `json:"expr"`
-	TZ        string `json:"tz"`
-	Node      string `json:"node"`
-	RunID     string `json:"run_id"`
-	Skips     int    `json:"skips"`
-	Missed    bool   `json:"missed"`
-	ClaimedUS string `json:"claimed_us"`
-}
-
-// tickErrorOf reads the tick record a skipped run found; what cannot be read stays empty.
-func tickErrorOf(req Request, raw string) *TickError {
-	e := &TickError{Key: req.Key, Tick: req.Tick}
-	var rec tickRecord
-	if json.Unmarshal([]byte(raw), &rec) == nil {
-		e.Node, e.RunID, e.Missed, e.Skips = rec.Node, rec.RunID, rec.Missed, rec.Skips
-		if us, err := strconv.ParseInt(rec.TickUS, 10, 64); err == nil {
-			e.Claimed = time.UnixMicro(us).UTC()
-		}
-	}
-	return e
 }
 
 // Eviction reads the server's memory settings and returns its maxmemory-policy when it

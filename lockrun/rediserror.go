@@ -70,12 +70,12 @@ func (l *RedisLocker) userError(op string, err error) error {
 	case strings.HasPrefix(detail, "OOM"):
 		// Only a new lock needs memory: renewals and releases go through on a full server.
 		msg = fmt.Sprintf("%s is full: %s (maxmemory reached under noeviction: no new lock can be taken until memory is freed on the server or maxmemory raised)", server, detail)
-	case isTimeout(err) && l.unreachable() != nil && tlsAdvice(l.unreachable(), l.target.host, l.target.scheme == "rediss") != "":
+	case IsTimeout(err) && l.unreachable() != nil && tlsAdvice(l.unreachable(), l.target.host, l.target.scheme == "rediss") != "":
 		msg = fmt.Sprintf("%s unreachable: %s (%s)", server, l.unreachable(), tlsAdvice(l.unreachable(), l.target.host, l.target.scheme == "rediss"))
-	case isTimeout(err) && l.unreachable() != nil:
+	case IsTimeout(err) && l.unreachable() != nil:
 		// The time ran out waiting for a connection: say why none could be made.
 		msg = fmt.Sprintf("%s unreachable: %s (check --redis / CRONLOCK_REDIS_URL)", server, l.unreachable())
-	case isTimeout(err):
+	case IsTimeout(err):
 		msg = fmt.Sprintf("%s did not answer within %s: %s (check --redis / CRONLOCK_REDIS_URL, or raise --redis-timeout)", server, l.timeout, detail)
 	case isNetworkError(err) && tlsAdvice(err, l.target.host, l.target.scheme == "rediss") != "":
 		msg = fmt.Sprintf("%s unreachable: %s (%s)", server, detail, tlsAdvice(err, l.target.host, l.target.scheme == "rediss"))
@@ -106,7 +106,7 @@ func retryableRedisError(err error) bool {
 	if errors.As(err, &rerr) {
 		return transientRedisError(rerr)
 	}
-	return isTimeout(re.err) || isNetworkError(re.err)
+	return IsTimeout(re.err) || isNetworkError(re.err)
 }
 
 func isAuthError(msg string) bool {
@@ -116,14 +116,6 @@ func isAuthError(msg string) bool {
 		}
 	}
 	return false
-}
-
-func isTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func isNetworkError(err error) bool {

@@ -13,22 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// lockValue is the JSON stored in the lock key by acquire.lua. Large numbers are strings
-// because Lua's numbers are doubles that it would print as 1.7e+15.
-type lockValue struct {
-	Token      string `json:"token"`
-	Fence      string `json:"fence"`
-	Node       string `json:"node"`
-	PID        int    `json:"pid"`
-	RunID      string `json:"run_id"`
-	SinceMS    string `json:"since_ms"`    // the holder's wall clock at acquisition
-	AcquiredUS string `json:"acquired_us"` // Redis TIME at acquisition
-	RenewedUS  string `json:"renewed_us"`  // Redis TIME at the last acquire or renewal
-	TTLMS      int64  `json:"ttl_ms"`
-	ReleasedUS string `json:"released_us,omitempty"` // set when a release kept it for --min-hold
-	RevokedUS  string `json:"revoked_us,omitempty"`  // set by unlock --force of a live holder
-}
-
 // parseHolder reads the holder from a lock value. A value cronlock did not write still
 // counts as a holder (the key is taken), with what can be said about it.
 func parseHolder(value string, pttl int64) *Holder {
@@ -37,7 +21,7 @@ func parseHolder(value string, pttl int64) *Holder {
 		// A PTTL past 292 years (PEXPIRE by hand) would overflow a Duration into the past.
 		h.TTLLeft = time.Duration(min(pttl, int64(math.MaxInt64/time.Millisecond))) * time.Millisecond
 	}
-	var v lockValue
+	var v HolderValue
 	if err := json.Unmarshal([]byte(value), &v); err != nil {
 		h.Node = "(unknown: the lock key does not hold cronlock data)"
 		return h
@@ -45,10 +29,10 @@ func parseHolder(value string, pttl int64) *Holder {
 	h.Node, h.PID, h.RunID, h.Revoked = v.Node, v.PID, v.RunID, v.RevokedUS != ""
 	// A time outside 1970–9999 is not one cronlock wrote, and would make status --json
 	// fail (encoding/json refuses years past 9999): leave it unknown (zero).
-	if ms, err := strconv.ParseInt(v.SinceMS, 10, 64); err == nil && plausibleTime(time.UnixMilli(ms)) {
+	if ms, err := strconv.ParseInt(v.SinceMS, 10, 64); err == nil && PlausibleTime(time.UnixMilli(ms)) {
 		h.Since = time.UnixMilli(ms)
 	}
-	if us, err := strconv.ParseInt(v.RenewedUS, 10, 64); err == nil && plausibleTime(time.UnixMicro(us)) {
+	if us, err := strconv.ParseInt(v.RenewedUS, 10, 64); err == nil && PlausibleTime(time.UnixMicro(us)) {
 		h.Renewed = time.UnixMicro(us)
 	}
 	h.FencingToken, _ = strconv.ParseUint(v.Fence, 10, 64)
@@ -58,9 +42,6 @@ func parseHolder(value string, pttl int64) *Holder {
 // ErrUnlockReplyLost: an unlock whose first reply was lost was sent again and found no
 // lock, most likely because that first try removed it; who held it is not known.
 var ErrUnlockReplyLost = errors.New("an earlier try, whose reply was lost, most likely removed it (its holder is not known)")
-
-// plausibleTime reports whether t is a time a lock value can hold: 1970 to 9999.
-func plausibleTime(t time.Time) bool { return t.Year() >= 1970 && t.Year() <= 9999 }
 
 // Inspect returns the holder of key, or nil when it is free.
 func (l *RedisLocker) Inspect(ctx context.Context, key string) (*Holder, error) {
@@ -241,7 +222,7 @@ func (l *RedisLocker) Unlock(ctx context.Context, key string, force bool) (*Hold
 	if code == 2 {
 		h.Revoked = true
 	}
-	if code < 0 && json.Unmarshal([]byte(v), new(lockValue)) != nil {
+	if code < 0 && json.Unmarshal([]byte(v), new(HolderValue)) != nil {
 		if len(v) > 60 {
 			v = v[:60] + "..."
 		}

@@ -39,7 +39,7 @@ func (s *redisLease) RecordErr() error { return s.recordErr }
 // run whose outcome was not final when it let the lock go. Its end is the release's time
 // on the server (or now, when the release got no answer).
 func (s *redisLease) WriteRecord(ctx context.Context, rec *RunRecord) error {
-	return s.l.appendEntry(ctx, s.key, encodeFleetEntry(rec, s.fence), s.acquiredUS, s.endUS, s.runID)
+	return s.l.appendEntry(ctx, s.key, EncodeFleetEntry(rec, s.fence), s.acquiredUS, s.endUS, s.runID)
 }
 
 // GiveBackTick makes Release give the tick back and ignore MinHold: the job never started.
@@ -65,7 +65,7 @@ func (s *redisLease) Renew(ctx context.Context) error {
 		limit = min(limit, time.Until(d))
 	}
 	res, acks, _, err := s.l.evalAcked(ctx, renewScript(), []string{s.l.lockKey(s.key)}, s.token, durMS(s.ttl))
-	if err != nil && limit < s.l.timeout && isTimeout(err) && s.l.unreachable() == nil {
+	if err != nil && limit < s.l.timeout && IsTimeout(err) && s.l.unreachable() == nil {
 		// Cut short by the lease, not by --redis-timeout: raising that would not help.
 		return &redisError{err: err, msg: fmt.Sprintf("renew lock %s: %s did not answer within the %s the lease left this try (a renewal is cut short so that the job is stopped while the lease is still ours): the server is stalled or unreachable, or its round trip is too slow for --ttl %s; check the server, or raise --ttl if the network is slow",
 			s.key, s.l.target.server(), limit.Round(time.Millisecond), s.ttl)}
@@ -91,7 +91,7 @@ func (s *redisLease) Release(ctx context.Context) error {
 	}
 	a := releaseArgs{minHold: minHold, runID: s.runID, giveBack: giveBack}
 	if s.record != nil && s.acquiredUS != "" {
-		a.entry, a.startUS = encodeFleetEntry(s.record, s.fence), s.acquiredUS
+		a.entry, a.startUS = EncodeFleetEntry(s.record, s.fence), s.acquiredUS
 	}
 	fresh := releaseFresh
 	if s.renewed.Load() {

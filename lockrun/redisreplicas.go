@@ -71,7 +71,7 @@ func (l *RedisLocker) evalAcked(ctx context.Context, script string, keys []strin
 			np.Close()
 		}
 		res, err := ev.Result()
-		if err != nil && isTimeout(err) && res != nil {
+		if err != nil && IsTimeout(err) && res != nil {
 			// The script's reply was read, and only WAIT's was late: go-redis (on a
 			// Cluster node's pipeline) then gives every command of the pipeline the error.
 			err = nil
@@ -88,7 +88,7 @@ func (l *RedisLocker) evalAcked(ctx context.Context, script string, keys []strin
 				// script's writes stand, and the caller must undo an acquire's.
 				return nil, &waitRefusedError{err}
 			}
-			if !isTimeout(err) {
+			if !IsTimeout(err) {
 				// A connection cut after the script's reply (a failover): retried as any
 				// network error, the script being safe to repeat.
 				return nil, err

@@ -2,24 +2,9 @@ package lockrun
 
 import (
 	"context"
+	"errors"
+	"time"
 )
-
-// TokenBackend names the backend that issued l's fencing tokens, for the job's
-// CRONLOCK_TOKEN_BACKEND: "redis", "local" or "etcd". Tokens of different backends are
-// not comparable (etcd revisions are far below Redis's microsecond tokens), so a job that
-// stores the last token it saw must start over when this name changes. "" when unknown.
-func TokenBackend(l Locker) string {
-	switch l.(type) {
-	case *RedisLocker:
-		return "redis"
-	case *LocalLocker:
-		return "local"
-	}
-	if n, ok := l.(interface{ TokenBackend() string }); ok {
-		return n.TokenBackend()
-	}
-	return ""
-}
 
 // FleetStore is a backend that keeps the fleet's record and tick record readable from
 // any host: Redis, etcd. The local backend has only this machine's history instead.
@@ -39,4 +24,23 @@ type FleetStore interface {
 	RecordRun(ctx context.Context, key string, rec *RunRecord) error
 }
 
-var _ FleetStore = (*RedisLocker)(nil)
+// Expiring is a backend whose locks free themselves when their lease ends (Redis, etcd).
+type Expiring interface {
+	// FreedBy says, for a message about a release that failed, what frees the lock
+	// anyway: " (the Redis key expires by itself within --ttl 1m0s)".
+	FreedBy(ttl time.Duration) string
+}
+
+// Refusal is implemented by the errors with which a backend refuses to take a lock
+// although it could be asked (a clock skew, an evicting server, a fencing counter that
+// cannot rise): the server is up, and the fleet's record should show the run.
+type Refusal interface {
+	error
+	Refusal()
+}
+
+// IsRefusal reports whether err is, or wraps, a Refusal.
+func IsRefusal(err error) bool {
+	var r Refusal
+	return errors.As(err, &r)
+}

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cronlock/child"
 	"cronlock/history"
 	"cronlock/lockrun"
 	"cronlock/logline"
@@ -23,7 +24,7 @@ import (
 
 // acquire takes the lock, giving way to a stop signal. done means the run ends here
 // with code (skipped, failed or interrupted), its row already recorded.
-func (r *runner) acquire(sig *lockrun.Signals) (lease lockrun.Lease, code int, done bool) {
+func (r *runner) acquire(sig *child.Signals) (lease lockrun.Lease, code int, done bool) {
 	o := r.o
 	var tries atomic.Int32
 	req := r.request()
@@ -59,7 +60,7 @@ func (r *runner) acquire(sig *lockrun.Signals) (lease lockrun.Lease, code int, d
 			waiting = false
 			r.row.Attempt = max(1, int(tries.Load()))
 		case s := <-sig.C:
-			if !lockrun.IsStopSignal(s) {
+			if !child.IsStopSignal(s) {
 				continue // USR1/USR2 before the child exists: nobody to forward them to
 			}
 			cancel()
@@ -154,7 +155,7 @@ func shortDuration(d time.Duration) string {
 
 // jitter sleeps a random time in [0, --jitter) before the lock is asked for. A stop signal
 // ends the run there: interrupted, the job never started. done means the run ends with code.
-func (r *runner) jitter(sig *lockrun.Signals) (code int, done bool) {
+func (r *runner) jitter(sig *child.Signals) (code int, done bool) {
 	if r.o.Jitter <= 0 {
 		return 0, false
 	}
@@ -167,7 +168,7 @@ func (r *runner) jitter(sig *lockrun.Signals) (code int, done bool) {
 		case <-t.C:
 			return 0, false
 		case s := <-sig.C:
-			if lockrun.IsStopSignal(s) {
+			if child.IsStopSignal(s) {
 				return r.interrupted(s), true
 			}
 			// USR1/USR2 before the child exists: nobody to forward them to.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"cronlock/child"
 	"cronlock/lockrun"
 )
 
@@ -14,7 +15,7 @@ import (
 const outputSettle = 20 * time.Millisecond
 
 // fleetRecord is this run's entry for the fleet's record.
-func (r *runner) fleetRecord(out outcome, res *lockrun.Result) *lockrun.RunRecord {
+func (r *runner) fleetRecord(out outcome, res *child.Result) *lockrun.RunRecord {
 	rec := &lockrun.RunRecord{RunID: r.runID, Node: r.o.Node, Status: out.Status, Exit: out.Code,
 		Signal: out.Signal, Tick: r.tick, Tries: max(r.row.Try, 1), Error: out.Message}
 	if res != nil && res.Started {

@@ -7,8 +7,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cronlock/child"
 	"cronlock/history"
-	"cronlock/lockrun"
 )
 
 // outcome is what a supervised run comes to: its history status, cronlock's exit code
@@ -38,17 +38,17 @@ const (
 
 // outcomeOf maps a supervised run to status and exit code. The first event decides:
 // lock lost, timeout, forwarded stop signal, the child's own exit.
-func outcomeOf(res lockrun.Result, o *Options) outcome {
+func outcomeOf(res child.Result, o *Options) outcome {
 	var out outcome
 	if !res.Started {
 		out.Status = history.StatusError
 		out.Code = ExitFailed
-		var se *lockrun.StartError
+		var se *child.StartError
 		if errors.As(res.StartErr, &se) {
 			switch se.Kind {
-			case lockrun.NotFound:
+			case child.NotFound:
 				out.Code = ExitNotFound
-			case lockrun.NotExecutable:
+			case child.NotExecutable:
 				out.Code = ExitCannotExecute
 			}
 		}
@@ -67,7 +67,7 @@ func outcomeOf(res lockrun.Result, o *Options) outcome {
 		own = 128 + int(res.Signal)
 	}
 	switch res.Reason {
-	case lockrun.ReasonLockLost:
+	case child.ReasonLockLost:
 		out.Status = history.StatusLockLost
 		if o.ContinueOnLoss {
 			out.Code = own
@@ -81,11 +81,11 @@ func outcomeOf(res lockrun.Result, o *Options) outcome {
 			}
 			out.Message = fmt.Sprintf("%s: the lock was lost while the job ran (%v)%s. Another host may run it now", o.Key, res.LossErr, stopped)
 		}
-	case lockrun.ReasonTimeout:
+	case child.ReasonTimeout:
 		out.Status = history.StatusTimeout
 		out.Code = ExitTimeout
 		out.Message = fmt.Sprintf("%s: the job ran longer than --timeout %v; stopped it", o.Key, o.Timeout)
-	case lockrun.ReasonSignal:
+	case child.ReasonSignal:
 		out.Status = history.StatusInterrupted
 		n := 0
 		if s, ok := res.StopSignal.(syscall.Signal); ok {
@@ -109,7 +109,7 @@ func outcomeOf(res lockrun.Result, o *Options) outcome {
 }
 
 // outputLost makes a run whose output could not all be written (no space left, an I/O
-// error; lockrun.OutputError) a failure that is never silent.
+// error; child.OutputError) a failure that is never silent.
 //
 // A job that ended by itself, or finished under --on-lock-lost continue, gets exit 125 and
 // the line, whatever its own code (which the row keeps): `pg_dump >/backup/db.sql` on a
@@ -119,15 +119,15 @@ func outcomeOf(res lockrun.Result, o *Options) outcome {
 // work (the lock, the history, a command that cannot start). An earlier event (timeout,
 // lock lost, a stop signal) keeps its status and code, as the first event decides; the
 // lost output is added to its line, which is then an error that --quiet does not hide.
-func outputLost(out *outcome, res lockrun.Result, o *Options) {
+func outputLost(out *outcome, res child.Result, o *Options) {
 	what := fmt.Sprintf("%v", res.OutputErr)
-	var oe *lockrun.OutputError
+	var oe *child.OutputError
 	if errors.As(res.OutputErr, &oe) {
 		what = fmt.Sprintf("%s; the run failed, as its output is incomplete: make room (or mend the device) where it goes, then run the job again", oe)
 	}
-	ownEnd := res.Reason == lockrun.ReasonExited || (res.Reason == lockrun.ReasonLockLost && o.ContinueOnLoss)
+	ownEnd := res.Reason == child.ReasonExited || (res.Reason == child.ReasonLockLost && o.ContinueOnLoss)
 	switch {
-	case res.Reason == lockrun.ReasonExited:
+	case res.Reason == child.ReasonExited:
 		out.Status = history.StatusFailed
 		out.Code = ExitFailed
 		out.Message = fmt.Sprintf("%s: %s", o.Key, what)

@@ -7,8 +7,8 @@ import (
 	"syscall"
 	"testing"
 
+	"cronlock/child"
 	"cronlock/history"
-	"cronlock/lockrun"
 )
 
 // TestOutcome: the status and exit code of every way a supervised run can end. The
@@ -24,7 +24,7 @@ func TestOutcome(t *testing.T) {
 	killed := func(s syscall.Signal) end { return end{code: -1, sig: s} }
 	for _, tc := range []struct {
 		name       string
-		reason     lockrun.Reason
+		reason     child.Reason
 		end        end
 		stopSignal syscall.Signal // for ReasonSignal
 		cont       bool           // --on-lock-lost continue
@@ -33,34 +33,34 @@ func TestOutcome(t *testing.T) {
 		message    string // a part of the one line cronlock says; "" = says nothing
 		warning    bool
 	}{
-		{"exit 0", lockrun.ReasonExited, exit(0), 0, false, history.StatusSucceeded, 0, "", false},
-		{"exit 3", lockrun.ReasonExited, exit(3), 0, false, history.StatusFailed, 3, "", false},
-		{"exit 255", lockrun.ReasonExited, exit(255), 0, false, history.StatusFailed, 255, "", false},
-		{"exit 124 of its own", lockrun.ReasonExited, exit(124), 0, false, history.StatusFailed, 124, "", false},
-		{"killed by a signal cronlock did not send", lockrun.ReasonExited, killed(syscall.SIGSEGV), 0, false, history.StatusFailed, 128 + 11, "", false},
-		{"SIGKILL from outside", lockrun.ReasonExited, killed(syscall.SIGKILL), 0, false, history.StatusFailed, 137, "", false},
+		{"exit 0", child.ReasonExited, exit(0), 0, false, history.StatusSucceeded, 0, "", false},
+		{"exit 3", child.ReasonExited, exit(3), 0, false, history.StatusFailed, 3, "", false},
+		{"exit 255", child.ReasonExited, exit(255), 0, false, history.StatusFailed, 255, "", false},
+		{"exit 124 of its own", child.ReasonExited, exit(124), 0, false, history.StatusFailed, 124, "", false},
+		{"killed by a signal cronlock did not send", child.ReasonExited, killed(syscall.SIGSEGV), 0, false, history.StatusFailed, 128 + 11, "", false},
+		{"SIGKILL from outside", child.ReasonExited, killed(syscall.SIGKILL), 0, false, history.StatusFailed, 137, "", false},
 
-		{"timeout, job stopped by SIGTERM", lockrun.ReasonTimeout, killed(syscall.SIGTERM), 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout", false},
-		{"timeout, job needed SIGKILL", lockrun.ReasonTimeout, killed(syscall.SIGKILL), 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout", false},
-		{"timeout, job exits 0 in the grace", lockrun.ReasonTimeout, exit(0), 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout", false},
-		{"timeout, job exits 1 in the grace", lockrun.ReasonTimeout, exit(1), 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout", false},
+		{"timeout, job stopped by SIGTERM", child.ReasonTimeout, killed(syscall.SIGTERM), 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout", false},
+		{"timeout, job needed SIGKILL", child.ReasonTimeout, killed(syscall.SIGKILL), 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout", false},
+		{"timeout, job exits 0 in the grace", child.ReasonTimeout, exit(0), 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout", false},
+		{"timeout, job exits 1 in the grace", child.ReasonTimeout, exit(1), 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout", false},
 
-		{"SIGTERM forwarded, job dies of it", lockrun.ReasonSignal, killed(syscall.SIGTERM), syscall.SIGTERM, false, history.StatusInterrupted, 143, "stopped the job on SIGTERM", true},
-		{"SIGINT forwarded, job exits 0", lockrun.ReasonSignal, exit(0), syscall.SIGINT, false, history.StatusInterrupted, 130, "stopped the job on SIGINT", true},
-		{"SIGHUP forwarded, job needed SIGKILL", lockrun.ReasonSignal, killed(syscall.SIGKILL), syscall.SIGHUP, false, history.StatusInterrupted, 129, "stopped the job on SIGHUP", true},
+		{"SIGTERM forwarded, job dies of it", child.ReasonSignal, killed(syscall.SIGTERM), syscall.SIGTERM, false, history.StatusInterrupted, 143, "stopped the job on SIGTERM", true},
+		{"SIGINT forwarded, job exits 0", child.ReasonSignal, exit(0), syscall.SIGINT, false, history.StatusInterrupted, 130, "stopped the job on SIGINT", true},
+		{"SIGHUP forwarded, job needed SIGKILL", child.ReasonSignal, killed(syscall.SIGKILL), syscall.SIGHUP, false, history.StatusInterrupted, 129, "stopped the job on SIGHUP", true},
 
-		{"lock lost, job stopped", lockrun.ReasonLockLost, killed(syscall.SIGTERM), 0, false, history.StatusLockLost, ExitFailed, "the lock was lost while the job ran", false},
-		{"lock lost, job exits 0 in the grace", lockrun.ReasonLockLost, exit(0), 0, false, history.StatusLockLost, ExitFailed, "the lock was lost", false},
-		{"lock lost, continue, job exits 0", lockrun.ReasonLockLost, exit(0), 0, true, history.StatusLockLost, 0, "--on-lock-lost continue let it finish", true},
-		{"lock lost, continue, job exits 2", lockrun.ReasonLockLost, exit(2), 0, true, history.StatusLockLost, 2, "--on-lock-lost continue let it finish", true},
-		{"lock lost, continue, job killed from outside", lockrun.ReasonLockLost, killed(syscall.SIGKILL), 0, true, history.StatusLockLost, 137, "let it finish", true},
+		{"lock lost, job stopped", child.ReasonLockLost, killed(syscall.SIGTERM), 0, false, history.StatusLockLost, ExitFailed, "the lock was lost while the job ran", false},
+		{"lock lost, job exits 0 in the grace", child.ReasonLockLost, exit(0), 0, false, history.StatusLockLost, ExitFailed, "the lock was lost", false},
+		{"lock lost, continue, job exits 0", child.ReasonLockLost, exit(0), 0, true, history.StatusLockLost, 0, "--on-lock-lost continue let it finish", true},
+		{"lock lost, continue, job exits 2", child.ReasonLockLost, exit(2), 0, true, history.StatusLockLost, 2, "--on-lock-lost continue let it finish", true},
+		{"lock lost, continue, job killed from outside", child.ReasonLockLost, killed(syscall.SIGKILL), 0, true, history.StatusLockLost, 137, "let it finish", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := lockrun.Result{Started: true, Reason: tc.reason, ExitCode: tc.end.code, Signal: tc.end.sig}
-			if tc.reason == lockrun.ReasonSignal {
+			res := child.Result{Started: true, Reason: tc.reason, ExitCode: tc.end.code, Signal: tc.end.sig}
+			if tc.reason == child.ReasonSignal {
 				res.StopSignal = tc.stopSignal
 			}
-			if tc.reason == lockrun.ReasonLockLost {
+			if tc.reason == child.ReasonLockLost {
 				res.LossErr = loss
 			}
 			got := outcomeOf(res, &Options{Key: "k", ContinueOnLoss: tc.cont})
@@ -84,15 +84,15 @@ func TestOutcome(t *testing.T) {
 // TestOutcomeNotStarted: a job that never started is an error, with the shell's codes.
 func TestOutcomeNotStarted(t *testing.T) {
 	for _, tc := range []struct {
-		kind lockrun.StartErrorKind
+		kind child.StartErrorKind
 		code int
 	}{
-		{lockrun.NotFound, ExitNotFound},
-		{lockrun.NotExecutable, ExitCannotExecute},
-		{lockrun.StartFailed, ExitFailed},
+		{child.NotFound, ExitNotFound},
+		{child.NotExecutable, ExitCannotExecute},
+		{child.StartFailed, ExitFailed},
 	} {
-		se := &lockrun.StartError{Kind: tc.kind, Name: "job", Err: fs.ErrNotExist}
-		got := outcomeOf(lockrun.Result{ExitCode: -1, StartErr: se}, &Options{Key: "k"})
+		se := &child.StartError{Kind: tc.kind, Name: "job", Err: fs.ErrNotExist}
+		got := outcomeOf(child.Result{ExitCode: -1, StartErr: se}, &Options{Key: "k"})
 		if got.Status != history.StatusError || got.Code != tc.code || got.Message != se.Error() || got.ExitCode != nil {
 			t.Errorf("kind %d: %+v; want status error, exit %d, message %q", tc.kind, got, tc.code, se.Error())
 		}
@@ -103,25 +103,25 @@ func TestOutcomeNotStarted(t *testing.T) {
 // itself (exit 125, status failed, whatever its own code); an earlier event keeps its
 // status and code, and the loss is added to its line, as an error.
 func TestOutcomeOutputLost(t *testing.T) {
-	lost := &lockrun.OutputError{Stream: "stdout", Lost: 4_800_000, Err: syscall.ENOSPC}
+	lost := &child.OutputError{Stream: "stdout", Lost: 4_800_000, Err: syscall.ENOSPC}
 	for _, tc := range []struct {
 		name   string
-		reason lockrun.Reason
+		reason child.Reason
 		code   int // the child's
 		cont   bool
 		status string
 		exit   int
 		before string // the part of the line the event itself says
 	}{
-		{"exit 0", lockrun.ReasonExited, 0, false, history.StatusFailed, ExitFailed, ""},
-		{"exit 3", lockrun.ReasonExited, 3, false, history.StatusFailed, ExitFailed, ""},
-		{"timeout", lockrun.ReasonTimeout, 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout"},
-		{"lock lost", lockrun.ReasonLockLost, 0, false, history.StatusLockLost, ExitFailed, "the lock was lost"},
-		{"lock lost, continue", lockrun.ReasonLockLost, 0, true, history.StatusLockLost, ExitFailed, "let it finish"},
-		{"stop signal", lockrun.ReasonSignal, 0, false, history.StatusInterrupted, 143, "stopped the job on SIGTERM"},
+		{"exit 0", child.ReasonExited, 0, false, history.StatusFailed, ExitFailed, ""},
+		{"exit 3", child.ReasonExited, 3, false, history.StatusFailed, ExitFailed, ""},
+		{"timeout", child.ReasonTimeout, 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout"},
+		{"lock lost", child.ReasonLockLost, 0, false, history.StatusLockLost, ExitFailed, "the lock was lost"},
+		{"lock lost, continue", child.ReasonLockLost, 0, true, history.StatusLockLost, ExitFailed, "let it finish"},
+		{"stop signal", child.ReasonSignal, 0, false, history.StatusInterrupted, 143, "stopped the job on SIGTERM"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := lockrun.Result{Started: true, Reason: tc.reason, ExitCode: tc.code, OutputErr: lost,
+			res := child.Result{Started: true, Reason: tc.reason, ExitCode: tc.code, OutputErr: lost,
 				LossErr: errors.New("gone"), StopSignal: syscall.SIGTERM}
 			got := outcomeOf(res, &Options{Key: "k", ContinueOnLoss: tc.cont})
 			if got.Status != tc.status || got.Code != tc.exit || got.Warning {

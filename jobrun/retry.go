@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
 
+	"cronlock/child"
 	"cronlock/history"
 	"cronlock/lockrun"
 	"cronlock/tty"
@@ -29,11 +30,11 @@ const MaxRetryDelay = 10 * time.Minute
 //
 // spool (nil without --output on-failure) holds the output of every try; the caller
 // writes it out, or drops it, by the run's final outcome.
-func (r *runner) tries(sig *lockrun.Signals, keeper *lockrun.Keeper, lease lockrun.Lease, guard *lockrun.Guard, spool *lockrun.Spool) (res lockrun.Result, end *outcome) {
+func (r *runner) tries(sig *child.Signals, keeper *keeperWatch, lease lockrun.Lease, guard *child.Guard, spool *child.Spool) (res child.Result, end *outcome) {
 	o := r.o
 	first := time.Now() // monotonic: --timeout bounds every try and delay together
 	for {
-		job := lockrun.Job{
+		job := child.Job{
 			Argv: o.Command, Env: childEnv(o, r.runID, lease.FencingToken(), r.locker.Name(), r.tick, r.row.Try),
 			Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
 			Capture: int(o.Capture), Grace: o.Grace, Timeout: o.Timeout,
@@ -43,7 +44,7 @@ func (r *runner) tries(sig *lockrun.Signals, keeper *lockrun.Keeper, lease lockr
 			job.Timeout = max(o.Timeout-time.Since(first), time.Nanosecond)
 		}
 		r.pingStart() // once, for the run's first try
-		res = lockrun.Supervise(context.Background(), job, sig, keeper, nil)
+		res = child.Supervise(context.Background(), job, sig, keeper, nil)
 		r.row.FinishedAt = wallNow()
 		if o.Retries <= 0 || r.row.Try > o.Retries {
 			return res, nil
@@ -73,8 +74,8 @@ func (r *runner) tries(sig *lockrun.Signals, keeper *lockrun.Keeper, lease lockr
 // lock, a stop signal, a command that cannot start (126, 127) and output that could not
 // be written are never tried again: another try would meet the same end, or should not
 // run at all.
-func (r *runner) retryable(res lockrun.Result, out outcome) bool {
-	if !res.Started || res.Reason != lockrun.ReasonExited || res.LossErr != nil || res.OutputErr != nil {
+func (r *runner) retryable(res child.Result, out outcome) bool {
+	if !res.Started || res.Reason != child.ReasonExited || res.LossErr != nil || res.OutputErr != nil {
 		return false
 	}
 	if out.Status != history.StatusFailed {
@@ -100,7 +101,7 @@ func (r *runner) retryDelay(n int) time.Duration {
 
 // finishTry records the try that is about to be tried again: status retried, with the
 // try's own exit, output and error.
-func (r *runner) finishTry(res lockrun.Result, out outcome, delay time.Duration) {
+func (r *runner) finishTry(res child.Result, out outcome, delay time.Duration) {
 	o := r.o
 	r.row.Status, r.row.ExitCode, r.row.Signal, r.row.Output = history.StatusRetried, out.ExitCode, out.Signal, res.Output
 	r.row.Exit = &out.Code
@@ -117,7 +118,7 @@ func (r *runner) finishTry(res lockrun.Result, out outcome, delay time.Duration)
 // retryWait waits delay before the next try while the lease is kept. A stop signal or a
 // lost lock ends the run there, the next try never started: that try's row says so, and
 // the outcome it returns is the run's.
-func (r *runner) retryWait(sig *lockrun.Signals, keeper *lockrun.Keeper, delay time.Duration) *outcome {
+func (r *runner) retryWait(sig *child.Signals, keeper *keeperWatch, delay time.Duration) *outcome {
 	t := time.NewTimer(delay)
 	defer t.Stop()
 	for {
@@ -130,7 +131,7 @@ func (r *runner) retryWait(sig *lockrun.Signals, keeper *lockrun.Keeper, delay t
 		case loss := <-keeper.Lost():
 			return r.lostBetween(loss)
 		case s := <-sig.C:
-			if !lockrun.IsStopSignal(s) {
+			if !child.IsStopSignal(s) {
 				continue // USR1/USR2 between tries: no job to forward them to
 			}
 			sg := s.(syscall.Signal)
@@ -143,7 +144,7 @@ func (r *runner) retryWait(sig *lockrun.Signals, keeper *lockrun.Keeper, delay t
 
 // lostBetween is the outcome of a run whose lock was lost while it waited to try again:
 // the next try does not start, as it would run without the lock.
-func (r *runner) lostBetween(loss lockrun.LockLoss) *outcome {
+func (r *runner) lostBetween(loss child.Stop) *outcome {
 	return &outcome{Status: history.StatusLockLost, Code: ExitFailed,
 		Message: fmt.Sprintf("%s: the lock was lost between tries (%v); try %d was not started. Another host may run the job now", r.o.Key, loss.Err, r.row.Try)}
 }
@@ -165,7 +166,7 @@ func (r *runner) nextTry() {
 }
 
 // streamsOf is res's output segments as the history stores them (the same numbers).
-func streamsOf(res lockrun.Result) []history.Segment {
+func streamsOf(res child.Result) []history.Segment {
 	var segs []history.Segment
 	for _, sg := range res.Streams {
 		segs = append(segs, history.Segment{Stream: history.Stream(sg.Stream), Len: sg.Len})

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"cronlock/child"
 	"cronlock/history"
-	"cronlock/lockrun"
 )
 
 func TestRetryDelayDoublesAndCaps(t *testing.T) {
@@ -51,8 +51,8 @@ func TestRetryDelayIsRandomWithinBound(t *testing.T) {
 
 // TestRetryable: only a job that ended by itself with a failing code is tried again.
 func TestRetryable(t *testing.T) {
-	exited := func(code int) lockrun.Result {
-		return lockrun.Result{Started: true, Reason: lockrun.ReasonExited, ExitCode: code}
+	exited := func(code int) child.Result {
+		return child.Result{Started: true, Reason: child.ReasonExited, ExitCode: code}
 	}
 	killed := exited(-1)
 	killed.Signal = 9
@@ -62,7 +62,7 @@ func TestRetryable(t *testing.T) {
 	outErr.OutputErr = errors.New("no space")
 	for _, tc := range []struct {
 		name    string
-		res     lockrun.Result
+		res     child.Result
 		retryOn []int
 		want    bool
 	}{
@@ -72,11 +72,11 @@ func TestRetryable(t *testing.T) {
 		{"code listed", exited(75), []int{75, 111}, true},
 		{"code not listed", exited(1), []int{75, 111}, false},
 		{"signal death listed as 128+N", killed, []int{137}, true},
-		{"not found", lockrun.Result{StartErr: &lockrun.StartError{Kind: lockrun.NotFound}}, nil, false},
-		{"timeout", lockrun.Result{Started: true, Reason: lockrun.ReasonTimeout, Signal: 15, ExitCode: -1}, nil, false},
-		{"lock lost", lockrun.Result{Started: true, Reason: lockrun.ReasonLockLost, Signal: 15, ExitCode: -1, LossErr: errors.New("gone")}, nil, false},
+		{"not found", child.Result{StartErr: &child.StartError{Kind: child.NotFound}}, nil, false},
+		{"timeout", child.Result{Started: true, Reason: child.ReasonTimeout, Signal: 15, ExitCode: -1}, nil, false},
+		{"lock lost", child.Result{Started: true, Reason: child.ReasonLockLost, Signal: 15, ExitCode: -1, LossErr: errors.New("gone")}, nil, false},
 		{"lost but finished (continue)", lost, nil, false},
-		{"interrupted", lockrun.Result{Started: true, Reason: lockrun.ReasonSignal, StopSignal: nil, ExitCode: 143}, nil, false},
+		{"interrupted", child.Result{Started: true, Reason: child.ReasonSignal, StopSignal: nil, ExitCode: 143}, nil, false},
 		{"output lost", outErr, nil, false},
 	} {
 		o := &Options{Key: "k", RetryOn: tc.retryOn}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"cronlock/child"
 	"cronlock/history"
 	"cronlock/lockrun"
 	"cronlock/logline"
@@ -133,10 +134,10 @@ func (r *runner) run() int {
 	o := r.o
 	// Signals first: a stop signal that arrives while the lock is being taken must be
 	// seen (status interrupted), not kill cronlock with the lock half taken.
-	sig := lockrun.NotifySignals()
+	sig := child.NotifySignals()
 	// The guard is only prepared here; its process is forked when it is armed, just after
 	// the child starts, so a skipped run costs no guard.
-	guard, err := lockrun.StartGuard()
+	guard, err := child.StartGuard()
 	if err != nil {
 		r.verbosef("no guard process (%v): if cronlock is SIGKILLed, only the direct child is killed with it", err)
 	}
@@ -191,11 +192,11 @@ func (r *runner) run() int {
 				r.say(logline.Verbose, false, fmt.Sprintf("renewing %s failed, retrying: %v", o.Key, err))
 			}
 		}}
-	keeper.Run(ctx)
+	watch := watchKeeper(ctx, keeper)
 
 	spool := r.openSpool()
 	defer spool.Close()
-	res, end := r.tries(sig, keeper, lease, guard, spool)
+	res, end := r.tries(sig, watch, lease, guard, spool)
 	stopKeeper()
 	if !res.Started && r.row.Try == 1 {
 		// 126, 127: the job never ran, so the tick is not used up; the next host runs it.

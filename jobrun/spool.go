@@ -3,8 +3,8 @@ package jobrun
 import (
 	"os"
 
+	"cronlock/child"
 	"cronlock/history"
-	"cronlock/lockrun"
 )
 
 // openSpool makes the spool of a run with --output on-failure (Options.OutputOnFailure):
@@ -12,17 +12,17 @@ import (
 // destination in full, and written out only when the run does not succeed. It returns nil
 // when the output goes out as it comes: the setting is always, or no spool could be made
 // (one warning: the output is then printed rather than lost).
-func (r *runner) openSpool() *lockrun.Spool {
+func (r *runner) openSpool() *child.Spool {
 	o := r.o
 	if !o.OutputOnFailure {
 		return nil
 	}
 	dir := os.Getenv("TMPDIR")
-	sp, err := lockrun.OpenSpool(dir, o.OutputMax, o.Stdout, o.Stderr)
+	sp, err := child.OpenSpool(dir, o.OutputMax, o.Stdout, o.Stderr)
 	if err != nil {
 		fix := "make $TMPDIR a writable folder on disk"
 		if dir == "" {
-			fix = "make " + lockrun.DefaultSpoolDir + " writable, or set TMPDIR to a writable folder on disk"
+			fix = "make " + child.DefaultSpoolDir + " writable, or set TMPDIR to a writable folder on disk"
 		}
 		r.infof("warning: --output on-failure cannot hold the job's output (%v), so it is printed as it comes; %s", err, fix)
 		return nil
@@ -33,14 +33,14 @@ func (r *runner) openSpool() *lockrun.Spool {
 // spoolToWrite reports whether the spool has output to write out for outcome out: then the
 // lock goes first and the spool is written after (finishSpool), as a slow reader must
 // not hold the lock.
-func spoolToWrite(sp *lockrun.Spool, out outcome) bool {
+func spoolToWrite(sp *child.Spool, out outcome) bool {
 	return sp != nil && out.Status != history.StatusSucceeded
 }
 
 // finishSpool writes the spool out when the run, by its final outcome out, did not
 // succeed, and drops it otherwise. Output that cannot be written makes the outcome that
 // of an output error, as it would without the spool.
-func (r *runner) finishSpool(sp *lockrun.Spool, res *lockrun.Result, out outcome) outcome {
+func (r *runner) finishSpool(sp *child.Spool, res *child.Result, out outcome) outcome {
 	err := sp.Finish(out.Status == history.StatusSucceeded)
 	if err == nil || res.OutputErr != nil {
 		return out

@@ -32,6 +32,13 @@ func ClockOr(now func() time.Duration) func() time.Duration {
 	return now
 }
 
+// LockLoss is the keeper's verdict that the lease is lost or about to be: the job must
+// get SIGTERM now and be dead within Grace, while the lease is still ours. Err says why.
+type LockLoss struct {
+	Grace time.Duration
+	Err   error
+}
+
 // Keeper renews a lease while the job runs. It is the one place that decides a lease is
 // lost, and it fails closed: without a confirmed renewal, the job is told to stop early
 // enough to be dead before the lease ends. The lease counts from Lease.Sent, so however
@@ -57,8 +64,6 @@ type Keeper struct {
 	safeUntil atomic.Int64
 	lost      chan LockLoss
 }
-
-var _ LeaseWatch = (*Keeper)(nil)
 
 // Check reports the lease as lost when it has run out by now without a confirmed
 // renewal: after a pause of cronlock itself (SIGSTOP, a frozen VM) longer than the

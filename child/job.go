@@ -1,4 +1,4 @@
-package lockrun
+package child
 
 import (
 	"os"
@@ -45,22 +45,22 @@ type Job struct {
 	ContinueOnLoss bool
 }
 
-// LockLoss is sent by the renewal keeper when the lock is lost or about to be: Supervise
-// stops the job with Grace between SIGTERM and SIGKILL.
-type LockLoss struct {
+// Stop is an order to stop the job before its time is up: SIGTERM now, SIGKILL Grace
+// later (at once when Grace is 0). Err says why; it becomes Result.LossErr.
+type Stop struct {
 	Grace time.Duration
 	Err   error
 }
 
-// LeaseWatch is what Supervise learns of the lock from its keeper (Keeper), which alone
-// decides when a lease is lost.
-type LeaseWatch interface {
-	// Lost delivers at most one LockLoss while the job runs.
-	Lost() <-chan LockLoss
-	// Check reports a loss when the lease has already run out at this instant; Supervise
-	// asks when it sees the main child's end, which counts as the job's own end only if
-	// the lease still held then.
-	Check() (LockLoss, bool)
+// Watch tells Supervise to stop the job early. In cronlock it is the lease's keeper,
+// which alone decides when a lease is lost; Supervise knows only the order.
+type Watch interface {
+	// Lost delivers at most one Stop while the job runs.
+	Lost() <-chan Stop
+	// Check reports a Stop that is due at this instant although Lost has not said so
+	// yet (cronlock itself was frozen past the lease). Supervise asks when it sees the
+	// main child's end, which counts as the job's own end only if no Stop was due then.
+	Check() (Stop, bool)
 }
 
 // Reason says which event decided the outcome of a run: the first of them wins.
@@ -105,7 +105,7 @@ type Result struct {
 	Signal syscall.Signal
 	// StopSignal is, for ReasonSignal, the forwarded stop signal that decided the outcome.
 	StopSignal os.Signal
-	// LossErr is the error of the LockLoss that arrived, if one did (whatever the Reason).
+	// LossErr is the error of the Stop that arrived, if one did (whatever the Reason).
 	LossErr error
 	// Output is the bounded tail of the combined stdout and stderr, in arrival order; nil
 	// when Job.Capture is 0. Set by WaitOutput.

@@ -1,4 +1,4 @@
-package lockrun
+package child
 
 import (
 	"context"
@@ -34,7 +34,7 @@ const pollInterval = 20 * time.Millisecond
 // While Supervise runs it owns all reaping of cronlock's children (wait4(-1)): nothing else
 // in the process may start and wait for children meanwhile. It never panics; a child that
 // could not be started gives Started=false and a *StartError.
-func Supervise(ctx context.Context, job Job, sig *Signals, lease LeaseWatch, started func(pid int)) (res Result) {
+func Supervise(ctx context.Context, job Job, sig *Signals, lease Watch, started func(pid int)) (res Result) {
 	res.ExitCode = -1
 	if len(job.Argv) == 0 || job.Argv[0] == "" {
 		res.StartErr = &StartError{Kind: NotFound, Name: "", Err: errors.New("empty command")}
@@ -61,7 +61,7 @@ func Supervise(ctx context.Context, job Job, sig *Signals, lease LeaseWatch, sta
 type supervisor struct {
 	job   Job
 	sig   *Signals
-	lease LeaseWatch // nil: no lock to watch
+	lease Watch // nil: no lock to watch
 
 	res      Result
 	pgid     int
@@ -113,7 +113,7 @@ func (s *supervisor) run(ctx context.Context, started func(pid int)) {
 	killT.Stop()
 	defer killT.Stop()
 	var pollC <-chan time.Time // ticks only while the hunt is on (see hunting)
-	var loss <-chan LockLoss
+	var loss <-chan Stop
 	if s.lease != nil {
 		loss = s.lease.Lost()
 	}
@@ -253,9 +253,9 @@ func (s *supervisor) reap() {
 }
 
 // leaseCheck asks the keeper whether the lease has run out by now.
-func (s *supervisor) leaseCheck() (LockLoss, bool) {
+func (s *supervisor) leaseCheck() (Stop, bool) {
 	if s.lease == nil {
-		return LockLoss{}, false
+		return Stop{}, false
 	}
 	return s.lease.Check()
 }
@@ -263,7 +263,7 @@ func (s *supervisor) leaseCheck() (LockLoss, bool) {
 // lockLost takes in a loss the keeper reported: it decides the run unless an earlier
 // event did, and stops the job (unless it may continue) so that even leftovers are dead
 // before the lease ends. The caller arms the SIGKILL deadline.
-func (s *supervisor) lockLost(l LockLoss) {
+func (s *supervisor) lockLost(l Stop) {
 	s.res.LossErr = l.Err
 	if !s.decided {
 		s.decide(ReasonLockLost)
@@ -356,7 +356,7 @@ func (s *supervisor) panicked(p any) {
 	s.restoreForeground()
 	s.job.Guard.Disarm()
 	if s.res.Started {
-		s.res.OutputErr = fmt.Errorf("lockrun: internal error while supervising: %v", p)
+		s.res.OutputErr = fmt.Errorf("child: internal error while supervising: %v", p)
 	} else {
 		s.res.StartErr = &StartError{Kind: StartFailed, Name: firstArg(s.job.Argv), Err: fmt.Errorf("internal error: %v", p)}
 	}

@@ -1,4 +1,4 @@
-package lockrun
+package child
 
 import (
 	"bufio"
@@ -127,7 +127,7 @@ func testSignals(t *testing.T) (*Signals, chan os.Signal) {
 // supervise runs Supervise with a watchdog, so that a hang fails the test instead of
 // stalling the suite, then waits for the output (Result.WaitOutput). The duration is
 // Supervise's own.
-func supervise(t *testing.T, job Job, sig *Signals, lease LeaseWatch, started func(int)) (Result, time.Duration) {
+func supervise(t *testing.T, job Job, sig *Signals, lease Watch, started func(int)) (Result, time.Duration) {
 	t.Helper()
 	if sig == nil {
 		sig, _ = testSignals(t)
@@ -349,30 +349,30 @@ func TestSuperviseTimeout(t *testing.T) {
 	}
 }
 
-// chanWatch is a LeaseWatch fed by a test: a loss on its channel, and what Check says.
+// chanWatch is a Watch fed by a test: a loss on its channel, and what Check says.
 type chanWatch struct {
-	c       chan LockLoss
+	c       chan Stop
 	expired func() bool // nil: the lease never runs out by itself
 }
 
-func (w chanWatch) Lost() <-chan LockLoss { return w.c }
-func (w chanWatch) Check() (LockLoss, bool) {
+func (w chanWatch) Lost() <-chan Stop { return w.c }
+func (w chanWatch) Check() (Stop, bool) {
 	if w.expired != nil && w.expired() {
-		return LockLoss{Err: errors.New("ran out")}, true
+		return Stop{Err: errors.New("ran out")}, true
 	}
-	return LockLoss{}, false
+	return Stop{}, false
 }
 
 func TestSuperviseLockLoss(t *testing.T) {
 	res, d := untilTrapped(t, "TERM", func(argv []string) (Result, time.Duration) {
-		loss := make(chan LockLoss, 1)
+		loss := make(chan Stop, 1)
 		go func() {
 			time.Sleep(100 * time.Millisecond)
-			loss <- LockLoss{Grace: 200 * time.Millisecond, Err: ErrLockLost}
+			loss <- Stop{Grace: 200 * time.Millisecond, Err: errLockLost}
 		}()
 		return supervise(t, Job{Argv: argv, Grace: time.Hour}, nil, chanWatch{c: loss}, nil)
 	})
-	if res.Reason != ReasonLockLost || res.Signal != syscall.SIGKILL || !errors.Is(res.LossErr, ErrLockLost) {
+	if res.Reason != ReasonLockLost || res.Signal != syscall.SIGKILL || !errors.Is(res.LossErr, errLockLost) {
 		t.Fatalf("got %+v", res)
 	}
 	if d > 2*time.Second {
@@ -380,8 +380,8 @@ func TestSuperviseLockLoss(t *testing.T) {
 	}
 
 	// --on-lock-lost continue: the child finishes with its own code.
-	loss := make(chan LockLoss, 1)
-	loss <- LockLoss{Grace: 10 * time.Millisecond, Err: ErrLockLost}
+	loss := make(chan Stop, 1)
+	loss <- Stop{Grace: 10 * time.Millisecond, Err: errLockLost}
 	res, d = supervise(t, Job{Argv: sh("sleep 0.4; exit 3"), Grace: 10 * time.Millisecond, ContinueOnLoss: true}, nil, chanWatch{c: loss}, nil)
 	if res.Reason != ReasonLockLost || res.ExitCode != 3 || res.Signal != 0 || d < 400*time.Millisecond {
 		t.Fatalf("continue: got %+v after %v", res, d)
@@ -389,7 +389,7 @@ func TestSuperviseLockLoss(t *testing.T) {
 }
 
 func TestSuperviseLossChannelClosed(t *testing.T) {
-	loss := make(chan LockLoss)
+	loss := make(chan Stop)
 	close(loss)
 	res, _ := supervise(t, Job{Argv: sh("sleep 0.1; exit 2"), Grace: time.Second}, nil, chanWatch{c: loss}, nil)
 	if res.Reason != ReasonExited || res.ExitCode != 2 {
@@ -402,7 +402,7 @@ func TestSuperviseLossChannelClosed(t *testing.T) {
 // lease, so the run is a lost lock; while the lease holds, the same end is the job's own.
 func TestSuperviseEndSeenAfterLeaseRanOut(t *testing.T) {
 	var ranOut atomic.Bool
-	w := chanWatch{c: make(chan LockLoss), expired: ranOut.Load}
+	w := chanWatch{c: make(chan Stop), expired: ranOut.Load}
 	res, _ := supervise(t, Job{Argv: sh("exit 0"), Grace: time.Second}, nil, w, nil)
 	if res.Reason != ReasonExited || res.ExitCode != 0 || res.LossErr != nil {
 		t.Fatalf("the lease held: got %+v", res)
@@ -447,7 +447,7 @@ func TestSuperviseFirstEventDecides(t *testing.T) {
 			// SIGKILL at the end of the first one's grace.
 			res, _ := untilTrapped(t, "TERM INT", func(argv []string) (Result, time.Duration) {
 				sig, c := testSignals(t)
-				loss := make(chan LockLoss, 1)
+				loss := make(chan Stop, 1)
 				job := Job{Argv: argv, Grace: time.Second}
 				for i, e := range tc.events {
 					at := []time.Duration{first, second}[i]
@@ -457,7 +457,7 @@ func TestSuperviseFirstEventDecides(t *testing.T) {
 					case stopSignal:
 						go func() { time.Sleep(at); c <- syscall.SIGINT }()
 					case lockLoss:
-						go func() { time.Sleep(at); loss <- LockLoss{Grace: time.Second, Err: ErrLockLost} }()
+						go func() { time.Sleep(at); loss <- Stop{Grace: time.Second, Err: errLockLost} }()
 					}
 				}
 				return supervise(t, job, sig, chanWatch{c: loss}, nil)
@@ -468,7 +468,7 @@ func TestSuperviseFirstEventDecides(t *testing.T) {
 			if tc.events[0] == stopSignal && res.StopSignal != syscall.SIGINT {
 				t.Fatalf("StopSignal %v, want SIGINT", res.StopSignal)
 			}
-			if (tc.events[0] == lockLoss || tc.events[1] == lockLoss) && !errors.Is(res.LossErr, ErrLockLost) {
+			if (tc.events[0] == lockLoss || tc.events[1] == lockLoss) && !errors.Is(res.LossErr, errLockLost) {
 				t.Fatalf("LossErr %v: a loss, even one that did not decide, is kept", res.LossErr)
 			}
 		})
@@ -974,3 +974,6 @@ func TestSuperviseForeground(t *testing.T) {
 		t.Fatalf("terminal shows %q", s)
 	}
 }
+
+// errLockLost stands for the keeper's reason in a Stop.
+var errLockLost = errors.New("lock lost")

@@ -1,4 +1,4 @@
-package lockrun
+package child
 
 import (
 	"errors"
@@ -60,7 +60,7 @@ func OpenSpool(dir string, limit int64, stdout, stderr *os.File) (*Spool, error)
 		dir = DefaultSpoolDir
 	}
 	if limit <= 0 {
-		return nil, errors.New("lockrun: spool size must be positive")
+		return nil, errors.New("child: spool size must be positive")
 	}
 	s := &Spool{shared: sameFile(stdout, stderr)}
 	targets := []*os.File{stdout, stderr}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"cronlock/lockrun"
+	"cronlock/lockrun/local"
 	"cronlock/logline"
 )
 
@@ -77,7 +78,7 @@ func (o *backendOptions) resolve(fs *pflag.FlagSet, s *settings) error {
 		}
 		o.FleetKeep = n
 	}
-	if err := s.checkAbsPath(fs, "lock-dir", "CRONLOCK_LOCK_DIR", o.LockDir, lockrun.DefaultLockDir()); err != nil {
+	if err := s.checkAbsPath(fs, "lock-dir", "CRONLOCK_LOCK_DIR", o.LockDir, local.DefaultDir()); err != nil {
 		return err
 	}
 	if done, err := o.resolveEtcd(); done || err != nil {
@@ -139,9 +140,9 @@ func (o *backendOptions) open() (lockrun.Locker, error) {
 	if o.Backend == "local" {
 		dir := o.LockDir
 		if dir == "" {
-			dir = lockrun.DefaultLockDir()
+			dir = local.DefaultDir()
 		}
-		return lockrun.NewLocalLocker(dir)
+		return local.New(dir)
 	}
 	if o.Backend == "etcd" {
 		return o.openEtcd()

@@ -14,6 +14,7 @@ import (
 	"cronlock/history"
 	"cronlock/jobrun"
 	"cronlock/lockrun"
+	"cronlock/lockrun/local"
 	"cronlock/schedule"
 )
 
@@ -242,9 +243,9 @@ func checkRun(o *checkOptions) error {
 func (o *checkOptions) localTick() (*lockrun.TickRecord, error) {
 	dir := o.LockDir
 	if dir == "" {
-		dir = lockrun.DefaultLockDir()
+		dir = local.DefaultDir()
 	}
-	tr, err := lockrun.ReadLocalTickRecord(dir, o.Key)
+	tr, err := local.ReadTickRecord(dir, o.Key)
 	if err != nil {
 		if o.Schedule != "" {
 			return nil, nil

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"cronlock/lockrun"
+	"cronlock/lockrun/local"
 	"cronlock/logline"
 	"cronlock/tty"
 )
@@ -75,7 +75,7 @@ func (r *runner) shouldWarn(what, subject string, err error) bool {
 	}
 	dir := r.o.StampDir
 	if dir == "" {
-		dir = lockrun.DefaultLockDir()
+		dir = local.DefaultDir()
 	}
 	os.MkdirAll(dir, 0o700)
 	sum := sha256.Sum256([]byte(subject + "\x00" + causeOf(err)))

@@ -1,4 +1,4 @@
-package lockrun
+package local
 
 import (
 	"bufio"
@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"cronlock/lockrun"
 )
 
 // localHelperEnv makes the test binary, re-executed by startLocalHolder, a process that
@@ -31,12 +33,12 @@ func TestLocalHelperProcess(t *testing.T) {
 		t.Skip("helper process only")
 	}
 	dir, key := spec, os.Getenv(localHelperEnv+"_KEY")
-	l, err := NewLocalLocker(dir)
+	l, err := New(dir)
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(3)
 	}
-	lease, err := l.Acquire(context.Background(), Request{Key: key, Node: "helper-node", PID: os.Getpid(), RunID: "helper-run"})
+	lease, err := l.Acquire(context.Background(), lockrun.Request{Key: key, Node: "helper-node", PID: os.Getpid(), RunID: "helper-run"})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(3)
@@ -79,20 +81,20 @@ func startLocalHolder(t *testing.T, dir, key string) (*exec.Cmd, uint64) {
 	return cmd, n
 }
 
-func newTestLocalLocker(t *testing.T) *LocalLocker {
+func newTestLocker(t *testing.T) *Locker {
 	t.Helper()
-	l, err := NewLocalLocker(filepath.Join(t.TempDir(), "locks"))
+	l, err := New(filepath.Join(t.TempDir(), "locks"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
 }
 
-func localReq(key, run string) Request {
-	return Request{Key: key, Node: "node-" + run, PID: os.Getpid(), RunID: run}
+func localReq(key, run string) lockrun.Request {
+	return lockrun.Request{Key: key, Node: "node-" + run, PID: os.Getpid(), RunID: run}
 }
 
-func mustAcquire(t *testing.T, l *LocalLocker, req Request) Lease {
+func mustAcquire(t *testing.T, l *Locker, req lockrun.Request) lockrun.Lease {
 	t.Helper()
 	lease, err := l.Acquire(context.Background(), req)
 	if err != nil {
@@ -102,9 +104,9 @@ func mustAcquire(t *testing.T, l *LocalLocker, req Request) Lease {
 	return lease
 }
 
-func wantHeld(t *testing.T, err error) *HeldError {
+func wantHeld(t *testing.T, err error) *lockrun.HeldError {
 	t.Helper()
-	var he *HeldError
+	var he *lockrun.HeldError
 	if !errors.As(err, &he) {
 		t.Fatalf("got error %v, want *HeldError", err)
 	}
@@ -112,10 +114,10 @@ func wantHeld(t *testing.T, err error) *HeldError {
 }
 
 func TestLocalExclusion(t *testing.T) {
-	l := newTestLocalLocker(t)
+	l := newTestLocker(t)
 	ctx := context.Background()
 	before := time.Now().Truncate(time.Microsecond)
-	first := mustAcquire(t, l, Request{Key: "billing", Node: "web1", PID: 4242, RunID: "run-1"})
+	first := mustAcquire(t, l, lockrun.Request{Key: "billing", Node: "web1", PID: 4242, RunID: "run-1"})
 	if first.TTL() != 0 {
 		t.Errorf("TTL = %v, want 0", first.TTL())
 	}
@@ -137,7 +139,7 @@ func TestLocalExclusion(t *testing.T) {
 	}
 
 	// Another locker on the same folder (another open file description) is excluded too.
-	l2, err := NewLocalLocker(l.Dir())
+	l2, err := New(l.Dir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +159,7 @@ func TestLocalExclusion(t *testing.T) {
 }
 
 func TestLocalExclusionAcrossProcesses(t *testing.T) {
-	l := newTestLocalLocker(t)
+	l := newTestLocker(t)
 	lease := mustAcquire(t, l, localReq("x/y", "run-1"))
 	path := l.LockPath("x/y")
 
@@ -190,7 +192,7 @@ func TestLocalExclusionAcrossProcesses(t *testing.T) {
 }
 
 func TestLocalFreedWhenHolderDies(t *testing.T) {
-	l := newTestLocalLocker(t)
+	l := newTestLocker(t)
 	cmd, tok := startLocalHolder(t, l.Dir(), "job")
 
 	_, err := l.Acquire(context.Background(), localReq("job", "run-1"))
@@ -205,10 +207,10 @@ func TestLocalFreedWhenHolderDies(t *testing.T) {
 
 	// A waiter is woken when the holder dies.
 	done := make(chan error, 1)
-	var lease Lease
+	var lease lockrun.Lease
 	go func() {
 		var err error
-		lease, err = l.Acquire(context.Background(), Request{Key: "job", Wait: 10 * time.Second, PID: 1, RunID: "waiter"})
+		lease, err = l.Acquire(context.Background(), lockrun.Request{Key: "job", Wait: 10 * time.Second, PID: 1, RunID: "waiter"})
 		done <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
@@ -228,7 +230,7 @@ func TestLocalFreedWhenHolderDies(t *testing.T) {
 }
 
 func TestLocalFileDescriptorNotInherited(t *testing.T) {
-	l := newTestLocalLocker(t)
+	l := newTestLocker(t)
 	lease := mustAcquire(t, l, localReq("k", "run-1")).(*localLease)
 	flags, err := unix.FcntlInt(uintptr(lease.fd), unix.F_GETFD, 0)
 	if err != nil {
@@ -272,15 +274,15 @@ func TestLocalKeyEncoding(t *testing.T) {
 		if got := localFileName(tt.key); got != tt.name {
 			t.Errorf("localFileName(%q) = %q, want %q", tt.key, got, tt.name)
 		}
-		if ValidKey(tt.key) == nil {
+		if lockrun.ValidKey(tt.key) == nil {
 			if back, ok := localKeyFromName(tt.name); !ok || back != tt.key {
 				t.Errorf("localKeyFromName(%q) = %q, %v", tt.name, back, ok)
 			}
 		}
 	}
 	// Long keys stay under NAME_MAX, stay distinct, and do not split a %XX.
-	long1 := strings.Repeat("/", MaxKeyLen)
-	long2 := strings.Repeat("/", MaxKeyLen-1) + "a"
+	long1 := strings.Repeat("/", lockrun.MaxKeyLen)
+	long2 := strings.Repeat("/", lockrun.MaxKeyLen-1) + "a"
 	n1, n2 := localFileName(long1), localFileName(long2)
 	if len(n1) > 255 || len(n2) > 255 || n1 == n2 {
 		t.Errorf("long names %q (%d), %q (%d)", n1, len(n1), n2, len(n2))
@@ -321,15 +323,15 @@ func TestLocalFileNamePinned(t *testing.T) {
 			t.Errorf("localFileName(%q) = %q, want %q", tt.key, got, tt.name)
 		}
 		back, ok := localKeyFromName(tt.name)
-		if want := ValidKey(tt.key) == nil && !strings.Contains(tt.name, "="); ok != want || ok && back != tt.key {
+		if want := lockrun.ValidKey(tt.key) == nil && !strings.Contains(tt.name, "="); ok != want || ok && back != tt.key {
 			t.Errorf("localKeyFromName(%q) = %q, %v; want %q, %v", tt.name, back, ok, tt.key, want)
 		}
 	}
 }
 
 func TestLocalPathStaysInDir(t *testing.T) {
-	l := newTestLocalLocker(t)
-	keys := []string{"../../etc/x", "a/b", "a.b", "@:", "..", strings.Repeat("./", MaxKeyLen/2)}
+	l := newTestLocker(t)
+	keys := []string{"../../etc/x", "a/b", "a.b", "@:", "..", strings.Repeat("./", lockrun.MaxKeyLen/2)}
 	for _, key := range keys {
 		path := l.LockPath(key)
 		if filepath.Dir(path) != l.Dir() {
@@ -363,7 +365,7 @@ func TestLocalPathStaysInDir(t *testing.T) {
 }
 
 func TestLocalSymlinkRefused(t *testing.T) {
-	l := newTestLocalLocker(t)
+	l := newTestLocker(t)
 	target := filepath.Join(t.TempDir(), "victim")
 	if err := os.WriteFile(target, []byte("keep me"), 0o600); err != nil {
 		t.Fatal(err)
@@ -372,7 +374,7 @@ func TestLocalSymlinkRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := l.Acquire(context.Background(), localReq("k", "r"))
-	var he *HeldError
+	var he *lockrun.HeldError
 	if err == nil || errors.As(err, &he) || !strings.Contains(err.Error(), "symbolic link") {
 		t.Fatalf("Acquire through a symlink: %v", err)
 	}
@@ -408,7 +410,7 @@ func TestLocalDirChecks(t *testing.T) {
 	// Created 0700 whatever the umask, with missing parents.
 	old := unix.Umask(0o077)
 	dir := filepath.Join(base, "a", "b", "locks")
-	l, err := NewLocalLocker(dir)
+	l, err := New(dir)
 	unix.Umask(old)
 	if err != nil {
 		t.Fatal(err)
@@ -420,7 +422,7 @@ func TestLocalDirChecks(t *testing.T) {
 		t.Errorf("Describe = %q", got)
 	}
 	// Reopening it is fine.
-	if _, err := NewLocalLocker(dir); err != nil {
+	if _, err := New(dir); err != nil {
 		t.Fatal(err)
 	}
 
@@ -429,7 +431,7 @@ func TestLocalDirChecks(t *testing.T) {
 	if err := os.Symlink(dir, link); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewLocalLocker(link); err == nil || !strings.Contains(err.Error(), "symbolic link") || !strings.Contains(err.Error(), "--lock-dir") {
+	if _, err := New(link); err == nil || !strings.Contains(err.Error(), "symbolic link") || !strings.Contains(err.Error(), "--lock-dir") {
 		t.Errorf("symlinked folder: %v", err)
 	}
 
@@ -439,14 +441,14 @@ func TestLocalDirChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(open, 0o777)
-	if _, err := NewLocalLocker(open); err == nil || !strings.Contains(err.Error(), "writable") {
+	if _, err := New(open); err == nil || !strings.Contains(err.Error(), "writable") {
 		t.Errorf("world-writable folder: %v", err)
 	}
 
 	// A file where the folder should be.
 	file := filepath.Join(base, "file")
 	os.WriteFile(file, nil, 0o600)
-	if _, err := NewLocalLocker(file); err == nil {
+	if _, err := New(file); err == nil {
 		t.Error("a file accepted as lock folder")
 	}
 
@@ -461,7 +463,7 @@ func TestLocalDirChecks(t *testing.T) {
 	if err := os.Chown(theirs, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewLocalLocker(theirs)
+	_, err = New(theirs)
 	if err == nil || !strings.Contains(err.Error(), "uid 65534") || !strings.Contains(err.Error(), "CRONLOCK_LOCK_DIR") {
 		t.Errorf("folder of uid 65534: %v", err)
 	}
@@ -475,13 +477,13 @@ func TestLocalDefaultLockDir(t *testing.T) {
 	if os.Geteuid() == 0 {
 		want = "/run/cronlock"
 	}
-	if got := DefaultLockDir(); got != want {
-		t.Errorf("DefaultLockDir() = %q, want %q", got, want)
+	if got := DefaultDir(); got != want {
+		t.Errorf("DefaultDir() = %q, want %q", got, want)
 	}
 }
 
 // readTestRecord returns the record in key's lock file.
-func readTestRecord(t *testing.T, l *LocalLocker, key string) *localRecord {
+func readTestRecord(t *testing.T, l *Locker, key string) *localRecord {
 	t.Helper()
 	fd, err := unix.Open(l.LockPath(key), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -496,7 +498,7 @@ func readTestRecord(t *testing.T, l *LocalLocker, key string) *localRecord {
 }
 
 func TestLocalFencingTokens(t *testing.T) {
-	l := newTestLocalLocker(t)
+	l := newTestLocker(t)
 	ctx := context.Background()
 	acquire := func() uint64 {
 		t.Helper()
@@ -563,13 +565,13 @@ func TestLocalFencingTokens(t *testing.T) {
 }
 
 func TestLocalReplacedBetweenOpenAndLock(t *testing.T) {
-	l := newTestLocalLocker(t)
+	l := newTestLocker(t)
 	ctx := context.Background()
 	mustAcquire(t, l, localReq("race", "warmup")).Release(ctx) // the file exists
 
 	// While A is between open and flock, the file is deleted and C locks a new one.
 	fired := false
-	var c Lease
+	var c lockrun.Lease
 	var cErr error
 	localTestHookAfterOpen = func(path string) {
 		if fired {
@@ -594,7 +596,7 @@ func TestLocalReplacedBetweenOpenAndLock(t *testing.T) {
 }
 
 func TestLocalRenew(t *testing.T) {
-	l := newTestLocalLocker(t)
+	l := newTestLocker(t)
 	ctx := context.Background()
 	lease := mustAcquire(t, l, localReq("r", "run-1"))
 	path := l.LockPath("r")
@@ -670,13 +672,13 @@ func TestLocalRenew(t *testing.T) {
 }
 
 func TestLocalWait(t *testing.T) {
-	l := newTestLocalLocker(t)
+	l := newTestLocker(t)
 	ctx := context.Background()
 	holder := mustAcquire(t, l, localReq("w", "holder"))
 
 	// Wait runs out: HeldError, after about Wait.
 	start := time.Now()
-	_, err := l.Acquire(ctx, Request{Key: "w", Wait: 100 * time.Millisecond, RunID: "late"})
+	_, err := l.Acquire(ctx, lockrun.Request{Key: "w", Wait: 100 * time.Millisecond, RunID: "late"})
 	wantHeld(t, err)
 	if el := time.Since(start); el < 100*time.Millisecond || el > 2*time.Second {
 		t.Errorf("gave up after %v, want about 100ms", el)
@@ -685,7 +687,7 @@ func TestLocalWait(t *testing.T) {
 	// A cancelled context ends the wait with its error.
 	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	_, err = l.Acquire(cctx, Request{Key: "w", Wait: time.Hour})
+	_, err = l.Acquire(cctx, lockrun.Request{Key: "w", Wait: time.Hour})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("cancelled wait: %v", err)
 	}
@@ -695,13 +697,13 @@ func TestLocalWait(t *testing.T) {
 	defer func(d time.Duration) { localWaitPoll = d }(localWaitPoll)
 	localWaitPoll = time.Hour
 	type result struct {
-		lease Lease
+		lease lockrun.Lease
 		err   error
 		at    time.Time
 	}
 	done := make(chan result, 1)
 	go func() {
-		lease, err := l.Acquire(ctx, Request{Key: "w", Wait: 10 * time.Second, RunID: "waiter"})
+		lease, err := l.Acquire(ctx, lockrun.Request{Key: "w", Wait: 10 * time.Second, RunID: "waiter"})
 		done <- result{lease, err, time.Now()}
 	}()
 	time.Sleep(100 * time.Millisecond)
@@ -727,12 +729,12 @@ func TestLocalWait(t *testing.T) {
 // TestLocalLeaseCountsFromTheFlockThatTookIt: a lease taken after a wait is stamped
 // with the flock that took it, not with the start of the wait.
 func TestLocalLeaseCountsFromTheFlockThatTookIt(t *testing.T) {
-	l := newTestLocalLocker(t)
+	l := newTestLocker(t)
 	holder := mustAcquire(t, l, localReq("sent", "holder"))
 	var releasedAt atomic.Int64
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		releasedAt.Store(int64(Boottime()))
+		releasedAt.Store(int64(lockrun.Boottime()))
 		holder.Release(context.Background())
 	}()
 	req := localReq("sent", "waiter")
@@ -743,7 +745,7 @@ func TestLocalLeaseCountsFromTheFlockThatTookIt(t *testing.T) {
 	}
 	defer lease.Release(context.Background())
 	released := time.Duration(releasedAt.Load())
-	if got := Boottime(); lease.Sent() < released || lease.Sent() > got {
+	if got := lockrun.Boottime(); lease.Sent() < released || lease.Sent() > got {
 		t.Fatalf("Sent %v is not between the holder's release (%v) and the return of Acquire (%v)", lease.Sent(), released, got)
 	}
 }
@@ -752,13 +754,13 @@ func TestLocalWaitWithoutInotify(t *testing.T) {
 	// The polling fallback (inotify unavailable) also hands off within a few ms.
 	localInotify = false
 	defer func() { localInotify = true }()
-	l := newTestLocalLocker(t)
+	l := newTestLocker(t)
 	ctx := context.Background()
 	holder := mustAcquire(t, l, localReq("w", "holder"))
 	done := make(chan error, 1)
 	var at time.Time
 	go func() {
-		lease, err := l.Acquire(ctx, Request{Key: "w", Wait: 10 * time.Second})
+		lease, err := l.Acquire(ctx, lockrun.Request{Key: "w", Wait: 10 * time.Second})
 		at = time.Now()
 		if err == nil {
 			lease.Release(ctx)
@@ -777,7 +779,7 @@ func TestLocalWaitWithoutInotify(t *testing.T) {
 }
 
 func TestLocalMinHold(t *testing.T) {
-	l := newTestLocalLocker(t)
+	l := newTestLocker(t)
 	ctx := context.Background()
 	req := localReq("m", "r")
 	req.MinHold = 300 * time.Millisecond
@@ -818,7 +820,7 @@ func TestLocalMinHold(t *testing.T) {
 }
 
 func TestLocalUnlockAndInspect(t *testing.T) {
-	l := newTestLocalLocker(t)
+	l := newTestLocker(t)
 	ctx := context.Background()
 
 	// Free key: nothing to do, and no file created by looking.
@@ -832,7 +834,7 @@ func TestLocalUnlockAndInspect(t *testing.T) {
 		t.Errorf("Inspect/Unlock created the lock file: %v", err)
 	}
 
-	mustAcquire(t, l, Request{Key: "u", Node: "web1", PID: 4242, RunID: "run-1"})
+	mustAcquire(t, l, lockrun.Request{Key: "u", Node: "web1", PID: 4242, RunID: "run-1"})
 	_, err := l.Unlock(ctx, "u", true)
 	if err == nil || !strings.Contains(err.Error(), "pid 4242") || !strings.Contains(err.Error(), "kill 4242") {
 		t.Fatalf("Unlock of a held key: %v", err)
@@ -845,7 +847,7 @@ func TestLocalUnlockAndInspect(t *testing.T) {
 	}
 
 	// Released: Inspect and List see it free, the file stays.
-	l2 := newTestLocalLocker(t)
+	l2 := newTestLocker(t)
 	lease := mustAcquire(t, l2, localReq("a", "1"))
 	mustAcquire(t, l2, localReq("b/c", "2"))
 	held, err := l2.List(ctx)

@@ -1,4 +1,4 @@
-package lockrun
+package local
 
 // A local lock file: its name in the lock folder, the checks made when it is opened,
 // and its record. The file stores the last fencing token and the holder's metadata, as
@@ -19,9 +19,10 @@ import (
 	"strings"
 	"time"
 
-	"cronlock/keyname"
-
 	"golang.org/x/sys/unix"
+
+	"cronlock/keyname"
+	"cronlock/lockrun"
 )
 
 // lockFileNames names lock files: <encoded key>.lock, every byte of the key outside
@@ -40,7 +41,7 @@ func localFileName(key string) string { return lockFileNames.Encode(key) }
 // cronlock did not make, and for hashed names (whose key only the record knows).
 func localKeyFromName(name string) (key string, ok bool) {
 	key, ok = lockFileNames.Decode(name)
-	if !ok || ValidKey(key) != nil {
+	if !ok || lockrun.ValidKey(key) != nil {
 		return "", false
 	}
 	return key, true
@@ -76,18 +77,18 @@ type localTick struct {
 
 // claimedFor reports whether t records a claim of req's tick or a later one by another
 // run; such a run is skipped.
-func (t *localTick) claimedFor(req Request) bool {
+func (t *localTick) claimedFor(req lockrun.Request) bool {
 	return t != nil && t.RunID != req.RunID && t.TickUS >= req.Tick.UnixMicro()
 }
 
 // tickError describes t's claim to a run of req that it skips.
-func (t *localTick) tickError(req Request) *TickError {
-	return &TickError{Key: req.Key, Tick: req.Tick, Claimed: time.UnixMicro(t.TickUS).UTC(),
+func (t *localTick) tickError(req lockrun.Request) *lockrun.TickError {
+	return &lockrun.TickError{Key: req.Key, Tick: req.Tick, Claimed: time.UnixMicro(t.TickUS).UTC(),
 		Node: t.Node, RunID: t.RunID, Missed: t.Missed, Skips: t.Skips}
 }
 
 // claim is the record of req's tick, claimed now, replacing prev.
-func claimTick(prev *localTick, req Request, missed bool) *localTick {
+func claimTick(prev *localTick, req lockrun.Request, missed bool) *localTick {
 	t := &localTick{TickUS: req.Tick.UnixMicro(), Expr: req.Schedule, TZ: req.Zone,
 		Node: req.Node, RunID: req.RunID, Missed: missed}
 	if prev != nil {
@@ -104,8 +105,8 @@ const localTimeFormat = "2006-01-02T15:04:05.000000Z07:00"
 func formatLocalTime(t time.Time) string { return t.UTC().Format(localTimeFormat) }
 
 // holder converts a record into a Holder; unparsable times stay zero.
-func (r *localRecord) holder() *Holder {
-	h := &Holder{Node: r.Node, PID: r.PID, RunID: r.RunID, FencingToken: r.FencingToken}
+func (r *localRecord) holder() *lockrun.Holder {
+	h := &lockrun.Holder{Node: r.Node, PID: r.PID, RunID: r.RunID, FencingToken: r.FencingToken}
 	h.Since, _ = time.Parse(localTimeFormat, r.Acquired)
 	h.Renewed, _ = time.Parse(localTimeFormat, r.Renewed)
 	return h
@@ -153,7 +154,7 @@ func writeLocalRecord(fd int, r *localRecord) error {
 // refuses a symbolic link planted at the path; O_NONBLOCK keeps a planted FIFO from
 // hanging the open (it changes nothing for regular files); O_CLOEXEC keeps the child from
 // inheriting the descriptor, which would keep the lock held after cronlock is gone.
-func (l *LocalLocker) openLockFile(path string, create bool) (int, error) {
+func (l *Locker) openLockFile(path string, create bool) (int, error) {
 	flags := unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK
 	if create {
 		flags |= unix.O_RDWR | unix.O_CREAT
@@ -223,7 +224,7 @@ func tryFlock(fd int) (bool, error) {
 
 // heldRecordHolder reads the holder of a lock that another process holds. A record being
 // written at that moment can be unreadable; a short retry usually finds it whole.
-func heldRecordHolder(fd int) *Holder {
+func heldRecordHolder(fd int) *lockrun.Holder {
 	if r := heldRecord(fd); r != nil {
 		return r.holder()
 	}

@@ -1,13 +1,16 @@
-package lockrun
-
-// The local backend: a kernel flock(2) on one file per key in a per-user folder.
+// Package local is cronlock's lock backend for one machine: a kernel flock(2) on one
+// file per key in a per-user folder (/run/cronlock for root).
 //
 // Why flock: the kernel frees it when the last descriptor of the holder's open file
 // description closes, which includes the holder dying by SIGKILL or a crash, so a local
-// lock needs no TTL and no stale-lock clean-up. cronlock therefore never unlinks a lock
-// file: an unlink while someone holds or waits on the file would let a second holder
-// lock a fresh file under the same name. The lock file's name, record and checks are in
-// localfile.go, the lease in locallease.go, the waiters' wake-up in localwait.go.
+// lock needs no TTL and no stale-lock clean-up. The backend therefore never unlinks a
+// lock file: an unlink while someone holds or waits on the file would let a second
+// holder lock a fresh file under the same name. The lock file's name, record and checks
+// are in localfile.go, the lease in locallease.go, the waiters' wake-up in localwait.go.
+//
+// It keeps no fleet record (a machine has its history instead) and excludes only the
+// processes of one machine that use the same folder; it knows nothing of flags.
+package local
 
 import (
 	"context"
@@ -20,18 +23,20 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"cronlock/lockrun"
 )
 
-// LocalLocker is the local backend: one flock(2)-locked file per key in a folder, so
+// Locker is the local backend: one flock(2)-locked file per key in a folder, so
 // locks exclude each other among the processes of one machine that use the same folder.
-// Use NewLocalLocker; the zero value is not usable.
-type LocalLocker struct {
+// Use New; the zero value is not usable.
+type Locker struct {
 	dir string
 	// now is the clock of Lease.Sent; nil means Boottime. Tests inject a fake one.
 	now func() time.Duration
 }
 
-var _ Locker = (*LocalLocker)(nil)
+var _ lockrun.Locker = (*Locker)(nil)
 
 // Timing of the local backend. Variables rather than constants so tests can shorten them.
 var (
@@ -54,11 +59,11 @@ var localTestHookAfterOpen func(path string)
 // and lock this many times in a row means something is deleting lock files in a loop.
 const maxReopen = 100
 
-// DefaultLockDir returns the lock folder used when --lock-dir / CRONLOCK_LOCK_DIR is not
+// DefaultDir returns the lock folder used when --lock-dir / CRONLOCK_LOCK_DIR is not
 // set: /run/cronlock for root, else /tmp/cronlock-<uid>. It depends on the effective user
 // id only, never on the environment (cron sets no XDG_RUNTIME_DIR and may set another
 // TMPDIR), so a run from cron and one from a login shell meet in the same folder.
-func DefaultLockDir() string {
+func DefaultDir() string {
 	uid := os.Geteuid()
 	if uid == 0 {
 		return "/run/cronlock"
@@ -66,14 +71,14 @@ func DefaultLockDir() string {
 	return "/tmp/cronlock-" + strconv.Itoa(uid)
 }
 
-// NewLocalLocker returns the local backend using dir (DefaultLockDir when dir is empty).
+// New returns the local backend using dir (DefaultDir when dir is empty).
 // It creates dir with mode 0700 (and missing parents) when it does not exist. It refuses,
 // with an error that names --lock-dir and CRONLOCK_LOCK_DIR, a dir that is a symbolic link,
 // not a directory, owned by another user, or (unless it created it) writable by group or
 // others: anyone who can write the folder can replace lock files and so break the lock.
-func NewLocalLocker(dir string) (*LocalLocker, error) {
+func New(dir string) (*Locker, error) {
 	if dir == "" {
-		dir = DefaultLockDir()
+		dir = DefaultDir()
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -116,23 +121,23 @@ func NewLocalLocker(dir string) (*LocalLocker, error) {
 	case !created && st.Mode&0o022 != 0:
 		return nil, fmt.Errorf("lock folder %s is writable by group or others (mode %04o), so anyone could replace its lock files; run chmod go-w %s or set --lock-dir or CRONLOCK_LOCK_DIR to a private folder", dir, st.Mode&0o7777, dir)
 	}
-	return &LocalLocker{dir: dir}, nil
+	return &Locker{dir: dir}, nil
 }
 
 // Dir returns the absolute path of the lock folder.
-func (l *LocalLocker) Dir() string { return l.dir }
+func (l *Locker) Dir() string { return l.dir }
 
 // Describe returns "local <dir>".
 // Name names the issuer of this backend's fencing tokens.
-func (l *LocalLocker) Name() string { return "local" }
+func (l *Locker) Name() string { return "local" }
 
-func (l *LocalLocker) Describe() string { return "local " + l.dir }
+func (l *Locker) Describe() string { return "local " + l.dir }
 
 // Close does nothing: the backend holds no resource. Leases stay valid until released.
-func (l *LocalLocker) Close() error { return nil }
+func (l *Locker) Close() error { return nil }
 
 // LockPath returns the lock file of key: <dir>/<encoded key>.lock (see localFileName).
-func (l *LocalLocker) LockPath(key string) string {
+func (l *Locker) LockPath(key string) string {
 	return filepath.Join(l.dir, localFileName(key))
 }
 
@@ -140,8 +145,8 @@ func (l *LocalLocker) LockPath(key string) string {
 // millisecond or so of the holder closing the file. It returns *HeldError (with the holder
 // read from the lock file, nil when unreadable) when the lock stays held, ctx.Err() when
 // ctx ends first, and other errors when the lock file cannot be used.
-func (l *LocalLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
-	if err := ValidKey(req.Key); err != nil {
+func (l *Locker) Acquire(ctx context.Context, req lockrun.Request) (lockrun.Lease, error) {
+	if err := lockrun.ValidKey(req.Key); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -184,7 +189,7 @@ func (l *LocalLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 		if req.OnTry != nil {
 			req.OnTry()
 		}
-		sent := ClockOr(l.now)()
+		sent := lockrun.ClockOr(l.now)()
 		got, err := tryFlock(fd)
 		if err != nil {
 			return nil, fmt.Errorf("flock %s: %w", path, err)
@@ -241,7 +246,7 @@ func (l *LocalLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 		}
 		now := time.Now()
 		if !now.Before(deadline) {
-			return nil, &HeldError{Key: req.Key, Holder: heldRecordHolder(fd)}
+			return nil, &lockrun.HeldError{Key: req.Key, Holder: heldRecordHolder(fd)}
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -270,7 +275,7 @@ func (l *LocalLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 
 // newLease writes the holder record and the new fencing token into the locked fd; sent
 // is the clock just before the flock that took it.
-func (l *LocalLocker) newLease(fd int, path string, req Request, sent time.Duration) (*localLease, error) {
+func (l *Locker) newLease(fd int, path string, req lockrun.Request, sent time.Duration) (*localLease, error) {
 	now := time.Now()
 	// The token is the larger of the stored token + 1 (it rises even if the clock went
 	// back) and the wall clock in microseconds (it rises even when the file and its token
@@ -309,8 +314,8 @@ func (l *LocalLocker) newLease(fd int, path string, req Request, sent time.Durat
 // flock go at once. A lock held by a running job cannot be written: then the tick stays
 // unclaimed (nil is returned, the run is missed all the same), unless the holder claimed
 // it, which is *TickError.
-func (l *LocalLocker) ClaimMissed(ctx context.Context, req Request) error {
-	if err := ValidKey(req.Key); err != nil {
+func (l *Locker) ClaimMissed(ctx context.Context, req lockrun.Request) error {
+	if err := lockrun.ValidKey(req.Key); err != nil {
 		return err
 	}
 	if req.Tick.IsZero() {
@@ -371,8 +376,8 @@ func readLocalTick(fd int) *localTick {
 
 // Inspect returns the holder of key, or nil when nobody holds it. It never creates a lock
 // file. A held lock whose record cannot be read gives a Holder with zero fields.
-func (l *LocalLocker) Inspect(ctx context.Context, key string) (*Holder, error) {
-	if err := ValidKey(key); err != nil {
+func (l *Locker) Inspect(ctx context.Context, key string) (*lockrun.Holder, error) {
+	if err := lockrun.ValidKey(key); err != nil {
 		return nil, err
 	}
 	return l.inspectPath(l.LockPath(key))
@@ -381,7 +386,7 @@ func (l *LocalLocker) Inspect(ctx context.Context, key string) (*Holder, error) 
 // inspectPath tells whether someone holds the lock on path, from the kernel's table of
 // file locks (/proc/locks). It takes no lock itself, so a `cronlock status` can never make
 // a concurrent run see the lock as held.
-func (l *LocalLocker) inspectPath(path string) (*Holder, error) {
+func (l *Locker) inspectPath(path string) (*lockrun.Holder, error) {
 	fd, err := l.openLockFile(path, false)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -401,17 +406,17 @@ func (l *LocalLocker) inspectPath(path string) (*Holder, error) {
 	if h := heldRecordHolder(fd); h != nil {
 		return h, nil
 	}
-	return &Holder{}, nil
+	return &lockrun.Holder{}, nil
 }
 
 // List returns every lock of the folder held right now, by key. Files cronlock did not
 // name, and files it cannot open (another user's, in a shared folder), are skipped.
-func (l *LocalLocker) List(ctx context.Context) (map[string]Holder, error) {
+func (l *Locker) List(ctx context.Context) (map[string]lockrun.Holder, error) {
 	entries, err := os.ReadDir(l.dir)
 	if err != nil {
 		return nil, fmt.Errorf("read lock folder %s: %w; check --lock-dir or CRONLOCK_LOCK_DIR", l.dir, err)
 	}
-	out := map[string]Holder{}
+	out := map[string]lockrun.Holder{}
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -427,7 +432,7 @@ func (l *LocalLocker) List(ctx context.Context) (map[string]Holder, error) {
 		}
 		if !ok {
 			// A hashed name: the key is known only from the record, and must hash to it.
-			if r := l.recordOf(name); r != nil && ValidKey(r.Key) == nil && localFileName(r.Key) == name {
+			if r := l.recordOf(name); r != nil && lockrun.ValidKey(r.Key) == nil && localFileName(r.Key) == name {
 				key = r.Key
 			} else {
 				continue
@@ -438,7 +443,7 @@ func (l *LocalLocker) List(ctx context.Context) (map[string]Holder, error) {
 	return out, nil
 }
 
-func (l *LocalLocker) recordOf(name string) *localRecord {
+func (l *Locker) recordOf(name string) *localRecord {
 	fd, err := l.openLockFile(filepath.Join(l.dir, name), false)
 	if err != nil {
 		return nil
@@ -451,7 +456,7 @@ func (l *LocalLocker) recordOf(name string) *localRecord {
 // deleting the file would only let a second holder in beside the first. It removes
 // nothing and returns (nil, nil) when nobody holds key, else an error naming the holder
 // and its pid, to be stopped instead. force changes nothing.
-func (l *LocalLocker) Unlock(ctx context.Context, key string, force bool) (*Holder, error) {
+func (l *Locker) Unlock(ctx context.Context, key string, force bool) (*lockrun.Holder, error) {
 	h, err := l.Inspect(ctx, key)
 	if err != nil || h == nil {
 		return nil, err

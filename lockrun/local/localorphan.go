@@ -1,4 +1,4 @@
-package lockrun
+package local
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cronlock/lockrun"
 	"cronlock/procfs"
 )
 
@@ -58,7 +59,7 @@ const retakeTries = 50
 // the new file for good (one that does not look for deleted holders). Called with ls.mu
 // held.
 func (ls *localLease) retake() error {
-	l, err := NewLocalLocker(filepath.Dir(ls.path))
+	l, err := New(filepath.Dir(ls.path))
 	if err != nil {
 		return err
 	}
@@ -91,5 +92,5 @@ func (ls *localLease) retake() error {
 
 // retakeError says why a deleted lock file could not be put back.
 func retakeError(path string, err error) error {
-	return fmt.Errorf("lock file %s was deleted or replaced while held, and could not be put back (%v): %w", path, err, ErrLockLost)
+	return fmt.Errorf("lock file %s was deleted or replaced while held, and could not be put back (%v): %w", path, err, lockrun.ErrLockLost)
 }

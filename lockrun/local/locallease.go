@@ -1,4 +1,4 @@
-package lockrun
+package local
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"cronlock/lockrun"
 )
 
 // localLease is a held local lock: the open, flock-ed descriptor.
@@ -43,7 +45,7 @@ func (ls *localLease) Renew(ctx context.Context) error {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.fd < 0 {
-		return fmt.Errorf("renew %s: lease already released: %w", ls.path, ErrLockLost)
+		return fmt.Errorf("renew %s: lease already released: %w", ls.path, lockrun.ErrLockLost)
 	}
 	same, err := samePathFile(ls.fd, ls.path)
 	if err != nil {
@@ -121,10 +123,10 @@ func (ls *localLease) Release(ctx context.Context) error {
 }
 
 // SetRecord does nothing: the local backend has no fleet record (its history is local).
-func (ls *localLease) SetRecord(*RunRecord) {}
+func (ls *localLease) SetRecord(*lockrun.RunRecord) {}
 
 // RecordErr is nil: nothing is written.
 func (ls *localLease) RecordErr() error { return nil }
 
 // WriteRecord does nothing: the local backend has no fleet record.
-func (ls *localLease) WriteRecord(context.Context, *RunRecord) error { return nil }
+func (ls *localLease) WriteRecord(context.Context, *lockrun.RunRecord) error { return nil }

@@ -1,4 +1,4 @@
-package lockrun
+package local
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"cronlock/lockrun"
 )
 
 // TestLocalDeletedFileStaysHeld: a lock file deleted under its holder (rm of the file, or
@@ -17,20 +19,20 @@ import (
 func TestLocalDeletedFileStaysHeld(t *testing.T) {
 	for _, rm := range []struct {
 		name string
-		do   func(l *LocalLocker, key string) error
+		do   func(l *Locker, key string) error
 	}{
-		{"the file", func(l *LocalLocker, key string) error { return os.Remove(l.LockPath(key)) }},
-		{"the folder", func(l *LocalLocker, key string) error { return os.RemoveAll(l.Dir()) }},
+		{"the file", func(l *Locker, key string) error { return os.Remove(l.LockPath(key)) }},
+		{"the folder", func(l *Locker, key string) error { return os.RemoveAll(l.Dir()) }},
 	} {
 		t.Run(rm.name, func(t *testing.T) {
 			ctx := context.Background()
-			l := newTestLocalLocker(t)
+			l := newTestLocker(t)
 			holder := mustAcquire(t, l, localReq("d", "run-1"))
 			if err := rm.do(l, "d"); err != nil {
 				t.Fatal(err)
 			}
 			// A newcomer (a new cronlock: the folder made again).
-			l2, err := NewLocalLocker(l.Dir())
+			l2, err := New(l.Dir())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +60,7 @@ func TestLocalDeletedFileStaysHeld(t *testing.T) {
 // lock once that holder lets go, and not before.
 func TestLocalDeletedFileWait(t *testing.T) {
 	ctx := context.Background()
-	l := newTestLocalLocker(t)
+	l := newTestLocker(t)
 	holder := mustAcquire(t, l, localReq("w", "run-1"))
 	if err := os.Remove(l.LockPath("w")); err != nil {
 		t.Fatal(err)
@@ -86,7 +88,7 @@ func TestLocalDeletedFileWait(t *testing.T) {
 // holder's renewal reports the lock lost.
 func TestLocalDeletedFileTakenByAnother(t *testing.T) {
 	ctx := context.Background()
-	l := newTestLocalLocker(t)
+	l := newTestLocker(t)
 	holder := mustAcquire(t, l, localReq("o", "run-1"))
 	path := l.LockPath("o")
 	if err := os.Remove(path); err != nil {
@@ -101,7 +103,7 @@ func TestLocalDeletedFileTakenByAnother(t *testing.T) {
 		t.Fatal(err)
 	}
 	unix.Pwrite(fd, []byte("an older cronlock's record\n"), 0)
-	if err := holder.Renew(ctx); !errors.Is(err, ErrLockLost) {
+	if err := holder.Renew(ctx); !errors.Is(err, lockrun.ErrLockLost) {
 		t.Fatalf("Renew with the new file held by another run: %v, want ErrLockLost", err)
 	}
 }

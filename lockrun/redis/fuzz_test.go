@@ -1,0 +1,246 @@
+package redis
+
+// Fuzz targets for every parser of the lockrun package: keys, Redis URLs (and their
+// redaction), lock values read from Redis, local lock records and lock file names.
+// Without -fuzz they run their seeds (f.Add and testdata/fuzz) as ordinary, fast tests.
+//
+//	go test -run '^$' -fuzz '^FuzzRedisURLPassword$' -fuzztime 60s ./lockrun/
+
+import (
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+)
+
+// hasControl reports whether s holds a byte a terminal would act on: C0, DEL, or a C1
+// control as a rune.
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return true
+		}
+	}
+	for _, r := range s {
+		if 0x80 <= r && r <= 0x9f {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzParseRedisURL: whatever the input, parseRedisURL and RedactURL do not panic; a
+// password that url.Parse finds never shows in RedactURL's output, in the error, or in
+// describe/server; an accepted URL has a network, an address and a database ≥ 0.
+func FuzzParseRedisURL(f *testing.F) {
+	for _, s := range []string{
+		"redis://127.0.0.1:6379/0", "redis://localhost", "redis://u:p%40ss@h:7000/3",
+		"redis://:pw@[::1]:6380?db=4", "rediss://redis.example.com:6380/1",
+		"unix:///run/redis/redis.sock?db=2", "unix://u:pw@/run/r.sock", "", "localhost:6379",
+		"http://h", "redis://:s3cretPW@h:notaport", "redis://:s3cretPW@h/x",
+		"redis://:s3cretPW@h?dial_timeout=10s", "unix://", "redis://:s3cret%zzPW@h",
+		"redis://h:0", "redis://h:65536", "redis://h/1?db=2", "redis://h/-1", "redis://[::1",
+		"redis://u:pa#ss@h", "redis://u:/pw@h", "redis://u:?pw@h", "redis://:#pw@h:6379",
+		"redis:u:pw@h", "redis:/u:pw@h", "//u:pw@h", "redis://u:p@ss@h", "REDIS://H",
+		"redis://h:+1", "redis://h?db=+3", "redis://h?db=1&db=2", "redis://%zz",
+		"unix:///run/redis@1.sock", "unix:///run/a:b@c.sock", "redis://u:p//w@h", "redis:u:p//w@h",
+		"redis-sentinel://u:s3cretPW@s1:26379,[::1]:5/m/2", "redis-cluster://:s3cretPW@n1,n2:7000",
+		"redis-sentinel://:s3cret#PW@s1/m", "redis-cluster://:s3cretPW@n1/ma@ster", "rediss-cluster://:pw@h",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		red := RedactURL(raw)
+		tg, err := parseRedisURL(raw)
+		// The password as url.Parse finds it, decoded; others is raw without it.
+		var pw, others string
+		if u, perr := url.Parse(raw); perr == nil && u.User != nil {
+			pw, _ = u.User.Password()
+			others = raw
+			if i := strings.Index(raw, "//"); i >= 0 {
+				auth := raw[i+2:]
+				if j := strings.IndexAny(auth, "/?#"); j >= 0 {
+					auth = auth[:j]
+				}
+				if at := strings.LastIndex(auth, "@"); at >= 0 {
+					others = raw[:i+2] + auth[at:] + raw[i+2+len(auth):]
+				}
+			}
+		}
+		if secretLike(pw, others) {
+			p := pw
+			if strings.Contains(red, p) {
+				t.Fatalf("RedactURL(%q) = %q shows the password %q", raw, red, p)
+			}
+			if err != nil && strings.Contains(err.Error(), p) {
+				t.Fatalf("parseRedisURL(%q) error shows the password %q: %v", raw, p, err)
+			}
+			if err == nil && (strings.Contains(tg.describe(), p) || strings.Contains(tg.server(), p)) {
+				t.Fatalf("parseRedisURL(%q) describes itself with the password %q: %s", raw, p, tg.describe())
+			}
+		}
+		// Any socket path (printable, no "?", "#" or "%", no ":" before an "@") is accepted
+		// as it is: an "@" in it is not taken for a password.
+		if path, ok := strings.CutPrefix(raw, "unix://"); ok && strings.HasPrefix(path, "/") &&
+			!strings.ContainsAny(path, "?#%") && !hasControl(path) &&
+			!(strings.Contains(path, "@") && strings.Contains(path[:strings.LastIndex(path, "@")], ":")) &&
+			(err != nil || tg.addr != path) {
+			t.Fatalf("parseRedisURL(%q) = %+v, %v", raw, tg, err)
+		}
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatalf("parseRedisURL(%q): empty error", raw)
+			}
+			return
+		}
+		if tg.db < 0 || tg.addr == "" || (tg.network != "tcp" && tg.network != "unix") {
+			t.Fatalf("parseRedisURL(%q) = %+v", raw, tg)
+		}
+		if tg.network == "tcp" {
+			if _, port, serr := netSplit(tg.addr); serr != nil || port < 1 || port > 65535 {
+				t.Fatalf("parseRedisURL(%q): address %q", raw, tg.addr)
+			}
+		}
+	})
+}
+
+// FuzzRedisURLPassword writes a URL the way people do, scheme://user:PASSWORD@rest,
+// with the password as typed (not percent-encoded: "#", "/", "?" and "@" included). Then
+// RedactURL, every error of parseRedisURL and the description of an accepted URL must
+// not show the password, whether or not the URL is valid.
+func FuzzRedisURLPassword(f *testing.F) {
+	for _, s := range [][4]string{
+		{"redis", "user", "s3cretPW", "h:6379/0"},
+		{"redis", "", "s3cretPW", "h"},
+		{"rediss", "default", "p@ss#w0rd", "redis.example.com:6380"},
+		{"redis", "u", "#secret", "h:6379"},
+		{"redis", "u", "/secret", "h:6379/0"},
+		{"redis", "u", "?secret", "h"},
+		{"redis", "", "12#secret", "h"},
+		{"redis", "u", "6379/secret", "h"},
+		{"redis", "u", "s3cret%zz", "h"},
+		{"unix", "", "s3cretPW", "/run/redis.sock"},
+		{"redis", "u", "a b c d", "h"},
+		{"redis", "u:v", "s3cretPW", "h"},
+		{"redis-sentinel", "u", "s3cret/PW", "s1:26379,s2/m/1"},
+		{"redis-cluster", "", "s3cret?PW", "[::1]:7000,n2"},
+	} {
+		f.Add(s[0], s[1], s[2], s[3])
+	}
+	f.Fuzz(func(t *testing.T, scheme, user, pass, rest string) {
+		raw := scheme + "://" + user + ":" + pass + "@" + rest
+		if !secretLike(pass, scheme+"://"+user+":@"+rest) || strings.Contains(scheme, ":") {
+			return
+		}
+		if red := RedactURL(raw); strings.Contains(red, pass) {
+			t.Fatalf("RedactURL(%q) = %q shows the password %q", raw, red, pass)
+		}
+		tg, err := parseRedisURL(raw)
+		if err != nil {
+			if strings.Contains(err.Error(), pass) {
+				t.Fatalf("parseRedisURL(%q) error shows the password %q: %v", raw, pass, err)
+			}
+			return
+		}
+		if strings.Contains(tg.describe(), pass) || strings.Contains(tg.server(), pass) {
+			t.Fatalf("parseRedisURL(%q) describes itself with the password %q: %s", raw, pass, tg.describe())
+		}
+	})
+}
+
+// secretLike reports whether p can be told apart in any output: long enough, and in
+// none of the other parts of the URL (others), raw, percent-decoded, percent-encoded or
+// quoted, nor in the fixed text of the messages (else finding it would prove nothing).
+func secretLike(p, others string) bool {
+	if len(p) < 4 || strings.Contains(fixedWords, p) {
+		return false
+	}
+	// Messages quote the URL with %q, whose escapes (\U0010b58f) make digits of their own.
+	forms := []string{others, url.PathEscape(others), url.QueryEscape(others), strconv.Quote(others),
+		strconv.Quote(RedactURL(others))}
+	for _, dec := range []func(string) (string, error){url.PathUnescape, url.QueryUnescape} {
+		if d, err := dec(others); err == nil {
+			forms = append(forms, d)
+		}
+	}
+	for _, o := range forms {
+		if strings.Contains(o, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// fixedWords is the text of parseRedisURL's messages, whatever the URL.
+const fixedWords = `invalid Redis URL : it does not parse as a URL it names no host the port is not a number from 1 to 65535 ` +
+	`the database is given twice, in the path and in ?db= it names no absolute socket path (unix:///run/redis/redis.sock) ` +
+	`it has no scheme the scheme is not redis, rediss or unix unknown parameter (time-outs and retries come from --redis-timeout, not the URL) ` +
+	`the database is not a number from 0 up (want redis://[user:pass@]host:port/db, rediss://… or unix:///path; check --redis / CRONLOCK_REDIS_URL) ` +
+	`no Redis URL given: set --redis or CRONLOCK_REDIS_URL redis rediss unix tcp 6379 xxxxx`
+
+func netSplit(addr string) (string, int, error) {
+	i := strings.LastIndex(addr, ":")
+	if i < 0 {
+		return "", 0, strconv.ErrSyntax
+	}
+	n, err := strconv.Atoi(addr[i+1:])
+	return addr[:i], n, err
+}
+
+// FuzzParseHolder: any lock value (and any PTTL) gives a non-nil Holder that prints,
+// whose times encode as JSON (status --json), and a value cronlock wrote reads back.
+func FuzzParseHolder(f *testing.F) {
+	good, _ := json.Marshal(HolderValue{Token: "t", Fence: "42", Node: "web-1", PID: 7, RunID: "r",
+		SinceMS: "1748761200000", AcquiredUS: "1748761200000000", RenewedUS: "1748761200000000", TTLMS: 60000})
+	for _, s := range []string{string(good), "", "x", "null", "[]", "{}", `{"pid":"7"}`,
+		`{"pid":1e99}`, `{"fence":"18446744073709551615"}`, `{"fence":"18446744073709551616"}`,
+		`{"since_ms":"-9223372036854775808"}`, `{"since_ms":"9223372036854775807"}`,
+		`{"since_ms":"253402300800000"}`, `{"renewed_us":"-62135596800000001"}`,
+		`{"node":"\u001b[2J\u0007","run_id":"\u202e"}`, `{"node":"a"}{"node":"b"}`} {
+		f.Add(s, int64(1000))
+	}
+	f.Add(string(good), int64(-2))
+	f.Add(string(good), int64(-1))
+	f.Add(string(good), int64(1<<62))
+	f.Fuzz(func(t *testing.T, value string, pttl int64) {
+		h := parseHolder(value, pttl)
+		if h == nil {
+			t.Fatal("parseHolder returned nil")
+		}
+		if h.TTLLeft < 0 || (pttl <= 0 && h.TTLLeft != 0) {
+			t.Fatalf("parseHolder(_, %d): TTLLeft %v", pttl, h.TTLLeft)
+		}
+		_ = h.String()
+		_ = (&HeldError{Key: "k", Holder: h}).Error()
+		if _, err := json.Marshal(h); err != nil {
+			t.Fatalf("parseHolder(%q): holder does not encode: %v", value, err)
+		}
+		if _, err := json.Marshal(h.Since.UTC()); err != nil {
+			t.Fatalf("parseHolder(%q): since does not encode: %v", value, err)
+		}
+		var v HolderValue
+		if json.Unmarshal([]byte(value), &v) != nil {
+			if h.Node == "" || h.PID != 0 || h.FencingToken != 0 {
+				t.Fatalf("parseHolder(%q) of a foreign value = %+v", value, h)
+			}
+			return
+		}
+		if h.Node != v.Node || h.PID != v.PID || h.RunID != v.RunID {
+			t.Fatalf("parseHolder(%q) = %+v", value, h)
+		}
+		if n, err := strconv.ParseUint(v.Fence, 10, 64); err == nil && n != h.FencingToken {
+			t.Fatalf("parseHolder(%q): fencing token %d, want %d", value, h.FencingToken, n)
+		}
+		if ms, err := strconv.ParseInt(v.SinceMS, 10, 64); err == nil && !h.Since.IsZero() && h.Since.UnixMilli() != ms {
+			t.Fatalf("parseHolder(%q): since %v, want %d ms", value, h.Since, ms)
+		}
+	})
+}
+

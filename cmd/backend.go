@@ -13,6 +13,7 @@ import (
 
 	"cronlock/lockrun"
 	"cronlock/lockrun/local"
+	"cronlock/lockrun/redis"
 	"cronlock/logline"
 )
 
@@ -129,7 +130,7 @@ func checkKey(key string) error {
 
 // warnings returns the cautions a user should see about these settings.
 func (o *backendOptions) warnings() []string {
-	if o.Backend == "redis" && o.urlFromFlag && lockrun.URLHasPassword(o.RedisURL) {
+	if o.Backend == "redis" && o.urlFromFlag && redis.URLHasPassword(o.RedisURL) {
 		return []string{"warning: the Redis password in --redis is visible to every user in ps; put it in CRONLOCK_REDIS_PASSWORD_FILE or " + DefaultConfigFile}
 	}
 	return nil
@@ -147,7 +148,7 @@ func (o *backendOptions) open() (lockrun.Locker, error) {
 	if o.Backend == "etcd" {
 		return o.openEtcd()
 	}
-	ro := lockrun.RedisOptions{URL: o.RedisURL, Timeout: o.RedisTimeout, Prefix: o.Prefix, AllowEviction: o.AllowEviction, FleetKeep: o.FleetKeep}
+	ro := redis.Options{URL: o.RedisURL, Timeout: o.RedisTimeout, Prefix: o.Prefix, AllowEviction: o.AllowEviction, FleetKeep: o.FleetKeep}
 	if o.PasswordFile != "" {
 		pw, err := readPasswordFile(o.PasswordFile)
 		if err != nil {
@@ -158,7 +159,7 @@ func (o *backendOptions) open() (lockrun.Locker, error) {
 	if err := o.haOptions(&ro); err != nil {
 		return nil, err
 	}
-	return lockrun.NewRedisLocker(ro)
+	return redis.New(ro)
 }
 
 // readPasswordFile reads a password file; only the first line counts, so a trailing

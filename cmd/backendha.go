@@ -1,13 +1,12 @@
 package cmd
 
 import (
+	"cronlock/lockrun/redis"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
-
-	"cronlock/lockrun"
 )
 
 // Settings of the Sentinel and Cluster forms of the Redis backend, and --min-replicas.
@@ -41,7 +40,7 @@ func (o *backendOptions) resolveHA(fs *pflag.FlagSet, s *settings) error {
 }
 
 // haOptions fills the Sentinel password of ro from its file.
-func (o *backendOptions) haOptions(ro *lockrun.RedisOptions) error {
+func (o *backendOptions) haOptions(ro *redis.Options) error {
 	ro.MinReplicas = o.MinReplicas
 	if o.SentinelPasswordFile == "" {
 		return nil

@@ -994,7 +994,7 @@ func (tt *torture) needlessKill(inv *tInv) (string, bool) {
 	return strings.Join(near, "; "), true
 }
 
-// tortureDrift is the lease margin cronlock takes off for clock drift (lockrun.drift).
+// tortureDrift is the lease margin cronlock takes off for clock drift (lockrun.Drift).
 func tortureDrift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
 
 func (tt *torture) faultsNear(from, to int64) string {

@@ -7,10 +7,10 @@ import (
 	"io"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"cronlock/lockrun"
 	"cronlock/tty"
-
-	"github.com/spf13/cobra"
 )
 
 // unlockOptions are the settings of `cronlock unlock`.

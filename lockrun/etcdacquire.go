@@ -207,7 +207,7 @@ func (l *EtcdLocker) create(ctx context.Context, c *clientv3.Client, req Request
 	}); err != nil {
 		return nil, false, err
 	}
-	now := req.now()
+	now := req.WallNow()
 	holder := etcdHolder{Node: req.Node, PID: req.PID, RunID: req.RunID, SinceMS: now.UnixMilli(),
 		AcquiredUS: now.UnixMicro(), TTLMS: req.TTL.Milliseconds()}
 	v, _ := json.Marshal(holder)
@@ -229,7 +229,7 @@ func (l *EtcdLocker) create(ctx context.Context, c *clientv3.Client, req Request
 		return nil, false, err
 	}
 	el := &etcdLease{l: l, key: req.Key, id: g.ID, ttl: req.TTL, minHold: req.MinHold, sent: sent,
-		runID: req.RunID, ticked: newTick != "", acquiredUS: now.UnixMicro(), holder: holder, wall: req.now}
+		runID: req.RunID, ticked: newTick != "", acquiredUS: now.UnixMicro(), holder: holder, wall: req.WallNow}
 	if resp.Succeeded {
 		el.fence = resp.Header.Revision // the key was created by this very revision
 		return el, false, nil
@@ -263,7 +263,7 @@ func (l *EtcdLocker) newTickRecord(req Request, rec *TickValue, tickUS string, m
 		}
 	}
 	b, _ := json.Marshal(TickValue{TickUS: tickUS, PrevUS: prev, Expr: req.Schedule, TZ: req.Zone,
-		Node: req.Node, RunID: req.RunID, Missed: missed, ClaimedUS: strconv.FormatInt(req.now().UnixMicro(), 10)})
+		Node: req.Node, RunID: req.RunID, Missed: missed, ClaimedUS: strconv.FormatInt(req.WallNow().UnixMicro(), 10)})
 	return string(b)
 }
 

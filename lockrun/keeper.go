@@ -78,6 +78,10 @@ func (k *Keeper) Check() (LockLoss, bool) {
 	return LockLoss{Err: fmt.Errorf("the lease of %v ran out before the job's end was seen: cronlock was stopped or frozen for longer than the lease", k.Lease.TTL())}, true
 }
 
+// SafeUntil is the lease's end on the Now clock as last confirmed, drift taken off; 0
+// before Run, or for a lease without expiry.
+func (k *Keeper) SafeUntil() time.Duration { return time.Duration(k.safeUntil.Load()) }
+
 // Lost delivers at most one LockLoss once Run has started; nil before.
 func (k *Keeper) Lost() <-chan LockLoss { return k.lost }
 
@@ -85,9 +89,9 @@ func (k *Keeper) Lost() <-chan LockLoss { return k.lost }
 // noticed soon after a suspend, while Go's timers (which stop during suspend) are late.
 const maxSleep = time.Second
 
-// drift is the margin taken off every lease for clock rate differences between this
+// Drift is the margin taken off every lease for clock rate differences between this
 // host and Redis (the Redlock figure: 1% of the TTL plus 2 ms).
-func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
+func Drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
 
 // termGrace is g: the job gets SIGTERM at safe_until − g and SIGKILL at safe_until, with
 // g = min(--grace, ttl/4) so that a long --grace cannot eat the lease.
@@ -103,7 +107,7 @@ func (k *Keeper) termGrace() time.Duration {
 // after SIGTERM before it must be killed for the lease to still be ours.
 func (k *Keeper) Run(ctx context.Context) <-chan LockLoss {
 	if ttl := k.Lease.TTL(); ttl > 0 {
-		k.safeUntil.Store(int64(k.Lease.Sent() + ttl - drift(ttl)))
+		k.safeUntil.Store(int64(k.Lease.Sent() + ttl - Drift(ttl)))
 	}
 	k.lost = make(chan LockLoss, 1)
 	go func() {
@@ -165,7 +169,7 @@ func (k *Keeper) loop(ctx context.Context) (LockLoss, bool) {
 		case err == nil:
 			last = nil
 			if ttl > 0 {
-				safeUntil = sent + ttl - drift(ttl)
+				safeUntil = sent + ttl - Drift(ttl)
 				k.safeUntil.Store(int64(safeUntil))
 			}
 			next = sent + interval

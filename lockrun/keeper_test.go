@@ -139,7 +139,7 @@ func TestKeeperFailsClosedBeforeTheLeaseEnds(t *testing.T) {
 		if !lost {
 			t.Fatal("a lease never renewed was not reported lost")
 		}
-		safeUntil := 30*time.Second - drift(30*time.Second) // 29.698s
+		safeUntil := 30*time.Second - Drift(30*time.Second) // 29.698s
 		g := 7500 * time.Millisecond
 		if at != safeUntil-g {
 			t.Fatalf("SIGTERM point at %v, want safe_until-g = %v", at, safeUntil-g)
@@ -159,7 +159,7 @@ func TestKeeperCallNeverOutlastsLease(t *testing.T) {
 		if !lost {
 			t.Fatal("not reported lost")
 		}
-		safeUntil := 3*time.Second - drift(3*time.Second)
+		safeUntil := 3*time.Second - Drift(3*time.Second)
 		if at > safeUntil-750*time.Millisecond {
 			t.Fatalf("loss reported at %v, after safe_until-g = %v", at, safeUntil-750*time.Millisecond)
 		}
@@ -288,7 +288,7 @@ func TestKeeperAfterWait(t *testing.T) {
 				ctx2, cancel2 := context.WithTimeout(context.Background(), time.Hour)
 				defer cancel2()
 				g := ttl / 4 // min(grace, ttl/4)
-				safeUntil := sent + ttl - drift(ttl)
+				safeUntil := sent + ttl - Drift(ttl)
 				select {
 				case loss := <-k.Run(ctx2):
 					at := now()

@@ -51,8 +51,8 @@ type Request struct {
 	Now func() time.Time
 }
 
-// now is the request's wall clock.
-func (r *Request) now() time.Time {
+// WallNow is the request's wall clock: Now, or time.Now when Now is nil.
+func (r *Request) WallNow() time.Time {
 	if r.Now != nil {
 		return r.Now()
 	}
@@ -219,3 +219,7 @@ type Lease interface {
 	// a fleet record return nil.
 	WriteRecord(ctx context.Context, rec *RunRecord) error
 }
+
+// ErrUnlockReplyLost: an unlock whose first reply was lost was sent again and found no
+// lock, most likely because that first try removed it; who held it is not known.
+var ErrUnlockReplyLost = errors.New("an earlier try, whose reply was lost, most likely removed it (its holder is not known)")

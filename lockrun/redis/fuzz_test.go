@@ -9,15 +9,11 @@ package redis
 import (
 	"encoding/json"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
+	"cronlock/lockrun"
 )
 
 // hasControl reports whether s holds a byte a terminal would act on: C0, DEL, or a C1
@@ -34,6 +30,28 @@ func hasControl(s string) bool {
 		}
 	}
 	return false
+}
+
+// FuzzKeyName: every key ValidKey accepts makes exactly one Redis hash tag, matches no
+// SCAN MATCH glob, and reads back from its lock key's name.
+func FuzzKeyName(f *testing.F) {
+	for _, s := range []string{"billing", "a", "daily/billing@host:1.0_x-y", "{tag}", "*", "a?b",
+		strings.Repeat("/", lockrun.MaxKeyLen)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		if lockrun.ValidKey(key) != nil {
+			return
+		}
+		l := &Locker{prefix: "cronlock:"}
+		lk := l.lockKey(key)
+		if strings.Count(lk, "{") != 1 || strings.Count(lk, "}") != 1 || strings.ContainsAny(lk, "*?[]\\") {
+			t.Fatalf("lock key %q of %q breaks the hash tag or SCAN MATCH", lk, key)
+		}
+		if back, ok := l.keyName(lk, "lock"); !ok || back != key {
+			t.Fatalf("keyName(%q) = %q, %v; want %q", lk, back, ok, key)
+		}
+	})
 }
 
 // FuzzParseRedisURL: whatever the input, parseRedisURL and RedactURL do not panic; a
@@ -197,7 +215,7 @@ func netSplit(addr string) (string, int, error) {
 // FuzzParseHolder: any lock value (and any PTTL) gives a non-nil Holder that prints,
 // whose times encode as JSON (status --json), and a value cronlock wrote reads back.
 func FuzzParseHolder(f *testing.F) {
-	good, _ := json.Marshal(HolderValue{Token: "t", Fence: "42", Node: "web-1", PID: 7, RunID: "r",
+	good, _ := json.Marshal(lockrun.HolderValue{Token: "t", Fence: "42", Node: "web-1", PID: 7, RunID: "r",
 		SinceMS: "1748761200000", AcquiredUS: "1748761200000000", RenewedUS: "1748761200000000", TTLMS: 60000})
 	for _, s := range []string{string(good), "", "x", "null", "[]", "{}", `{"pid":"7"}`,
 		`{"pid":1e99}`, `{"fence":"18446744073709551615"}`, `{"fence":"18446744073709551616"}`,
@@ -218,14 +236,14 @@ func FuzzParseHolder(f *testing.F) {
 			t.Fatalf("parseHolder(_, %d): TTLLeft %v", pttl, h.TTLLeft)
 		}
 		_ = h.String()
-		_ = (&HeldError{Key: "k", Holder: h}).Error()
+		_ = (&lockrun.HeldError{Key: "k", Holder: h}).Error()
 		if _, err := json.Marshal(h); err != nil {
 			t.Fatalf("parseHolder(%q): holder does not encode: %v", value, err)
 		}
 		if _, err := json.Marshal(h.Since.UTC()); err != nil {
 			t.Fatalf("parseHolder(%q): since does not encode: %v", value, err)
 		}
-		var v HolderValue
+		var v lockrun.HolderValue
 		if json.Unmarshal([]byte(value), &v) != nil {
 			if h.Node == "" || h.PID != 0 || h.FencingToken != 0 {
 				t.Fatalf("parseHolder(%q) of a foreign value = %+v", value, h)
@@ -243,4 +261,3 @@ func FuzzParseHolder(f *testing.F) {
 		}
 	})
 }
-

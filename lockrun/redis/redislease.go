@@ -1,15 +1,17 @@
-package lockrun
+package redis
 
 import (
 	"context"
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"cronlock/lockrun"
 )
 
 // redisLease is a held Redis lock.
 type redisLease struct {
-	l        *RedisLocker
+	l        *Locker
 	key      string
 	token    string
 	ttl      time.Duration
@@ -21,15 +23,15 @@ type redisLease struct {
 	giveBack atomic.Bool // Release gives the tick back (GiveBackTick)
 	renewed  atomic.Bool // Renew was called: Release may be on a connection made before a failover
 
-	acquiredUS string     // Redis TIME at acquire, µs: the run's start in the fleet's record
-	record     *RunRecord // written by Release (SetRecord)
-	endUS      string     // Redis TIME at Release, µs; "" before it answered
-	recordErr  error      // why Release could not write record
+	acquiredUS string             // Redis TIME at acquire, µs: the run's start in the fleet's record
+	record     *lockrun.RunRecord // written by Release (SetRecord)
+	endUS      string             // Redis TIME at Release, µs; "" before it answered
+	recordErr  error              // why Release could not write record
 }
 
 // SetRecord makes Release write rec to the fleet's record in its own script: the run's
 // entry costs no round trip. Call it before Release, from the goroutine that calls it.
-func (s *redisLease) SetRecord(rec *RunRecord) { s.record = rec }
+func (s *redisLease) SetRecord(rec *lockrun.RunRecord) { s.record = rec }
 
 // RecordErr is why Release could not write the record given to SetRecord; nil when it
 // was written or none was given.
@@ -38,8 +40,8 @@ func (s *redisLease) RecordErr() error { return s.recordErr }
 // WriteRecord writes rec to the fleet's record now, in one round trip of its own: for a
 // run whose outcome was not final when it let the lock go. Its end is the release's time
 // on the server (or now, when the release got no answer).
-func (s *redisLease) WriteRecord(ctx context.Context, rec *RunRecord) error {
-	return s.l.appendEntry(ctx, s.key, EncodeFleetEntry(rec, s.fence), s.acquiredUS, s.endUS, s.runID)
+func (s *redisLease) WriteRecord(ctx context.Context, rec *lockrun.RunRecord) error {
+	return s.l.appendEntry(ctx, s.key, lockrun.EncodeFleetEntry(rec, s.fence), s.acquiredUS, s.endUS, s.runID)
 }
 
 // GiveBackTick makes Release give the tick back and ignore MinHold: the job never started.
@@ -65,7 +67,7 @@ func (s *redisLease) Renew(ctx context.Context) error {
 		limit = min(limit, time.Until(d))
 	}
 	res, acks, _, err := s.l.evalAcked(ctx, renewScript(), []string{s.l.lockKey(s.key)}, s.token, durMS(s.ttl))
-	if err != nil && limit < s.l.timeout && IsTimeout(err) && s.l.unreachable() == nil {
+	if err != nil && limit < s.l.timeout && lockrun.IsTimeout(err) && s.l.unreachable() == nil {
 		// Cut short by the lease, not by --redis-timeout: raising that would not help.
 		return &redisError{err: err, msg: fmt.Sprintf("renew lock %s: %s did not answer within the %s the lease left this try (a renewal is cut short so that the job is stopped while the lease is still ours): the server is stalled or unreachable, or its round trip is too slow for --ttl %s; check the server, or raise --ttl if the network is slow",
 			s.key, s.l.target.server(), limit.Round(time.Millisecond), s.ttl)}
@@ -74,9 +76,9 @@ func (s *redisLease) Renew(ctx context.Context) error {
 		return s.l.userError("renew lock "+s.key, err)
 	}
 	if n, _ := res.(int64); n == 2 {
-		return fmt.Errorf("renew lock %s: cronlock unlock --force revoked it: %w", s.key, ErrLockLost)
+		return fmt.Errorf("renew lock %s: cronlock unlock --force revoked it: %w", s.key, lockrun.ErrLockLost)
 	} else if n != 1 {
-		return fmt.Errorf("renew lock %s: it expired or was taken over: %w", s.key, ErrLockLost)
+		return fmt.Errorf("renew lock %s: it expired or was taken over: %w", s.key, lockrun.ErrLockLost)
 	}
 	return s.l.renewAcks(s.key, acks)
 }
@@ -91,7 +93,7 @@ func (s *redisLease) Release(ctx context.Context) error {
 	}
 	a := releaseArgs{minHold: minHold, runID: s.runID, giveBack: giveBack}
 	if s.record != nil && s.acquiredUS != "" {
-		a.entry, a.startUS = EncodeFleetEntry(s.record, s.fence), s.acquiredUS
+		a.entry, a.startUS = lockrun.EncodeFleetEntry(s.record, s.fence), s.acquiredUS
 	}
 	fresh := releaseFresh
 	if s.renewed.Load() {
@@ -113,7 +115,7 @@ func (s *redisLease) Release(ctx context.Context) error {
 		}
 	}
 	if code, _ := r[0].(int64); code == 0 {
-		return fmt.Errorf("release lock %s: it had already expired or been taken over: %w", s.key, ErrLockLost)
+		return fmt.Errorf("release lock %s: it had already expired or been taken over: %w", s.key, lockrun.ErrLockLost)
 	}
 	return nil
 }

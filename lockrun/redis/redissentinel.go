@@ -1,4 +1,4 @@
-package lockrun
+package redis
 
 import (
 	"context"
@@ -42,7 +42,7 @@ type sentinelResolver struct {
 	at    time.Time // when it answered
 }
 
-func newSentinelResolver(t redisTarget, o RedisOptions) *sentinelResolver {
+func newSentinelResolver(t redisTarget, o Options) *sentinelResolver {
 	r := &sentinelResolver{master: t.master, addrs: t.addrs}
 	for _, a := range t.addrs {
 		r.sentinels = append(r.sentinels, redis.NewSentinelClient(&redis.Options{
@@ -204,7 +204,7 @@ const releaseFresh = time.Second
 // and the last answer is older than fresh, within half an operation time-out; when no
 // Sentinel answers, the connections stay as they are, and the operation goes to the
 // master they reach.
-func (l *RedisLocker) followMaster(ctx context.Context, fresh time.Duration) {
+func (l *Locker) followMaster(ctx context.Context, fresh time.Duration) {
 	sc, ok := l.c.(*sentinelClient)
 	if !ok || l.dialer == nil || !l.dialer.connected() || time.Since(sc.r.answered()) < fresh {
 		return

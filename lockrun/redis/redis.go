@@ -1,4 +1,12 @@
-package lockrun
+// Package redis is cronlock's lock backend for a fleet on Redis: plain, TLS, a unix
+// socket, Sentinel or Cluster. A lock is a key with a lease that its holder renews and a
+// fencing token that keeps rising across restarts; the schedule's tick is claimed and the
+// fleet's record written in the same Lua scripts (lua/*.lua) as the lock, one round trip
+// each. --min-replicas waits for replicas to confirm every write.
+//
+// It answers the lockrun interfaces (Locker, Lease, FleetStore, Expiring) and nothing
+// else: it knows no flags, child processes or local history.
+package redis
 
 import (
 	"context"
@@ -12,6 +20,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"cronlock/lockrun"
 )
 
 // Redis layout of one lock KEY (the hash tag puts all of them in one Cluster slot):
@@ -59,8 +69,8 @@ func loadScript(name string) string {
 	return strings.Join(out, "\n")
 }
 
-// RedisOptions configures NewRedisLocker.
-type RedisOptions struct {
+// Options configures New.
+type Options struct {
 	URL      string        // redis://[user:pass@]host:port/db, rediss://… (TLS), unix:///path[?db=N], redis-sentinel://…, redis-cluster://… (redisurlha.go)
 	Password string        // from --redis-password-file; overrides the URL's password when non-empty
 	Timeout  time.Duration // deadline of one Redis operation (dial, read, write, script); default 2s if 0
@@ -90,11 +100,11 @@ type redisClient interface {
 	Close() error
 }
 
-// RedisLocker is the Redis backend: a lease per lock, renewed by its holder, with a
+// Locker is the Redis backend: a lease per lock, renewed by its holder, with a
 // fencing token that keeps rising across Redis restarts. It is safe for concurrent use.
 // It talks to one Redis server (or a Cluster through the hash-tagged keys' single slot);
 // it does not implement Redlock across several independent servers.
-type RedisLocker struct {
+type Locker struct {
 	c       redisClient
 	target  redisTarget
 	timeout time.Duration
@@ -113,8 +123,8 @@ type RedisLocker struct {
 }
 
 var (
-	_ FleetStore = (*RedisLocker)(nil)
-	_ Expiring   = (*RedisLocker)(nil)
+	_ lockrun.FleetStore = (*Locker)(nil)
+	_ lockrun.Expiring   = (*Locker)(nil)
 )
 
 // quietRedisLog silences go-redis's own logging, which writes to stderr (and so to cron
@@ -125,10 +135,10 @@ type nopLogger struct{}
 
 func (nopLogger) Printf(context.Context, string, ...any) {}
 
-// NewRedisLocker parses o.URL and prepares a client; it does not connect (the first
+// New parses o.URL and prepares a client; it does not connect (the first
 // Acquire does, so a run costs no extra round trip). Its errors never contain the password.
 // It silences go-redis's process-wide logger.
-func NewRedisLocker(o RedisOptions) (*RedisLocker, error) {
+func New(o Options) (*Locker, error) {
 	t, err := parseRedisURL(o.URL)
 	if err != nil {
 		return nil, err
@@ -136,7 +146,7 @@ func NewRedisLocker(o RedisOptions) (*RedisLocker, error) {
 	if o.Password != "" {
 		t.password = o.Password
 	}
-	if err := ServerDefaults(&o.Timeout, &o.Prefix); err != nil {
+	if err := lockrun.ServerDefaults(&o.Timeout, &o.Prefix); err != nil {
 		return nil, err
 	}
 	quietRedisLog.Do(func() { redis.SetLogger(nopLogger{}) })
@@ -147,32 +157,32 @@ func NewRedisLocker(o RedisOptions) (*RedisLocker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &RedisLocker{c: c, target: t, timeout: to, prefix: o.Prefix, allowEviction: o.AllowEviction, dialer: d, keep: o.FleetKeep, minReplicas: o.MinReplicas}, nil
+	return &Locker{c: c, target: t, timeout: to, prefix: o.Prefix, allowEviction: o.AllowEviction, dialer: d, keep: o.FleetKeep, minReplicas: o.MinReplicas}, nil
 }
 
 // Describe names the backend without secrets: "redis 127.0.0.1:6379/0".
 // Name names the issuer of this backend's fencing tokens: microseconds of Redis TIME.
-func (l *RedisLocker) Name() string { return "redis" }
+func (l *Locker) Name() string { return "redis" }
 
 // FreedBy says that the lock's key expires by itself.
-func (l *RedisLocker) FreedBy(ttl time.Duration) string {
+func (l *Locker) FreedBy(ttl time.Duration) string {
 	return fmt.Sprintf(" (the Redis key expires by itself within --ttl %v)", ttl)
 }
 
-func (l *RedisLocker) Describe() string { return l.target.describe() }
+func (l *Locker) Describe() string { return l.target.describe() }
 
 // Close closes the client's connections and ends dials still retrying.
-func (l *RedisLocker) Close() error {
+func (l *Locker) Close() error {
 	if l.dialer != nil {
 		l.dialer.close()
 	}
 	return l.c.Close()
 }
 
-func (l *RedisLocker) lockKey(key string) string  { return l.prefix + "{" + key + "}:lock" }
-func (l *RedisLocker) fenceKey(key string) string { return l.prefix + "{" + key + "}:fence" }
-func (l *RedisLocker) channel(key string) string  { return l.prefix + "{" + key + "}:released" }
-func (l *RedisLocker) tickKey(key string) string  { return l.prefix + "{" + key + "}:tick" }
+func (l *Locker) lockKey(key string) string  { return l.prefix + "{" + key + "}:lock" }
+func (l *Locker) fenceKey(key string) string { return l.prefix + "{" + key + "}:fence" }
+func (l *Locker) channel(key string) string  { return l.prefix + "{" + key + "}:released" }
+func (l *Locker) tickKey(key string) string  { return l.prefix + "{" + key + "}:tick" }
 
 // newToken returns 128 random bits from crypto/rand, in hex.
 func newToken() (string, error) {
@@ -193,8 +203,8 @@ func durMS(d time.Duration) int64 {
 // expiry publishes nothing). It returns *HeldError when the lock stays held, and an error
 // that says what to check when Redis cannot be asked. When the outcome of the last attempt
 // is unknown (no reply), it first tries to release the lock it may have taken.
-func (l *RedisLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
-	if err := ValidKey(req.Key); err != nil {
+func (l *Locker) Acquire(ctx context.Context, req lockrun.Request) (lockrun.Lease, error) {
+	if err := lockrun.ValidKey(req.Key); err != nil {
 		return nil, err
 	}
 	if req.TTL <= 0 {
@@ -210,7 +220,7 @@ func (l *RedisLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 			return nil, err
 		}
 		if held != nil {
-			return nil, &HeldError{Key: req.Key, Holder: held}
+			return nil, &lockrun.HeldError{Key: req.Key, Holder: held}
 		}
 		return lease, nil
 	}
@@ -222,9 +232,9 @@ func (l *RedisLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 // when the lock already holds it. It returns the lease, or the holder when the lock is held
 // by another token. When no reply came and the retries ran out, it releases the lock in
 // case the script did run, so the fleet is not blocked for a TTL.
-func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token, mode string) (*redisLease, *Holder, error) {
+func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mode string) (*redisLease, *lockrun.Holder, error) {
 	keys := []string{l.lockKey(req.Key), l.fenceKey(req.Key)}
-	args := []any{token, durMS(req.TTL), req.Node, req.PID, req.RunID, req.now().UnixMilli(), l.allowArg()}
+	args := []any{token, durMS(req.TTL), req.Node, req.PID, req.RunID, req.WallNow().UnixMilli(), l.allowArg()}
 	if !req.Tick.IsZero() {
 		keys = append(keys, l.tickKey(req.Key), l.runsKey(req.Key))
 		args = append(args, req.Tick.UnixMicro(), durMS(req.MaxSkew), req.Schedule, req.Zone, mode)
@@ -234,7 +244,7 @@ func (l *RedisLocker) acquireOnce(ctx context.Context, req Request, token, mode 
 	}
 	// Read before the first send: when a retry inside eval finds the lock already ours,
 	// its PX was set by the attempt sent here.
-	sent := ClockOr(l.now)()
+	sent := lockrun.ClockOr(l.now)()
 	res, acks, unknown, err := l.evalAcked(ctx, acquireScript(), keys, args...)
 	if err != nil {
 		// A release cannot reach a server that no dial reaches either. A refused WAIT
@@ -265,7 +275,7 @@ type releaseArgs struct {
 }
 
 // releaseEval runs release.lua for token.
-func (l *RedisLocker) releaseEval(ctx context.Context, key, token string, a releaseArgs) (any, error) {
+func (l *Locker) releaseEval(ctx context.Context, key, token string, a releaseArgs) (any, error) {
 	keys := []string{l.lockKey(key)}
 	args := []any{token, durMS(a.minHold), l.channel(key)}
 	if a.giveBack || a.entry != "" {
@@ -286,7 +296,7 @@ func (l *RedisLocker) releaseEval(ctx context.Context, key, token string, a rele
 
 // ClaimMissed claims req.Tick as missed, in one acquire script that takes no lock: the
 // skew is checked as for Acquire, and *TickError says the tick was already claimed.
-func (l *RedisLocker) ClaimMissed(ctx context.Context, req Request) error {
+func (l *Locker) ClaimMissed(ctx context.Context, req lockrun.Request) error {
 	if req.Tick.IsZero() {
 		return fmt.Errorf("claim a missed tick of %s: no tick given", req.Key)
 	}
@@ -300,7 +310,7 @@ func (l *RedisLocker) ClaimMissed(ctx context.Context, req Request) error {
 // retried it for as long as a restart can heal it (redisdial.go). unknown reports that a
 // failed call, or an attempt before the one that succeeded, may have run anyway (it may
 // have been sent, and no reply came).
-func (l *RedisLocker) eval(ctx context.Context, script string, keys []string, args ...any) (res any, unknown bool, err error) {
+func (l *Locker) eval(ctx context.Context, script string, keys []string, args ...any) (res any, unknown bool, err error) {
 	return l.retry(ctx, func(octx context.Context) (any, error) {
 		return evalScript(octx, l.c, script, keys, args...).Result()
 	})
@@ -308,7 +318,7 @@ func (l *RedisLocker) eval(ctx context.Context, script string, keys []string, ar
 
 // retry runs one attempt of an idempotent operation as eval does, within one operation
 // time-out; attempt gets the operation's context.
-func (l *RedisLocker) retry(ctx context.Context, attempt func(octx context.Context) (any, error)) (res any, unknown bool, err error) {
+func (l *Locker) retry(ctx context.Context, attempt func(octx context.Context) (any, error)) (res any, unknown bool, err error) {
 	octx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	backoff := 10 * time.Millisecond
@@ -328,7 +338,7 @@ func (l *RedisLocker) retry(ctx context.Context, attempt func(octx context.Conte
 			// A refusal that passes (LOADING, READONLY…): the script did not write.
 		case isDialError(err):
 			return nil, unknown, err
-		case !(IsTimeout(err) && l.unreachable() != nil):
+		case !(lockrun.IsTimeout(err) && l.unreachable() != nil):
 			// Time ran out while no connection could be made: nothing was sent then.
 			unknown = true
 		}
@@ -350,7 +360,7 @@ func (l *RedisLocker) retry(ctx context.Context, attempt func(octx context.Conte
 }
 
 // unreachable is the last dial error while the server cannot be reached, else nil.
-func (l *RedisLocker) unreachable() error {
+func (l *Locker) unreachable() error {
 	if l.dialer == nil {
 		return nil
 	}

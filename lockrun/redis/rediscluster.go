@@ -1,4 +1,4 @@
-package lockrun
+package redis
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // followFailover asks for a new slot map, in the background, when an operation on a
 // Cluster met no reply at all (a refused dial, a cut connection, a time-out): the next
 // attempt, or the next renewal, then goes to whichever node serves the slot by then.
-func (l *RedisLocker) followFailover(err error) {
+func (l *Locker) followFailover(err error) {
 	cc, ok := l.c.(*clusterClient)
 	var rerr redis.Error
 	if !ok || err == nil || errors.As(err, &rerr) {

@@ -1,10 +1,11 @@
-package lockrun
+package redis
 
 import (
 	"context"
 	"testing"
 
 	"cronlock/internal/redistest"
+	"cronlock/lockrun"
 )
 
 // TestRedisRecordRunRepeated: an entry sent again (its first reply lost; eval retries
@@ -12,13 +13,13 @@ import (
 func TestRedisRecordRunRepeated(t *testing.T) {
 	l := newRedisTestLocker(t, redistest.Addr(t))
 	ctx := context.Background()
-	rec := &RunRecord{RunID: "run-twice", Node: "n", Status: "error", Exit: 125}
+	rec := &lockrun.RunRecord{RunID: "run-twice", Node: "n", Status: "error", Exit: 125}
 	for range 2 {
 		if err := l.RecordRun(ctx, "twice", rec); err != nil {
 			t.Fatal(err)
 		}
 	}
-	other := &RunRecord{RunID: "run-other", Node: "n", Status: "error", Exit: 125}
+	other := &lockrun.RunRecord{RunID: "run-other", Node: "n", Status: "error", Exit: 125}
 	if err := l.RecordRun(ctx, "twice", other); err != nil {
 		t.Fatal(err)
 	}

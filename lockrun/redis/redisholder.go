@@ -1,4 +1,4 @@
-package lockrun
+package redis
 
 import (
 	"context"
@@ -11,17 +11,19 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"cronlock/lockrun"
 )
 
 // parseHolder reads the holder from a lock value. A value cronlock did not write still
 // counts as a holder (the key is taken), with what can be said about it.
-func parseHolder(value string, pttl int64) *Holder {
-	h := &Holder{NoExpiry: pttl == -1}
+func parseHolder(value string, pttl int64) *lockrun.Holder {
+	h := &lockrun.Holder{NoExpiry: pttl == -1}
 	if pttl > 0 {
 		// A PTTL past 292 years (PEXPIRE by hand) would overflow a Duration into the past.
 		h.TTLLeft = time.Duration(min(pttl, int64(math.MaxInt64/time.Millisecond))) * time.Millisecond
 	}
-	var v HolderValue
+	var v lockrun.HolderValue
 	if err := json.Unmarshal([]byte(value), &v); err != nil {
 		h.Node = "(unknown: the lock key does not hold cronlock data)"
 		return h
@@ -29,23 +31,19 @@ func parseHolder(value string, pttl int64) *Holder {
 	h.Node, h.PID, h.RunID, h.Revoked = v.Node, v.PID, v.RunID, v.RevokedUS != ""
 	// A time outside 1970–9999 is not one cronlock wrote, and would make status --json
 	// fail (encoding/json refuses years past 9999): leave it unknown (zero).
-	if ms, err := strconv.ParseInt(v.SinceMS, 10, 64); err == nil && PlausibleTime(time.UnixMilli(ms)) {
+	if ms, err := strconv.ParseInt(v.SinceMS, 10, 64); err == nil && lockrun.PlausibleTime(time.UnixMilli(ms)) {
 		h.Since = time.UnixMilli(ms)
 	}
-	if us, err := strconv.ParseInt(v.RenewedUS, 10, 64); err == nil && PlausibleTime(time.UnixMicro(us)) {
+	if us, err := strconv.ParseInt(v.RenewedUS, 10, 64); err == nil && lockrun.PlausibleTime(time.UnixMicro(us)) {
 		h.Renewed = time.UnixMicro(us)
 	}
 	h.FencingToken, _ = strconv.ParseUint(v.Fence, 10, 64)
 	return h
 }
 
-// ErrUnlockReplyLost: an unlock whose first reply was lost was sent again and found no
-// lock, most likely because that first try removed it; who held it is not known.
-var ErrUnlockReplyLost = errors.New("an earlier try, whose reply was lost, most likely removed it (its holder is not known)")
-
 // Inspect returns the holder of key, or nil when it is free.
-func (l *RedisLocker) Inspect(ctx context.Context, key string) (*Holder, error) {
-	if err := ValidKey(key); err != nil {
+func (l *Locker) Inspect(ctx context.Context, key string) (*lockrun.Holder, error) {
+	if err := lockrun.ValidKey(key); err != nil {
 		return nil, err
 	}
 	hs, err := l.readHolders(ctx, []string{l.lockKey(key)})
@@ -56,7 +54,7 @@ func (l *RedisLocker) Inspect(ctx context.Context, key string) (*Holder, error) 
 }
 
 // readHolders reads the holders of lock keys in one round trip; nil for a free key.
-func (l *RedisLocker) readHolders(ctx context.Context, lockKeys []string) ([]*Holder, error) {
+func (l *Locker) readHolders(ctx context.Context, lockKeys []string) ([]*lockrun.Holder, error) {
 	octx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	gets := make([]*redis.StringCmd, len(lockKeys))
@@ -71,7 +69,7 @@ func (l *RedisLocker) readHolders(ctx context.Context, lockKeys []string) ([]*Ho
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
-	out := make([]*Holder, len(lockKeys))
+	out := make([]*lockrun.Holder, len(lockKeys))
 	for i := range lockKeys {
 		v, err := gets[i].Result()
 		if errors.Is(err, redis.Nil) {
@@ -93,8 +91,8 @@ func (l *RedisLocker) readHolders(ctx context.Context, lockKeys []string) ([]*Ho
 
 // List returns every lock held right now under the prefix, by key. It walks the keyspace
 // with SCAN (never KEYS, which would block the server).
-func (l *RedisLocker) List(ctx context.Context) (map[string]Holder, error) {
-	out := map[string]Holder{}
+func (l *Locker) List(ctx context.Context) (map[string]lockrun.Holder, error) {
+	out := map[string]lockrun.Holder{}
 	err := l.scanNames(ctx, "lock", "list locks", func(names []string) error {
 		lockKeys := make([]string, len(names))
 		for i, n := range names {
@@ -121,7 +119,7 @@ func (l *RedisLocker) List(ctx context.Context) (map[string]Holder, error) {
 // each page's KEYs to page, none twice (SCAN may return a key again) and none that is not
 // a valid key. Each SCAN call has its own operation time-out: a walk over millions of
 // unrelated keys takes as long as it takes, while a stuck server is still noticed.
-func (l *RedisLocker) scanNames(ctx context.Context, kind, what string, page func(names []string) error) error {
+func (l *Locker) scanNames(ctx context.Context, kind, what string, page func(names []string) error) error {
 	seen := map[string]bool{}
 	match := l.prefix + "{*}:" + kind
 	nodes, err := l.scanNodes(ctx)
@@ -137,7 +135,7 @@ func (l *RedisLocker) scanNames(ctx context.Context, kind, what string, page fun
 }
 
 // scanNode is scanNames on one server.
-func (l *RedisLocker) scanNode(ctx context.Context, node scanner, match, kind, what string, seen map[string]bool, page func(names []string) error) error {
+func (l *Locker) scanNode(ctx context.Context, node scanner, match, kind, what string, seen map[string]bool, page func(names []string) error) error {
 	var cursor uint64
 	for {
 		octx, cancel := context.WithTimeout(ctx, l.timeout)
@@ -170,13 +168,13 @@ func (l *RedisLocker) scanNode(ctx context.Context, node scanner, match, kind, w
 }
 
 // keyName returns KEY from "<prefix>{KEY}:kind".
-func (l *RedisLocker) keyName(redisKey, kind string) (string, bool) {
+func (l *Locker) keyName(redisKey, kind string) (string, bool) {
 	s, ok := strings.CutPrefix(redisKey, l.prefix+"{")
 	if !ok {
 		return "", false
 	}
 	s, ok = strings.CutSuffix(s, "}:"+kind)
-	if !ok || ValidKey(s) != nil {
+	if !ok || lockrun.ValidKey(s) != nil {
 		return "", false
 	}
 	return s, true
@@ -188,8 +186,8 @@ func (l *RedisLocker) keyName(redisKey, kind string) (string, bool) {
 // error that names the holder and says to use --force. With force, a live holder's lock
 // is revoked rather than deleted (the holder's Revoked is set): it is kept until its lease
 // ends, so that no other run starts while the holder's job runs on to its next renewal.
-func (l *RedisLocker) Unlock(ctx context.Context, key string, force bool) (*Holder, error) {
-	if err := ValidKey(key); err != nil {
+func (l *Locker) Unlock(ctx context.Context, key string, force bool) (*lockrun.Holder, error) {
+	if err := lockrun.ValidKey(key); err != nil {
 		return nil, err
 	}
 	f := "0"
@@ -206,7 +204,7 @@ func (l *RedisLocker) Unlock(ctx context.Context, key string, force bool) (*Hold
 	}
 	code, _ := r[0].(int64)
 	if code == 0 && unknown {
-		return nil, fmt.Errorf("%s is not held on %s now: %w", key, l.Describe(), ErrUnlockReplyLost)
+		return nil, fmt.Errorf("%s is not held on %s now: %w", key, l.Describe(), lockrun.ErrUnlockReplyLost)
 	}
 	if code == 0 {
 		return nil, nil
@@ -222,7 +220,7 @@ func (l *RedisLocker) Unlock(ctx context.Context, key string, force bool) (*Hold
 	if code == 2 {
 		h.Revoked = true
 	}
-	if code < 0 && json.Unmarshal([]byte(v), new(HolderValue)) != nil {
+	if code < 0 && json.Unmarshal([]byte(v), new(lockrun.HolderValue)) != nil {
 		if len(v) > 60 {
 			v = v[:60] + "..."
 		}

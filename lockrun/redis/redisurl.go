@@ -1,4 +1,4 @@
-package lockrun
+package redis
 
 import (
 	"crypto/tls"

@@ -1,4 +1,4 @@
-package lockrun
+package redis
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"cronlock/internal/redistest"
+	"cronlock/lockrun"
 )
 
 // redisPrefix returns a key namespace of its own for one test, so tests never see each
@@ -28,25 +29,25 @@ func redisPrefix(t *testing.T) string {
 }
 
 // newRedisTestLocker returns a locker on addr with a unique prefix, closed at the end.
-func newRedisTestLocker(t *testing.T, addr string, edit ...func(*RedisOptions)) *RedisLocker {
+func newRedisTestLocker(t *testing.T, addr string, edit ...func(*Options)) *Locker {
 	t.Helper()
-	o := RedisOptions{URL: "redis://" + addr + "/0", Prefix: redisPrefix(t), Timeout: time.Second}
+	o := Options{URL: "redis://" + addr + "/0", Prefix: redisPrefix(t), Timeout: time.Second}
 	for _, e := range edit {
 		e(&o)
 	}
-	l, err := NewRedisLocker(o)
+	l, err := New(o)
 	if err != nil {
-		t.Fatalf("NewRedisLocker: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() { l.Close() })
 	return l
 }
 
-func redisTestReq(key string) Request {
-	return Request{Key: key, TTL: 30 * time.Second, Node: "host-a", PID: 4242, RunID: "run-a"}
+func redisTestReq(key string) lockrun.Request {
+	return lockrun.Request{Key: key, TTL: 30 * time.Second, Node: "host-a", PID: 4242, RunID: "run-a"}
 }
 
-func redisMustAcquire(t *testing.T, l *RedisLocker, req Request) Lease {
+func redisMustAcquire(t *testing.T, l *Locker, req lockrun.Request) lockrun.Lease {
 	t.Helper()
 	lease, err := l.Acquire(context.Background(), req)
 	if err != nil {
@@ -75,8 +76,8 @@ func TestRedisAcquireConflictReportsHolder(t *testing.T) {
 		t.Fatalf("lease: fence %d ttl %s", a.FencingToken(), a.TTL())
 	}
 	// The stored value carries the token, but it is never shown: the other run gets metadata.
-	_, err := l.Acquire(ctx, Request{Key: "billing", TTL: time.Minute, Node: "host-b", PID: 1, RunID: "run-b"})
-	var held *HeldError
+	_, err := l.Acquire(ctx, lockrun.Request{Key: "billing", TTL: time.Minute, Node: "host-b", PID: 1, RunID: "run-b"})
+	var held *lockrun.HeldError
 	if !errors.As(err, &held) {
 		t.Fatalf("second Acquire: got %v, want *HeldError", err)
 	}
@@ -261,7 +262,7 @@ func TestRedisFencingTokensRiseAcrossDataLoss(t *testing.T) {
 	if got := redisDo(t, s.Addr, "EXISTS", l.fenceKey("restart")); got != "0" {
 		t.Fatalf("the fence counter survived the restart (EXISTS = %s); the test proves nothing", got)
 	}
-	l2 := newRedisTestLocker(t, s.Addr, func(o *RedisOptions) { o.Prefix = l.prefix })
+	l2 := newRedisTestLocker(t, s.Addr, func(o *Options) { o.Prefix = l.prefix })
 	lease := redisMustAcquire(t, l2, redisTestReq("restart"))
 	if lease.FencingToken() <= prev {
 		t.Fatalf("fence after a restart that lost the data: %d, want > %d", lease.FencingToken(), prev)
@@ -278,13 +279,13 @@ func TestRedisRenewOfDeletedLockIsLostAndDoesNotRecreate(t *testing.T) {
 	}
 	redisDo(t, addr, "DEL", l.lockKey("renew-gone"))
 	err := lease.Renew(ctx)
-	if !errors.Is(err, ErrLockLost) {
+	if !errors.Is(err, lockrun.ErrLockLost) {
 		t.Fatalf("Renew of a deleted lock: %v, want ErrLockLost", err)
 	}
 	if got := redisDo(t, addr, "EXISTS", l.lockKey("renew-gone")); got != "0" {
 		t.Fatalf("Renew re-created the lock (EXISTS = %s)", got)
 	}
-	if err := lease.Release(ctx); !errors.Is(err, ErrLockLost) {
+	if err := lease.Release(ctx); !errors.Is(err, lockrun.ErrLockLost) {
 		t.Fatalf("Release of a deleted lock: %v, want ErrLockLost", err)
 	}
 }
@@ -299,10 +300,10 @@ func TestRedisRenewAndReleaseNeverTouchAnotherHolder(t *testing.T) {
 	breq.Node = "host-b"
 	b := redisMustAcquire(t, l, breq)
 
-	if err := a.Renew(ctx); !errors.Is(err, ErrLockLost) {
+	if err := a.Renew(ctx); !errors.Is(err, lockrun.ErrLockLost) {
 		t.Fatalf("Renew of a lock now held by another token: %v, want ErrLockLost", err)
 	}
-	if err := a.Release(ctx); !errors.Is(err, ErrLockLost) {
+	if err := a.Release(ctx); !errors.Is(err, lockrun.ErrLockLost) {
 		t.Fatalf("Release of a lock now held by another token: %v, want ErrLockLost", err)
 	}
 	h, err := l.Inspect(ctx, "other")
@@ -329,7 +330,7 @@ func TestRedisReleaseHonoursMinHold(t *testing.T) {
 	if pttl < 1500 || pttl > 3000 {
 		t.Fatalf("PTTL after a min-hold release = %d ms, want the rest of 3s", pttl)
 	}
-	var held *HeldError
+	var held *lockrun.HeldError
 	if _, err := l.Acquire(ctx, redisTestReq("minhold")); !errors.As(err, &held) {
 		t.Fatalf("Acquire during the min hold: %v, want *HeldError", err)
 	}
@@ -358,7 +359,7 @@ func TestRedisWaiterIsWokenByRelease(t *testing.T) {
 	a := redisMustAcquire(t, l, redisTestReq("wake"))
 
 	type result struct {
-		lease Lease
+		lease lockrun.Lease
 		err   error
 		at    time.Time
 	}
@@ -422,25 +423,25 @@ func TestRedisLeaseCountsFromTheAcquireThatTookIt(t *testing.T) {
 
 	w := redisTestReq("sent")
 	w.TTL, w.Wait, w.RunID = 2*time.Second, 10*time.Second, "waiter"
-	waitFrom := Boottime()
+	waitFrom := lockrun.Boottime()
 	lease, err := l.Acquire(context.Background(), w)
 	if err != nil {
 		t.Fatalf("waiter: %v", err)
 	}
 	defer lease.Release(context.Background())
-	got := Boottime()
+	got := lockrun.Boottime()
 	// The holder's key lived 800ms from after its Sent; an attempt in flight at that
 	// instant may have been sent a moment before it.
 	if lease.Sent() < holder.Sent()+780*time.Millisecond || lease.Sent() > got {
 		t.Fatalf("waiter's Sent is %v after it began waiting, the holder's lease ended %v after; want the acquire that took the lock, after that",
 			lease.Sent()-waitFrom, holder.Sent()+req.TTL-waitFrom)
 	}
-	k := &Keeper{Lease: lease, Grace: time.Second}
+	k := &lockrun.Keeper{Lease: lease, Grace: time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
 	k.Run(ctx)
 	cancel()
-	left := time.Duration(k.safeUntil.Load()) - got
-	if want := w.TTL - drift(w.TTL) - 100*time.Millisecond; left < want {
+	left := k.SafeUntil() - got
+	if want := w.TTL - lockrun.Drift(w.TTL) - 100*time.Millisecond; left < want {
 		t.Fatalf("the keeper's lease ends %v after the acquire returned, want about the whole TTL (at least %v)", left, want)
 	}
 	if _, lost := k.Check(); lost {
@@ -455,7 +456,7 @@ func TestRedisWaitRunsOut(t *testing.T) {
 	w.Wait = 400 * time.Millisecond
 	start := time.Now()
 	_, err := l.Acquire(context.Background(), w)
-	var held *HeldError
+	var held *lockrun.HeldError
 	if !errors.As(err, &held) || held.Holder == nil || held.Holder.Node != "host-a" {
 		t.Fatalf("Acquire after the wait ran out: %v, want *HeldError naming host-a", err)
 	}
@@ -470,15 +471,15 @@ func TestRedisWrongPasswordSaysSoWithoutThePassword(t *testing.T) {
 	redisDo(t, s.Addr, "CONFIG", "SET", "requirepass", "s3cretPW")
 	for _, tc := range []struct {
 		name string
-		o    RedisOptions
+		o    Options
 	}{
-		{"wrong in URL", RedisOptions{URL: "redis://:n0tThePW@" + s.Addr}},
-		{"wrong from file", RedisOptions{URL: "redis://" + s.Addr, Password: "n0tThePW"}},
-		{"file overrides URL", RedisOptions{URL: "redis://:s3cretPW@" + s.Addr, Password: "n0tThePW"}},
-		{"none", RedisOptions{URL: "redis://" + s.Addr}},
+		{"wrong in URL", Options{URL: "redis://:n0tThePW@" + s.Addr}},
+		{"wrong from file", Options{URL: "redis://" + s.Addr, Password: "n0tThePW"}},
+		{"file overrides URL", Options{URL: "redis://:s3cretPW@" + s.Addr, Password: "n0tThePW"}},
+		{"none", Options{URL: "redis://" + s.Addr}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l, err := NewRedisLocker(tc.o)
+			l, err := New(tc.o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -498,7 +499,7 @@ func TestRedisWrongPasswordSaysSoWithoutThePassword(t *testing.T) {
 			}
 		})
 	}
-	l, err := NewRedisLocker(RedisOptions{URL: "redis://:s3cretPW@" + s.Addr + "/2"})
+	l, err := New(Options{URL: "redis://:s3cretPW@" + s.Addr + "/2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,7 +512,7 @@ func TestRedisWrongPasswordSaysSoWithoutThePassword(t *testing.T) {
 
 func TestRedisUnreachableFailsFastWithAHint(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t)) // nobody listens
-	l := newRedisTestLocker(t, addr, func(o *RedisOptions) { o.URL = "redis://:pw-in-url@" + addr })
+	l := newRedisTestLocker(t, addr, func(o *Options) { o.URL = "redis://:pw-in-url@" + addr })
 	start := time.Now()
 	_, err := l.Acquire(context.Background(), redisTestReq("down"))
 	if d := time.Since(start); d > 1500*time.Millisecond {
@@ -520,7 +521,7 @@ func TestRedisUnreachableFailsFastWithAHint(t *testing.T) {
 	if err == nil {
 		t.Fatal("Acquire against a closed port succeeded")
 	}
-	var held *HeldError
+	var held *lockrun.HeldError
 	if errors.As(err, &held) {
 		t.Fatalf("unreachable reported as held: %v", err)
 	}
@@ -537,7 +538,7 @@ func TestRedisUnreachableFailsFastWithAHint(t *testing.T) {
 
 func TestRedisFrozenServerTimesOut(t *testing.T) {
 	s := redistest.Start(t)
-	l := newRedisTestLocker(t, s.Addr, func(o *RedisOptions) { o.Timeout = 300 * time.Millisecond })
+	l := newRedisTestLocker(t, s.Addr, func(o *Options) { o.Timeout = 300 * time.Millisecond })
 	s.Stop() // accepts connections (the kernel does) but never answers
 	t.Cleanup(s.Cont)
 	start := time.Now()
@@ -553,8 +554,8 @@ func TestRedisFrozenServerTimesOut(t *testing.T) {
 
 func TestRedisRenewUnderClientPauseRespectsDeadline(t *testing.T) {
 	s := redistest.Start(t)
-	l := newRedisTestLocker(t, s.Addr, func(o *RedisOptions) { o.Timeout = 2 * time.Second })
-	short := newRedisTestLocker(t, s.Addr, func(o *RedisOptions) {
+	l := newRedisTestLocker(t, s.Addr, func(o *Options) { o.Timeout = 2 * time.Second })
+	short := newRedisTestLocker(t, s.Addr, func(o *Options) {
 		o.Timeout = 300 * time.Millisecond
 		o.Prefix = l.prefix
 	})
@@ -573,7 +574,7 @@ func TestRedisRenewUnderClientPauseRespectsDeadline(t *testing.T) {
 	if d := time.Since(start); d > 800*time.Millisecond {
 		t.Fatalf("Renew with a 300ms deadline took %s", d)
 	}
-	if err == nil || errors.Is(err, ErrLockLost) {
+	if err == nil || errors.Is(err, lockrun.ErrLockLost) {
 		t.Fatalf("Renew under CLIENT PAUSE: %v, want a non-ErrLockLost error", err)
 	}
 	// No caller deadline: the operation time-out (300ms) bounds it.
@@ -582,7 +583,7 @@ func TestRedisRenewUnderClientPauseRespectsDeadline(t *testing.T) {
 	if d := time.Since(start); d > 800*time.Millisecond {
 		t.Fatalf("Renew with a 300ms operation time-out took %s", d)
 	}
-	if err == nil || errors.Is(err, ErrLockLost) {
+	if err == nil || errors.Is(err, lockrun.ErrLockLost) {
 		t.Fatalf("Renew under CLIENT PAUSE: %v, want a non-ErrLockLost error", err)
 	}
 
@@ -619,7 +620,7 @@ func TestRedisUnlock(t *testing.T) {
 	if h, _ := l.Inspect(ctx, "unlock"); h == nil || !h.Revoked || h.TTLLeft <= 0 {
 		t.Fatalf("after a forced Unlock of a live lock: %+v, want it kept, revoked, with its TTL", h)
 	}
-	if err := a.Renew(ctx); !errors.Is(err, ErrLockLost) || !strings.Contains(err.Error(), "unlock --force") {
+	if err := a.Renew(ctx); !errors.Is(err, lockrun.ErrLockLost) || !strings.Contains(err.Error(), "unlock --force") {
 		t.Fatalf("the old holder's Renew: %v, want ErrLockLost naming unlock --force", err)
 	}
 	if err := a.Release(ctx); err != nil {
@@ -680,7 +681,7 @@ func TestRedisInspectAndList(t *testing.T) {
 func TestRedisACLWithoutChannelRights(t *testing.T) {
 	s := redistest.Start(t)
 	redisDo(t, s.Addr, "ACL", "SETUSER", "cron", "on", ">cronpw", "~*", "resetchannels", "+@all")
-	l := newRedisTestLocker(t, s.Addr, func(o *RedisOptions) { o.URL = "redis://cron:cronpw@" + s.Addr })
+	l := newRedisTestLocker(t, s.Addr, func(o *Options) { o.URL = "redis://cron:cronpw@" + s.Addr })
 	ctx := context.Background()
 	if err := l.c.(*redis.Client).Publish(ctx, "anything", "x").Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
 		t.Fatalf("PUBLISH as the limited user: %v; want NOPERM, else the test proves nothing", err)
@@ -734,16 +735,16 @@ func TestRedisURLParsing(t *testing.T) {
 		"", "localhost:6379", "http://h", "redis://:s3cretPW@h:notaport",
 		"redis://:s3cretPW@h/x", "redis://:s3cretPW@h?dial_timeout=10s", "unix://", "redis://:s3cret%zzPW@h",
 	} {
-		_, err := NewRedisLocker(RedisOptions{URL: bad})
+		_, err := New(Options{URL: bad})
 		if err == nil {
-			t.Errorf("NewRedisLocker(%q) accepted it", bad)
+			t.Errorf("New(%q) accepted it", bad)
 			continue
 		}
 		if strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("error for %q shows the password: %v", bad, err)
 		}
 	}
-	if _, err := NewRedisLocker(RedisOptions{URL: "redis://h", Prefix: "a{b}"}); err == nil {
+	if _, err := New(Options{URL: "redis://h", Prefix: "a{b}"}); err == nil {
 		t.Error("a prefix with braces was accepted")
 	}
 }
@@ -767,12 +768,12 @@ func TestRedisRedactURL(t *testing.T) {
 // text, which garbles "127.0.0.1" for the password "1".
 func TestRedisErrorsNeverNameThePassword(t *testing.T) {
 	msg := func(pw string) string {
-		l, err := NewRedisLocker(RedisOptions{URL: "redis://127.0.0.1:1", Password: pw, Timeout: time.Second})
+		l, err := New(Options{URL: "redis://127.0.0.1:1", Password: pw, Timeout: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer l.Close()
-		_, err = l.Acquire(context.Background(), Request{Key: "k", TTL: time.Second})
+		_, err = l.Acquire(context.Background(), lockrun.Request{Key: "k", TTL: time.Second})
 		if err == nil {
 			t.Fatal("acquire on a closed port succeeded")
 		}

@@ -1,4 +1,4 @@
-package lockrun
+package redis
 
 import (
 	"context"
@@ -12,11 +12,13 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"cronlock/lockrun"
 )
 
 // BenchmarkHerd is a fleet of simulated hosts asking one Redis for short runs at once:
 // each host is a goroutine that, run after run, does what one `cronlock run --schedule …
-// -- true` does on Redis: a new RedisLocker (a new connection, like a new process), the
+// -- true` does on Redis: a new Locker (a new connection, like a new process), the
 // acquire with its tick, and for the winner the release with the fleet's record. Runs
 // go to 1,000 keys, and the tick moves on every 10 runs of a key, so each tick of each
 // key has one winner and nine skipped runs, as when ten hosts share a crontab line.
@@ -81,7 +83,7 @@ func benchHerd(b *testing.B, url string, hosts int, info *infoReader) {
 					return
 				}
 				// One tick per 10 runs of a key: run i is for key i%1000, tick i/10000.
-				req := Request{Key: "k" + strconv.FormatInt(i%herdKeys, 10), TTL: time.Minute,
+				req := lockrun.Request{Key: "k" + strconv.FormatInt(i%herdKeys, 10), TTL: time.Minute,
 					Node: "host-" + strconv.Itoa(h), PID: h, RunID: strconv.FormatInt(i, 10),
 					Tick: base.Add(time.Duration(i/(10*herdKeys)) * time.Second), Schedule: "* * * * * *", Zone: "UTC"}
 				t0 := time.Now()
@@ -130,23 +132,23 @@ func benchHerd(b *testing.B, url string, hosts int, info *infoReader) {
 // herdRun is one short run on its own connection: acquire with the tick; when taken,
 // release at once with the fleet's record. It reports whether the lock was taken; a
 // skipped run (tick claimed, lock held) is not an error.
-func herdRun(url, prefix string, req Request) (bool, error) {
-	l, err := NewRedisLocker(RedisOptions{URL: url, Prefix: prefix, Timeout: 30 * time.Second, AllowEviction: true})
+func herdRun(url, prefix string, req lockrun.Request) (bool, error) {
+	l, err := New(Options{URL: url, Prefix: prefix, Timeout: 30 * time.Second, AllowEviction: true})
 	if err != nil {
 		return false, err
 	}
 	defer l.Close()
 	ctx := context.Background()
 	lease, err := l.Acquire(ctx, req)
-	var held *HeldError
-	var tick *TickError
+	var held *lockrun.HeldError
+	var tick *lockrun.TickError
 	if errors.As(err, &held) || errors.As(err, &tick) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	lease.SetRecord(&RunRecord{RunID: req.RunID, Node: req.Node, Status: "succeeded", Tick: req.Tick, Tries: 1})
+	lease.SetRecord(&lockrun.RunRecord{RunID: req.RunID, Node: req.Node, Status: "succeeded", Tick: req.Tick, Tries: 1})
 	return true, lease.Release(ctx)
 }
 

@@ -1,4 +1,4 @@
-package lockrun
+package redis
 
 import (
 	"context"
@@ -60,7 +60,7 @@ func newInfoReader(url string) (*infoReader, error) {
 	defer cancel()
 	switch t.scheme {
 	case schemeSentinel:
-		o := RedisOptions{Timeout: 5 * time.Second, SentinelPassword: os.Getenv("CRONLOCK_BENCH_SENTINEL_PASSWORD")}
+		o := Options{Timeout: 5 * time.Second, SentinelPassword: os.Getenv("CRONLOCK_BENCH_SENTINEL_PASSWORD")}
 		res := newSentinelResolver(t, o)
 		defer res.close()
 		master, err := res.masterAddr(ctx)

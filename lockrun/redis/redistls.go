@@ -1,10 +1,12 @@
-package lockrun
+package redis
 
 import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"strings"
+
+	"cronlock/lockrun"
 )
 
 // tlsAdvice says what to do about a connection to a rediss:// server that failed in or
@@ -29,7 +31,7 @@ func tlsAdvice(err error, host string, tlsOn bool) string {
 		return "the server's certificate does not name " + host + ": write in --redis / CRONLOCK_REDIS_URL a host name the certificate names"
 	case strings.Contains(err.Error(), "certificate required") || strings.Contains(err.Error(), "bad certificate"):
 		return "the server asks for a client certificate (tls-auth-clients yes), and cronlock sends none: set tls-auth-clients no (or optional) on the server"
-	case errors.As(err, &record) || IsTimeout(err):
+	case errors.As(err, &record) || lockrun.IsTimeout(err):
 		// A plain Redis port does not answer a TLS handshake, or answers it in plain text.
 		return "no TLS handshake: is that port the server's tls-port? rediss:// needs one; use redis:// for a plain port"
 	}

@@ -1,4 +1,4 @@
-package lockrun
+package redis
 
 import (
 	"context"
@@ -12,29 +12,30 @@ import (
 	"time"
 
 	"cronlock/internal/redistest"
+	"cronlock/lockrun"
 )
 
 // haLocker is a locker on a Sentinel or Cluster URL with a prefix of its own.
-func haLocker(t *testing.T, url string, edit ...func(*RedisOptions)) *RedisLocker {
+func haLocker(t *testing.T, url string, edit ...func(*Options)) *Locker {
 	t.Helper()
-	return newRedisTestLocker(t, "", append([]func(*RedisOptions){func(o *RedisOptions) { o.URL = url }}, edit...)...)
+	return newRedisTestLocker(t, "", append([]func(*Options){func(o *Options) { o.URL = url }}, edit...)...)
 }
 
 // exerciseLockPaths runs every lock path on l: exclusion among concurrent acquirers,
 // renewal, a --wait hand-off woken by the release, a tick claim, the fleet's record,
 // status's List and unlock.
-func exerciseLockPaths(t *testing.T, l *RedisLocker) {
+func exerciseLockPaths(t *testing.T, l *Locker) {
 	ctx := context.Background()
 	// Exclusion: of eight concurrent acquirers of one key, exactly one wins.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var won []Lease
+	var won []lockrun.Lease
 	for i := 0; i < 8; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			lease, err := l.Acquire(ctx, redisTestReq("excl"))
-			var held *HeldError
+			var held *lockrun.HeldError
 			if err != nil && !errors.As(err, &held) {
 				t.Errorf("Acquire: %v", err)
 			}
@@ -83,12 +84,12 @@ func exerciseLockPaths(t *testing.T, l *RedisLocker) {
 	req := redisTestReq("ticked")
 	req.Tick, req.Schedule, req.Zone = tick, "* * * * *", "UTC"
 	lease := redisMustAcquire(t, l, req)
-	lease.(*redisLease).SetRecord(&RunRecord{RunID: "run-a", Node: "host-a", Status: "succeeded"})
+	lease.(*redisLease).SetRecord(&lockrun.RunRecord{RunID: "run-a", Node: "host-a", Status: "succeeded"})
 	if err := lease.Release(ctx); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
 	req.RunID = "run-b"
-	var te *TickError
+	var te *lockrun.TickError
 	if _, err := l.Acquire(ctx, req); !errors.As(err, &te) || te.RunID != "run-a" {
 		t.Fatalf("second claim of one tick: %v, want a TickError naming run-a", err)
 	}
@@ -139,7 +140,7 @@ func TestClusterLockPaths(t *testing.T) {
 
 	// WAIT reaches the master of the lock's slot (go-redis would send a keyless command
 	// anywhere) and counts its replicas: none here, for keys on every master.
-	l = haLocker(t, c.URL(), func(o *RedisOptions) { o.MinReplicas = 1; o.Timeout = 300 * time.Millisecond })
+	l = haLocker(t, c.URL(), func(o *Options) { o.MinReplicas = 1; o.Timeout = 300 * time.Millisecond })
 	for _, k := range []string{"w-a", "w-b", "w-c", "w-d"} {
 		_, err := l.Acquire(context.Background(), redisTestReq(k))
 		var re *ReplicaError
@@ -151,7 +152,7 @@ func TestClusterLockPaths(t *testing.T) {
 
 func TestMinReplicasAcksAcquireAndRenew(t *testing.T) {
 	d := redistest.StartSentinel(t)
-	l := haLocker(t, d.URL(), func(o *RedisOptions) { o.MinReplicas = 1 })
+	l := haLocker(t, d.URL(), func(o *Options) { o.MinReplicas = 1 })
 	ctx := context.Background()
 	lease := redisMustAcquire(t, l, redisTestReq("acked"))
 	// The replica has the lock at once: WAIT returned after it acknowledged.
@@ -177,7 +178,7 @@ func TestMinReplicasAcksAcquireAndRenew(t *testing.T) {
 		t.Fatalf("the unacknowledged lock was kept (EXISTS = %s)", v)
 	}
 	err = lease.Renew(ctx)
-	if err == nil || errors.Is(err, ErrLockLost) || !strings.Contains(err.Error(), "unconfirmed") {
+	if err == nil || errors.Is(err, lockrun.ErrLockLost) || !strings.Contains(err.Error(), "unconfirmed") {
 		t.Fatalf("Renew without a replica: %v, want an unconfirmed renewal", err)
 	}
 }
@@ -252,7 +253,7 @@ func TestMinReplicasLatency(t *testing.T) {
 		return ds[len(ds)/2]
 	}
 	for _, n := range []int{0, 1} {
-		l := haLocker(t, d.URL(), func(o *RedisOptions) { o.MinReplicas = n })
+		l := haLocker(t, d.URL(), func(o *Options) { o.MinReplicas = n })
 		redisMustAcquire(t, l, redisTestReq("warm")).Release(ctx)
 		acq := median(func() {
 			lease := redisMustAcquire(t, l, redisTestReq("lat"))

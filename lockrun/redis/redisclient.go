@@ -1,4 +1,4 @@
-package lockrun
+package redis
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // newRedisClient builds the go-redis client of target t: one server, the master that
 // t's Sentinels name, or a Cluster. Every connection, to a data node or a Sentinel, goes
 // through cronlock's own dialer d with the lock-safe settings of lockOptions.
-func newRedisClient(t redisTarget, o RedisOptions, d *redisDialer) (redisClient, error) {
+func newRedisClient(t redisTarget, o Options, d *redisDialer) (redisClient, error) {
 	opt := lockOptions(t, o.Timeout, d)
 	switch t.scheme {
 	case schemeSentinel:
@@ -128,7 +128,7 @@ type scanner interface {
 
 // scanNodes are the servers whose keys together are the whole keyspace: every master of
 // a Cluster (SCAN walks one node only), else the one server.
-func (l *RedisLocker) scanNodes(ctx context.Context) ([]scanner, error) {
+func (l *Locker) scanNodes(ctx context.Context) ([]scanner, error) {
 	cc, ok := l.c.(*clusterClient)
 	if !ok {
 		return []scanner{l.c}, nil

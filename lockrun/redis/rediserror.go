@@ -1,4 +1,4 @@
-package lockrun
+package redis
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"cronlock/lockrun"
 )
 
 // transientRedisError reports a server error that goes away by itself. READONLY is a
@@ -42,7 +44,7 @@ func (e *redisError) Error() string { return e.msg }
 func (e *redisError) Unwrap() error { return e.err }
 
 // userError turns a go-redis error into a message that says what failed and what to do.
-func (l *RedisLocker) userError(op string, err error) error {
+func (l *Locker) userError(op string, err error) error {
 	server := l.target.server()
 	detail := err.Error()
 	var msg string
@@ -70,12 +72,12 @@ func (l *RedisLocker) userError(op string, err error) error {
 	case strings.HasPrefix(detail, "OOM"):
 		// Only a new lock needs memory: renewals and releases go through on a full server.
 		msg = fmt.Sprintf("%s is full: %s (maxmemory reached under noeviction: no new lock can be taken until memory is freed on the server or maxmemory raised)", server, detail)
-	case IsTimeout(err) && l.unreachable() != nil && tlsAdvice(l.unreachable(), l.target.host, l.target.scheme == "rediss") != "":
+	case lockrun.IsTimeout(err) && l.unreachable() != nil && tlsAdvice(l.unreachable(), l.target.host, l.target.scheme == "rediss") != "":
 		msg = fmt.Sprintf("%s unreachable: %s (%s)", server, l.unreachable(), tlsAdvice(l.unreachable(), l.target.host, l.target.scheme == "rediss"))
-	case IsTimeout(err) && l.unreachable() != nil:
+	case lockrun.IsTimeout(err) && l.unreachable() != nil:
 		// The time ran out waiting for a connection: say why none could be made.
 		msg = fmt.Sprintf("%s unreachable: %s (check --redis / CRONLOCK_REDIS_URL)", server, l.unreachable())
-	case IsTimeout(err):
+	case lockrun.IsTimeout(err):
 		msg = fmt.Sprintf("%s did not answer within %s: %s (check --redis / CRONLOCK_REDIS_URL, or raise --redis-timeout)", server, l.timeout, detail)
 	case isNetworkError(err) && tlsAdvice(err, l.target.host, l.target.scheme == "rediss") != "":
 		msg = fmt.Sprintf("%s unreachable: %s (%s)", server, detail, tlsAdvice(err, l.target.host, l.target.scheme == "rediss"))
@@ -106,7 +108,7 @@ func retryableRedisError(err error) bool {
 	if errors.As(err, &rerr) {
 		return transientRedisError(rerr)
 	}
-	return IsTimeout(re.err) || isNetworkError(re.err)
+	return lockrun.IsTimeout(re.err) || isNetworkError(re.err)
 }
 
 func isAuthError(msg string) bool {
@@ -126,7 +128,7 @@ func isNetworkError(err error) bool {
 
 // readOnlyMessage is the message of a write refused by a replica, which stayed one for
 // the whole operation.
-func (l *RedisLocker) readOnlyMessage(op, detail string) string {
+func (l *Locker) readOnlyMessage(op, detail string) string {
 	detail, _, _ = strings.Cut(detail, " script:") // the script's SHA1 and line say nothing here
 	server := l.target.server()
 	if l.target.scheme == schemeSentinel {

@@ -1,16 +1,18 @@
-package lockrun
+package redis
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"cronlock/lockrun"
 )
 
 // Waiting for a held Redis lock (--wait): a subscription to the lock's release channel
 // wakes the waiter at once, and polling covers a release it missed.
 
 // acquireWait is Acquire with req.Wait > 0.
-func (l *RedisLocker) acquireWait(ctx context.Context, req Request, token string) (Lease, error) {
+func (l *Locker) acquireWait(ctx context.Context, req lockrun.Request, token string) (lockrun.Lease, error) {
 	deadline := time.Now().Add(req.Wait)
 	wctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -47,7 +49,7 @@ func (l *RedisLocker) acquireWait(ctx context.Context, req Request, token string
 			if err != nil {
 				return nil, err // unreachable when the wait ended: that, not a holder, is the news
 			}
-			return nil, &HeldError{Key: req.Key, Holder: held}
+			return nil, &lockrun.HeldError{Key: req.Key, Holder: held}
 		}
 		// An unreachable server (a restart, a network blip) is asked again at the next
 		// poll until the wait ends: the waiter is there to wait. Also wake just after the
@@ -69,7 +71,7 @@ func (l *RedisLocker) acquireWait(ctx context.Context, req Request, token string
 // subscribe listens on key's release channel and signals wake (without blocking) on each
 // message until ctx ends. It returns nil when the subscription could not be confirmed,
 // else a function that ends it and waits for its goroutine.
-func (l *RedisLocker) subscribe(ctx context.Context, key string, wake chan<- struct{}) (stop func()) {
+func (l *Locker) subscribe(ctx context.Context, key string, wake chan<- struct{}) (stop func()) {
 	sctx, cancel := context.WithTimeout(ctx, l.timeout)
 	ps := l.c.Subscribe(sctx, l.channel(key))
 	_, err := ps.Receive(sctx) // the SUBSCRIBE confirmation: from now on nothing is missed

@@ -1,4 +1,4 @@
-package lockrun
+package redis
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 //	redis-cluster://[user:pass@]h1:6379,h2:6379[,…]
 //
 // user:pass is the data servers' (as in redis://); the Sentinels' own password comes from
-// RedisOptions.SentinelPassword. TLS forms (rediss-sentinel, rediss-cluster) are refused:
+// Options.SentinelPassword. TLS forms (rediss-sentinel, rediss-cluster) are refused:
 // every node would need its own certificate name checked, and nothing tests that yet.
 
 const (

@@ -1,4 +1,4 @@
-package lockrun
+package redis
 
 import (
 	"context"
@@ -8,30 +8,32 @@ import (
 	"sort"
 
 	"github.com/redis/go-redis/v9"
+
+	"cronlock/lockrun"
 )
 
-func (l *RedisLocker) runsKey(key string) string { return l.prefix + "{" + key + "}:runs" }
+func (l *Locker) runsKey(key string) string { return l.prefix + "{" + key + "}:runs" }
 
-func (l *RedisLocker) fleetKeep() int {
+func (l *Locker) fleetKeep() int {
 	if l.keep > 0 {
 		return l.keep
 	}
-	return DefaultFleetKeep
+	return lockrun.DefaultFleetKeep
 }
 
 // RecordRun adds rec to key's fleet record for a run that never held the lock (missed,
 // error): one round trip. Start and end are the server's TIME. It returns nil without
 // asking when the server is known to be unreachable (the run's own error says so
 // already), and the script's error when the server refused the write (a full server).
-func (l *RedisLocker) RecordRun(ctx context.Context, key string, rec *RunRecord) error {
-	if ValidKey(key) != nil || l.unreachable() != nil {
+func (l *Locker) RecordRun(ctx context.Context, key string, rec *lockrun.RunRecord) error {
+	if lockrun.ValidKey(key) != nil || l.unreachable() != nil {
 		return nil
 	}
-	return l.appendEntry(ctx, key, EncodeFleetEntry(rec, 0), "", "", rec.RunID)
+	return l.appendEntry(ctx, key, lockrun.EncodeFleetEntry(rec, 0), "", "", rec.RunID)
 }
 
 // appendEntry runs fleet.lua: start and end ” mean the server's TIME now.
-func (l *RedisLocker) appendEntry(ctx context.Context, key, entry, startUS, endUS, runID string) error {
+func (l *Locker) appendEntry(ctx context.Context, key, entry, startUS, endUS, runID string) error {
 	res, _, err := l.eval(ctx, fleetScript(), []string{l.tickKey(key), l.runsKey(key)},
 		entry, l.fleetKeep(), startUS, endUS, runID)
 	if err != nil {
@@ -49,8 +51,8 @@ func (l *RedisLocker) appendEntry(ctx context.Context, key, entry, startUS, endU
 // claimed a tick and its lock is gone with no entry written (killed, host lost). Entries
 // are marked with MarkDuplicates. It returns an error that says what to check when Redis
 // cannot be asked.
-func (l *RedisLocker) Fleet(ctx context.Context, key string, limit int) ([]FleetEntry, error) {
-	if err := ValidKey(key); err != nil {
+func (l *Locker) Fleet(ctx context.Context, key string, limit int) ([]lockrun.FleetEntry, error) {
+	if err := lockrun.ValidKey(key); err != nil {
 		return nil, err
 	}
 	out, err := l.fleetOf(ctx, []string{key}, limit)
@@ -62,7 +64,7 @@ func (l *RedisLocker) Fleet(ctx context.Context, key string, limit int) ([]Fleet
 
 // FleetKeys returns the keys that have a fleet record, walking the keyspace with SCAN
 // MATCH (no cross-slot index exists), each call within one operation time-out.
-func (l *RedisLocker) FleetKeys(ctx context.Context) ([]string, error) {
+func (l *Locker) FleetKeys(ctx context.Context) ([]string, error) {
 	var keys []string
 	err := l.scanNames(ctx, "runs", "list the fleet's records", func(names []string) error {
 		keys = append(keys, names...)
@@ -76,7 +78,7 @@ func (l *RedisLocker) FleetKeys(ctx context.Context) ([]string, error) {
 }
 
 // FleetAll is Fleet for several keys in one round trip, by key.
-func (l *RedisLocker) FleetAll(ctx context.Context, keys []string, limit int) (map[string][]FleetEntry, error) {
+func (l *Locker) FleetAll(ctx context.Context, keys []string, limit int) (map[string][]lockrun.FleetEntry, error) {
 	out, err := l.fleetOf(ctx, keys, limit)
 	if err != nil {
 		return nil, l.userError("read the fleet's records", err)
@@ -84,7 +86,7 @@ func (l *RedisLocker) FleetAll(ctx context.Context, keys []string, limit int) (m
 	return out, nil
 }
 
-func (l *RedisLocker) fleetOf(ctx context.Context, keys []string, limit int) (map[string][]FleetEntry, error) {
+func (l *Locker) fleetOf(ctx context.Context, keys []string, limit int) (map[string][]lockrun.FleetEntry, error) {
 	stop := int64(limit) - 1
 	if limit <= 0 {
 		stop = -1
@@ -105,16 +107,16 @@ func (l *RedisLocker) fleetOf(ctx context.Context, keys []string, limit int) (ma
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
-	out := make(map[string][]FleetEntry, len(keys))
+	out := make(map[string][]lockrun.FleetEntry, len(keys))
 	for i, k := range keys {
 		raw, err := ranges[i].Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return nil, err
 		}
-		es := make([]FleetEntry, 0, len(raw)+1)
+		es := make([]lockrun.FleetEntry, 0, len(raw)+1)
 		ids := map[string]bool{}
 		for _, s := range raw {
-			var e FleetEntry
+			var e lockrun.FleetEntry
 			if json.Unmarshal([]byte(s), &e) != nil {
 				continue // not cronlock's: a record is for reading, skip what cannot be read
 			}
@@ -124,14 +126,14 @@ func (l *RedisLocker) fleetOf(ctx context.Context, keys []string, limit int) (ma
 		}
 		lockV, _ := locks[i].Result()
 		tickV, _ := ticks[i].Result()
-		if e, ok := PendingEntry(k, lockV, tickV, ids); ok {
-			es = append([]FleetEntry{e}, es...)
+		if e, ok := lockrun.PendingEntry(k, lockV, tickV, ids); ok {
+			es = append([]lockrun.FleetEntry{e}, es...)
 		}
 		sort.SliceStable(es, func(a, b int) bool { return es[a].StartUS > es[b].StartUS })
 		if limit > 0 && len(es) > limit {
 			es = es[:limit]
 		}
-		MarkDuplicates(es)
+		lockrun.MarkDuplicates(es)
 		out[k] = es
 	}
 	return out, nil
@@ -139,8 +141,8 @@ func (l *RedisLocker) fleetOf(ctx context.Context, keys []string, limit int) (ma
 
 // TickRecord reads the tick record of key from Redis, or nil, nil when no tick was ever
 // claimed (or the record cannot be read as one).
-func (l *RedisLocker) TickRecord(ctx context.Context, key string) (*TickRecord, error) {
-	if err := ValidKey(key); err != nil {
+func (l *Locker) TickRecord(ctx context.Context, key string) (*lockrun.TickRecord, error) {
+	if err := lockrun.ValidKey(key); err != nil {
 		return nil, err
 	}
 	octx, cancel := context.WithTimeout(ctx, l.timeout)
@@ -160,7 +162,7 @@ func (l *RedisLocker) TickRecord(ctx context.Context, key string) (*TickRecord, 
 	if err != nil {
 		return nil, l.userError("read the tick record of "+key, err)
 	}
-	var tr TickValue
+	var tr lockrun.TickValue
 	if json.Unmarshal([]byte(v), &tr) != nil {
 		return nil, nil
 	}

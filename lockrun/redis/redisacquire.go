@@ -1,4 +1,4 @@
-package lockrun
+package redis
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"cronlock/lockrun"
 )
 
 // EvictionError is returned by Acquire when the Redis server can evict keys (a maxmemory
@@ -73,7 +75,7 @@ func humanBytes(n uint64) string {
 }
 
 // allowArg is acquire.lua's ARGV[7].
-func (l *RedisLocker) allowArg() string {
+func (l *Locker) allowArg() string {
 	if l.allowEviction {
 		return "1"
 	}
@@ -82,7 +84,7 @@ func (l *RedisLocker) allowArg() string {
 
 // acquireReply decodes acquire.lua's reply (see its header). A lease whose token cannot be
 // read is released at once: a lock nobody can use must not block the fleet for a TTL.
-func (l *RedisLocker) acquireReply(ctx context.Context, req Request, token string, sent time.Duration, res any) (*redisLease, *Holder, error) {
+func (l *Locker) acquireReply(ctx context.Context, req lockrun.Request, token string, sent time.Duration, res any) (*redisLease, *lockrun.Holder, error) {
 	server := l.target.server()
 	r, ok := res.([]any)
 	if !ok || len(r) < 2 {
@@ -112,7 +114,7 @@ func (l *RedisLocker) acquireReply(ctx context.Context, req Request, token strin
 			runID: req.RunID, ticked: !req.Tick.IsZero(), acquiredUS: acquired}, nil, nil
 	case 2:
 		raw, _ := r[1].(string)
-		return nil, nil, TickErrorOf(req, raw)
+		return nil, nil, lockrun.TickErrorOf(req, raw)
 	case 3:
 		return nil, nil, nil // ClaimMissed: the tick is this run's
 	case 0:
@@ -136,7 +138,7 @@ func (l *RedisLocker) acquireReply(ctx context.Context, req Request, token strin
 			case "skew":
 				skew, _ := strconv.ParseInt(a, 10, 64)
 				maxMS, _ := strconv.ParseInt(b, 10, 64)
-				return nil, nil, &SkewError{Key: req.Key, Server: server, Skew: time.Duration(skew) * time.Millisecond, Max: time.Duration(maxMS) * time.Millisecond}
+				return nil, nil, &lockrun.SkewError{Key: req.Key, Server: server, Skew: time.Duration(skew) * time.Millisecond, Max: time.Duration(maxMS) * time.Millisecond}
 			}
 		}
 	}
@@ -147,7 +149,7 @@ func (l *RedisLocker) acquireReply(ctx context.Context, req Request, token strin
 // can evict keys (a maxmemory and a policy other than noeviction), "" when it cannot. It
 // costs one round trip; Acquire makes the same check inside its script instead. It needs
 // the INFO command (+info in an ACL).
-func (l *RedisLocker) Eviction(ctx context.Context) (policy string, err error) {
+func (l *Locker) Eviction(ctx context.Context) (policy string, err error) {
 	octx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	info, err := l.c.Info(octx, "memory").Result()

@@ -1,4 +1,4 @@
-package lockrun
+package redis
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"cronlock/lockrun"
 )
 
 // --min-replicas: WAIT N is pipelined right after the acquire and every renewal, on the
@@ -40,7 +42,7 @@ type acked struct {
 
 // evalAcked is eval for the scripts that take or extend a lease: with minReplicas it
 // sends WAIT right after the script in the same round trip, and returns its count.
-func (l *RedisLocker) evalAcked(ctx context.Context, script string, keys []string, args ...any) (any, acked, bool, error) {
+func (l *Locker) evalAcked(ctx context.Context, script string, keys []string, args ...any) (any, acked, bool, error) {
 	if l.minReplicas <= 0 {
 		res, unknown, err := l.eval(ctx, script, keys, args...)
 		return res, acked{n: -1}, unknown, err
@@ -71,7 +73,7 @@ func (l *RedisLocker) evalAcked(ctx context.Context, script string, keys []strin
 			np.Close()
 		}
 		res, err := ev.Result()
-		if err != nil && IsTimeout(err) && res != nil {
+		if err != nil && lockrun.IsTimeout(err) && res != nil {
 			// The script's reply was read, and only WAIT's was late: go-redis (on a
 			// Cluster node's pipeline) then gives every command of the pipeline the error.
 			err = nil
@@ -88,7 +90,7 @@ func (l *RedisLocker) evalAcked(ctx context.Context, script string, keys []strin
 				// script's writes stand, and the caller must undo an acquire's.
 				return nil, &waitRefusedError{err}
 			}
-			if !IsTimeout(err) {
+			if !lockrun.IsTimeout(err) {
 				// A connection cut after the script's reply (a failover): retried as any
 				// network error, the script being safe to repeat.
 				return nil, err
@@ -102,7 +104,7 @@ func (l *RedisLocker) evalAcked(ctx context.Context, script string, keys []strin
 
 // pipelineAcked sends the script (by SHA1 when bySHA, else its body) and WAIT in one
 // round trip on p, and returns their two replies.
-func (l *RedisLocker) pipelineAcked(octx context.Context, p pipeliner, asking, bySHA bool, within time.Duration, script string, keys []string, args ...any) (ev, w *redis.Cmd) {
+func (l *Locker) pipelineAcked(octx context.Context, p pipeliner, asking, bySHA bool, within time.Duration, script string, keys []string, args ...any) (ev, w *redis.Cmd) {
 	p.Pipelined(octx, func(pp redis.Pipeliner) error {
 		if asking {
 			pp.Do(octx, "ASKING")
@@ -129,7 +131,7 @@ func waitTimeout(octx context.Context) time.Duration {
 }
 
 // pipelinerFor is the client whose pipeline reaches the server that holds key.
-func (l *RedisLocker) pipelinerFor(ctx context.Context, key string) (pipeliner, error) {
+func (l *Locker) pipelinerFor(ctx context.Context, key string) (pipeliner, error) {
 	if cc, ok := l.c.(*clusterClient); ok {
 		return cc.MasterForKey(ctx, key)
 	}
@@ -166,7 +168,7 @@ type pipeliner interface {
 
 // redirected turns a MOVED or ASK reply, met by a pipeline sent straight to one Cluster
 // node, into an error that retry tries again, once the slot map is reloaded.
-func (l *RedisLocker) redirected(ctx context.Context, err error) error {
+func (l *Locker) redirected(ctx context.Context, err error) error {
 	cc, ok := l.c.(*clusterClient)
 	var rerr redis.Error
 	if !ok || !errors.As(err, &rerr) {
@@ -180,7 +182,7 @@ func (l *RedisLocker) redirected(ctx context.Context, err error) error {
 }
 
 // checkAcquireAcks lets a lease go when fewer than minReplicas acknowledged it.
-func (l *RedisLocker) checkAcquireAcks(ctx context.Context, lease *redisLease, a acked) error {
+func (l *Locker) checkAcquireAcks(ctx context.Context, lease *redisLease, a acked) error {
 	if l.minReplicas <= 0 || a.n >= int64(l.minReplicas) {
 		return nil
 	}
@@ -193,7 +195,7 @@ func (l *RedisLocker) checkAcquireAcks(ctx context.Context, lease *redisLease, a
 
 // renewAcks is the error of a renewal that fewer than minReplicas acknowledged: not a
 // lost lock, but not a confirmed one either, so the fail-closed clock keeps running.
-func (l *RedisLocker) renewAcks(key string, a acked) error {
+func (l *Locker) renewAcks(key string, a acked) error {
 	if l.minReplicas <= 0 || a.n >= int64(l.minReplicas) {
 		return nil
 	}

@@ -1,12 +1,13 @@
 package cmd
 
 import (
-	"cronlock/lockrun/redis"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"cronlock/lockrun/redis"
 )
 
 // Settings of the Sentinel and Cluster forms of the Redis backend, and --min-replicas.

@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"cronlock/crontab"
 	"cronlock/logline"
 	"cronlock/tty"
-
-	"github.com/spf13/cobra"
 )
 
 // crontabOptions are the settings of `cronlock crontab wrap` and `lint`.

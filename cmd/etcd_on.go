@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"cronlock/lockrun"
+	"cronlock/lockrun/etcd"
 )
 
 // etcdBuilt: this build has the etcd backend (the etcd build tag).
@@ -15,7 +16,7 @@ const etcdBuilt = true
 
 // openEtcd prepares the etcd backend; it does not connect yet.
 func (o *backendOptions) openEtcd() (lockrun.Locker, error) {
-	eo := lockrun.EtcdOptions{Endpoints: o.endpoints(), User: o.EtcdUser, CAFile: o.EtcdCAFile,
+	eo := etcd.Options{Endpoints: o.endpoints(), User: o.EtcdUser, CAFile: o.EtcdCAFile,
 		CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile, Timeout: o.RedisTimeout, Prefix: o.Prefix, FleetKeep: o.FleetKeep}
 	if o.EtcdPasswordFile != "" {
 		b, err := os.ReadFile(o.EtcdPasswordFile)
@@ -28,5 +29,5 @@ func (o *backendOptions) openEtcd() (lockrun.Locker, error) {
 			return nil, fmt.Errorf("the etcd password file %s is empty", o.EtcdPasswordFile)
 		}
 	}
-	return lockrun.NewEtcdLocker(eo)
+	return etcd.New(eo)
 }

@@ -3,9 +3,9 @@ package cmd
 import (
 	"fmt"
 
-	"cronlock/logline"
-
 	"github.com/spf13/cobra"
+
+	"cronlock/logline"
 )
 
 // logFormatValue is the --log-format flag: text or json, refused otherwise.

@@ -13,10 +13,10 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"cronlock/jobrun"
 	"cronlock/logline"
-
-	"github.com/spf13/cobra"
 )
 
 // ExitError ends a command with a given exit code. Msg, when not empty, is printed on

@@ -6,23 +6,29 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
+	"unsafe"
 )
 
 // Boottime reads CLOCK_BOOTTIME: a monotonic clock that, unlike Go's timers, keeps
 // counting while the machine is suspended, so a lease deadline measured on it is not
 // fooled by a frozen VM.
 func Boottime() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+	var ts syscall.Timespec
+	if _, _, e := syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, clockBoottime, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
 		// CLOCK_BOOTTIME exists on every Linux since 2.6.39; fall back to the
 		// monotonic clock rather than fail a run.
-		unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+		syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, clockMonotonic, uintptr(unsafe.Pointer(&ts)), 0)
 	}
 	return time.Duration(ts.Nano())
 }
+
+// The clock ids of clock_gettime(2), which package syscall does not name.
+const (
+	clockMonotonic = 1
+	clockBoottime  = 7
+)
 
 // ClockOr returns now, or Boottime when now is nil.
 func ClockOr(now func() time.Duration) func() time.Duration {

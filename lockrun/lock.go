@@ -1,12 +1,11 @@
-// Package lockrun takes a named lock, keeps it while a child process runs, and supervises
-// that child: process group, signal forwarding, time-outs, and no process of the job left
-// behind once the lock is released.
+// Package lockrun is what every lock backend of cronlock shares: the Locker and Lease
+// interfaces, the Keeper that renews a lease and alone decides that it is lost, the
+// records a backend stores (the holder, the tick, the fleet's entries), the key rules,
+// and the errors that mean the same on every backend.
 //
-// Two backends implement Locker: Redis (for a fleet) and a kernel file lock (one machine);
-// a third, etcd (for a fleet that runs etcd), exists only in builds with the etcd tag.
-// The package knows nothing of flags, configuration files or the run history; the cmd
-// package wires those together. It never invokes a shell: the child's argv is executed
-// directly.
+// The backends live in packages of their own (redis, etcd, local); this package imports
+// none of them, nor anything outside the standard library. It knows nothing of flags,
+// child processes or the local history.
 package lockrun
 
 import (

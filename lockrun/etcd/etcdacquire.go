@@ -1,6 +1,4 @@
-//go:build etcd
-
-package lockrun
+package etcd
 
 import (
 	"context"
@@ -15,6 +13,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"cronlock/lockrun"
 )
 
 // Acquire takes req.Key: it reads the lock (and the tick record), and only when the lock
@@ -22,8 +22,8 @@ import (
 // key is still absent (and the tick record unchanged). A held lock thus costs one round
 // trip; a taken one three. With req.Wait it waits on a watch of the key, woken by its
 // deletion, and also polls every min(1s, ttl/3).
-func (l *EtcdLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
-	if err := ValidKey(req.Key); err != nil {
+func (l *Locker) Acquire(ctx context.Context, req lockrun.Request) (lockrun.Lease, error) {
+	if err := lockrun.ValidKey(req.Key); err != nil {
 		return nil, err
 	}
 	if req.TTL <= 0 {
@@ -35,7 +35,7 @@ func (l *EtcdLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 			return nil, err
 		}
 		if held != nil {
-			return nil, &HeldError{Key: req.Key, Holder: held}
+			return nil, &lockrun.HeldError{Key: req.Key, Holder: held}
 		}
 		return lease, nil
 	}
@@ -57,7 +57,7 @@ func (l *EtcdLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 			if err != nil {
 				return nil, err
 			}
-			return nil, &HeldError{Key: req.Key, Holder: held}
+			return nil, &lockrun.HeldError{Key: req.Key, Holder: held}
 		}
 		if err := l.waitDelete(ctx, req.Key, rev, min(poll, left)); err != nil {
 			return nil, fmt.Errorf("wait for lock %s: %w", req.Key, err)
@@ -68,7 +68,7 @@ func (l *EtcdLocker) Acquire(ctx context.Context, req Request) (Lease, error) {
 // attemptOutlasting is one attempt that rides out a leader election: the cluster's "no
 // leader" and "leader changed" are asked again for up to one operation time-out (an
 // election takes about a second), as the Redis backend rides out a restart.
-func (l *EtcdLocker) attemptOutlasting(ctx context.Context, req Request) (*etcdLease, *Holder, error) {
+func (l *Locker) attemptOutlasting(ctx context.Context, req lockrun.Request) (*etcdLease, *lockrun.Holder, error) {
 	deadline := time.Now().Add(l.timeout)
 	for {
 		lease, held, _, err := l.attempt(ctx, req, false)
@@ -88,7 +88,7 @@ func (l *EtcdLocker) attemptOutlasting(ctx context.Context, req Request) (*etcdL
 
 // waitDelete returns when the lock key is deleted after revision rev (0: unknown, then
 // it only sleeps), after d, or with ctx's error.
-func (l *EtcdLocker) waitDelete(ctx context.Context, key string, rev int64, d time.Duration) error {
+func (l *Locker) waitDelete(ctx context.Context, key string, rev int64, d time.Duration) error {
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var events clientv3.WatchChan
@@ -116,7 +116,7 @@ func (l *EtcdLocker) waitDelete(ctx context.Context, key string, rev int64, d ti
 }
 
 // ClaimMissed claims req.Tick as missed without taking the lock.
-func (l *EtcdLocker) ClaimMissed(ctx context.Context, req Request) error {
+func (l *Locker) ClaimMissed(ctx context.Context, req lockrun.Request) error {
 	if req.Tick.IsZero() {
 		return fmt.Errorf("claim a missed tick of %s: no tick given", req.Key)
 	}
@@ -127,7 +127,7 @@ func (l *EtcdLocker) ClaimMissed(ctx context.Context, req Request) error {
 // attempt asks for the lock once (a changed tick record is read again, a few times). It
 // returns the lease, or the holder and the revision it was seen at when another run holds
 // the lock. With missed it claims the tick alone, as missed.
-func (l *EtcdLocker) attempt(ctx context.Context, req Request, missed bool) (*etcdLease, *Holder, int64, error) {
+func (l *Locker) attempt(ctx context.Context, req lockrun.Request, missed bool) (*etcdLease, *lockrun.Holder, int64, error) {
 	c, err := l.client()
 	if err != nil {
 		return nil, nil, 0, err
@@ -139,7 +139,7 @@ func (l *EtcdLocker) attempt(ctx context.Context, req Request, missed bool) (*et
 	scheduled := !req.Tick.IsZero()
 	for range 5 {
 		// The lease counts from before the Grant was sent.
-		sent := ClockOr(l.now)()
+		sent := lockrun.ClockOr(l.now)()
 		var read *clientv3.TxnResponse
 		err := l.op(ctx, "take lock "+req.Key, func(ctx context.Context, c *clientv3.Client) (err error) {
 			read, err = c.Txn(ctx).Then(clientv3.OpGet(lockKey), clientv3.OpGet(tickKey)).Commit()
@@ -149,11 +149,11 @@ func (l *EtcdLocker) attempt(ctx context.Context, req Request, missed bool) (*et
 			return nil, nil, 0, err
 		}
 		lockKV, tickKV := firstKV(read, 0), firstKV(read, 1)
-		var rec *TickValue
+		var rec *lockrun.TickValue
 		var tickRev int64
 		if tickKV != nil {
 			tickRev = tickKV.ModRevision
-			var r TickValue
+			var r lockrun.TickValue
 			if json.Unmarshal(tickKV.Value, &r) == nil && digits(r.TickUS) {
 				rec = &r
 			}
@@ -165,7 +165,7 @@ func (l *EtcdLocker) attempt(ctx context.Context, req Request, missed bool) (*et
 				l.countSkip(ctx, c, req.Key, tickRev, *rec)
 				rec.Skips++
 				raw, _ := json.Marshal(rec)
-				return nil, nil, 0, TickErrorOf(req, string(raw))
+				return nil, nil, 0, lockrun.TickErrorOf(req, string(raw))
 			}
 			newTick = l.newTickRecord(req, rec, tickUS, missed)
 		}
@@ -199,7 +199,7 @@ func (l *EtcdLocker) attempt(ctx context.Context, req Request, missed bool) (*et
 // create grants the lease and creates the lock key (and claims the tick) if the key is
 // still absent and the tick record unchanged. retry reports that it was not: read again.
 // When no reply came, the lease is revoked, which deletes a key it may have created.
-func (l *EtcdLocker) create(ctx context.Context, c *clientv3.Client, req Request, sent time.Duration, tickRev int64, newTick string) (lease *etcdLease, retry bool, err error) {
+func (l *Locker) create(ctx context.Context, c *clientv3.Client, req lockrun.Request, sent time.Duration, tickRev int64, newTick string) (lease *etcdLease, retry bool, err error) {
 	var g *clientv3.LeaseGrantResponse
 	if err := l.op(ctx, "take lock "+req.Key, func(ctx context.Context, c *clientv3.Client) (err error) {
 		g, err = c.Grant(ctx, leaseSeconds(req.TTL))
@@ -244,7 +244,7 @@ func (l *EtcdLocker) create(ctx context.Context, c *clientv3.Client, req Request
 
 // revoke ends a lease (and deletes its keys), within its own time-out; most callers
 // take it as best effort.
-func (l *EtcdLocker) revoke(ctx context.Context, id clientv3.LeaseID) error {
+func (l *Locker) revoke(ctx context.Context, id clientv3.LeaseID) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
 	defer cancel()
 	return l.call(rctx, func(ctx context.Context, c *clientv3.Client) error {
@@ -254,7 +254,7 @@ func (l *EtcdLocker) revoke(ctx context.Context, id clientv3.LeaseID) error {
 }
 
 // newTickRecord is the JSON of this run's claim of its tick (acquire.lua's claimTick).
-func (l *EtcdLocker) newTickRecord(req Request, rec *TickValue, tickUS string, missed bool) string {
+func (l *Locker) newTickRecord(req lockrun.Request, rec *lockrun.TickValue, tickUS string, missed bool) string {
 	prev := ""
 	if rec != nil {
 		prev = rec.TickUS
@@ -262,7 +262,7 @@ func (l *EtcdLocker) newTickRecord(req Request, rec *TickValue, tickUS string, m
 			prev = rec.PrevUS
 		}
 	}
-	b, _ := json.Marshal(TickValue{TickUS: tickUS, PrevUS: prev, Expr: req.Schedule, TZ: req.Zone,
+	b, _ := json.Marshal(lockrun.TickValue{TickUS: tickUS, PrevUS: prev, Expr: req.Schedule, TZ: req.Zone,
 		Node: req.Node, RunID: req.RunID, Missed: missed, ClaimedUS: strconv.FormatInt(req.WallNow().UnixMicro(), 10)})
 	return string(b)
 }
@@ -270,7 +270,7 @@ func (l *EtcdLocker) newTickRecord(req Request, rec *TickValue, tickUS string, m
 // countSkip raises the skip count of the tick record, and of the claimer's entry in the
 // fleet's record when its run has ended already. Best effort: the count is a nicety, and
 // a record changed meanwhile is left as it is.
-func (l *EtcdLocker) countSkip(ctx context.Context, c *clientv3.Client, key string, rev int64, rec TickValue) {
+func (l *Locker) countSkip(ctx context.Context, c *clientv3.Client, key string, rev int64, rec lockrun.TickValue) {
 	rec.Skips++
 	b, _ := json.Marshal(rec)
 	entryKey := l.runsDir(key) + rec.RunID
@@ -331,7 +331,7 @@ func (e *etcdError) Unwrap() error { return e.err }
 
 // userError turns a client error into a message that says what failed and what to do.
 // The client's errors never hold the password: etcd does not echo it.
-func (l *EtcdLocker) userError(op string, err error) error {
+func (l *Locker) userError(op string, err error) error {
 	var ee *etcdError
 	if errors.As(err, &ee) {
 		return err
@@ -343,7 +343,7 @@ func (l *EtcdLocker) userError(op string, err error) error {
 	}
 	// The client reports a request that never found a connection as a bare time-out; the
 	// connection's own failure says more.
-	timedOut, cause := IsTimeout(err) || status.Code(err) == codes.DeadlineExceeded, ""
+	timedOut, cause := lockrun.IsTimeout(err) || status.Code(err) == codes.DeadlineExceeded, ""
 	if timedOut {
 		cause = l.conn.cause()
 	}
@@ -387,7 +387,7 @@ func retryableEtcdError(err error) bool {
 	if !errors.As(err, &ee) || errors.Is(err, context.Canceled) {
 		return false
 	}
-	return IsTimeout(ee.err) || status.Code(ee.err) == codes.Unavailable || status.Code(ee.err) == codes.DeadlineExceeded || serverBusy(ee.err)
+	return lockrun.IsTimeout(ee.err) || status.Code(ee.err) == codes.Unavailable || status.Code(ee.err) == codes.DeadlineExceeded || serverBusy(ee.err)
 }
 
 // serverBusy reports the cluster's own "not now": no leader, a leader change, a request

@@ -1,6 +1,4 @@
-//go:build etcd
-
-package lockrun
+package etcd
 
 import (
 	"context"

@@ -1,6 +1,4 @@
-//go:build etcd
-
-package lockrun
+package etcd
 
 import (
 	"context"
@@ -14,15 +12,16 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"cronlock/internal/etcdtest"
+	"cronlock/lockrun"
 )
 
-func newEtcdLocker(t *testing.T, srv *etcdtest.Server, o EtcdOptions) *EtcdLocker {
+func newEtcdLocker(t *testing.T, srv *etcdtest.Server, o Options) *Locker {
 	t.Helper()
 	o.Endpoints = []string{srv.Endpoint}
 	if o.Timeout == 0 {
 		o.Timeout = time.Second
 	}
-	l, err := NewEtcdLocker(o)
+	l, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,22 +29,22 @@ func newEtcdLocker(t *testing.T, srv *etcdtest.Server, o EtcdOptions) *EtcdLocke
 	return l
 }
 
-func etcdReq(key, run string) Request {
-	return Request{Key: key, TTL: 2 * time.Second, Node: "n-" + run, PID: 1, RunID: run}
+func etcdReq(key, run string) lockrun.Request {
+	return lockrun.Request{Key: key, TTL: 2 * time.Second, Node: "n-" + run, PID: 1, RunID: run}
 }
 
 // TestEtcdLockCycle: take, hold off a second taker, renew, release; the fencing token is
 // the key's create revision and rises with each acquisition.
 func TestEtcdLockCycle(t *testing.T) {
 	srv := etcdtest.Start(t, etcdtest.Options{})
-	l := newEtcdLocker(t, srv, EtcdOptions{})
+	l := newEtcdLocker(t, srv, Options{})
 	ctx := context.Background()
 	a, err := l.Acquire(ctx, etcdReq("cycle", "r1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = l.Acquire(ctx, etcdReq("cycle", "r2"))
-	var held *HeldError
+	var held *lockrun.HeldError
 	if !errors.As(err, &held) || held.Holder == nil || held.Holder.RunID != "r1" || held.Holder.FencingToken != a.FencingToken() {
 		t.Fatalf("second acquire: %v (holder %+v), want held by r1 with token %d", err, held, a.FencingToken())
 	}
@@ -55,7 +54,7 @@ func TestEtcdLockCycle(t *testing.T) {
 	if err := a.Release(ctx); err != nil {
 		t.Fatalf("release: %v", err)
 	}
-	if err := a.Renew(ctx); !errors.Is(err, ErrLockLost) {
+	if err := a.Renew(ctx); !errors.Is(err, lockrun.ErrLockLost) {
 		t.Fatalf("renew after release: %v, want ErrLockLost", err)
 	}
 	b, err := l.Acquire(ctx, etcdReq("cycle", "r3"))
@@ -76,7 +75,7 @@ func TestEtcdLockCycle(t *testing.T) {
 // lock, although the lease itself is still alive.
 func TestEtcdRenewSeesKeyReplaced(t *testing.T) {
 	srv := etcdtest.Start(t, etcdtest.Options{})
-	l := newEtcdLocker(t, srv, EtcdOptions{})
+	l := newEtcdLocker(t, srv, Options{})
 	ctx := context.Background()
 	a, err := l.Acquire(ctx, etcdReq("replaced", "r1"))
 	if err != nil {
@@ -89,10 +88,10 @@ func TestEtcdRenewSeesKeyReplaced(t *testing.T) {
 	if _, err := root.Put(ctx, "cronlock:{replaced}:lock", `{"node":"intruder"}`); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Renew(ctx); !errors.Is(err, ErrLockLost) {
+	if err := a.Renew(ctx); !errors.Is(err, lockrun.ErrLockLost) {
 		t.Fatalf("renew: %v, want ErrLockLost", err)
 	}
-	if err := a.Release(ctx); !errors.Is(err, ErrLockLost) {
+	if err := a.Release(ctx); !errors.Is(err, lockrun.ErrLockLost) {
 		t.Fatalf("release: %v, want ErrLockLost", err)
 	}
 	if kv, _ := root.Get(ctx, "cronlock:{replaced}:lock"); len(kv.Kvs) != 1 {
@@ -111,7 +110,7 @@ func TestEtcdWaitWakesOnWatch(t *testing.T) {
 
 func waitWakesOnWatch(t *testing.T, auth bool) {
 	srv := etcdtest.Start(t, etcdtest.Options{Auth: auth})
-	o := EtcdOptions{}
+	o := Options{}
 	if auth {
 		o.User, o.Password = etcdtest.User, etcdtest.Password
 	}
@@ -151,7 +150,7 @@ func waitWakesOnWatch(t *testing.T, auth bool) {
 // its time-out resending the dead token.
 func TestEtcdRenewAfterRestartWithAuth(t *testing.T) {
 	srv := etcdtest.Start(t, etcdtest.Options{Auth: true})
-	l := newEtcdLocker(t, srv, EtcdOptions{User: etcdtest.User, Password: etcdtest.Password, Timeout: 2 * time.Second})
+	l := newEtcdLocker(t, srv, Options{User: etcdtest.User, Password: etcdtest.Password, Timeout: 2 * time.Second})
 	ctx := context.Background()
 	req := etcdReq("relogin", "r1")
 	req.TTL = 30 * time.Second
@@ -177,7 +176,7 @@ func TestEtcdRenewAfterRestartWithAuth(t *testing.T) {
 // works (as the etcd client's own login did), and goes on working once it is turned on.
 func TestEtcdUserWithoutAuth(t *testing.T) {
 	srv := etcdtest.Start(t, etcdtest.Options{})
-	l := newEtcdLocker(t, srv, EtcdOptions{User: "cronlock", Password: "pw-1"})
+	l := newEtcdLocker(t, srv, Options{User: "cronlock", Password: "pw-1"})
 	ctx := context.Background()
 	a, err := l.Acquire(ctx, etcdReq("authoff", "r1"))
 	if err != nil {
@@ -213,7 +212,7 @@ func TestEtcdUserWithoutAuth(t *testing.T) {
 // alive, and --force removes it.
 func TestEtcdUnlockLeaselessKey(t *testing.T) {
 	srv := etcdtest.Start(t, etcdtest.Options{})
-	l := newEtcdLocker(t, srv, EtcdOptions{})
+	l := newEtcdLocker(t, srv, Options{})
 	ctx := context.Background()
 	if _, err := srv.Root().Put(ctx, "cronlock:{bare}:lock", "disabled by ops"); err != nil {
 		t.Fatal(err)
@@ -230,7 +229,7 @@ func TestEtcdUnlockLeaselessKey(t *testing.T) {
 // etcd client hands them over as its own error type, not as gRPC's Unavailable) are worth
 // waiting out for a --wait run, and say so.
 func TestEtcdElectionIsTransient(t *testing.T) {
-	l, err := NewEtcdLocker(EtcdOptions{Endpoints: []string{"http://127.0.0.1:2379"}})
+	l, err := New(Options{Endpoints: []string{"http://127.0.0.1:2379"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,12 +250,12 @@ func TestEtcdElectionIsTransient(t *testing.T) {
 // tenth more between trims), newest first.
 func TestEtcdFleetRecordTrimmed(t *testing.T) {
 	srv := etcdtest.Start(t, etcdtest.Options{})
-	l := newEtcdLocker(t, srv, EtcdOptions{FleetKeep: 10})
+	l := newEtcdLocker(t, srv, Options{FleetKeep: 10})
 	ctx := context.Background()
 	var last string
 	for i := range 25 {
 		last = fmt.Sprintf("0190%04d-0000-7000-8000-000000000000", i)
-		if err := l.RecordRun(ctx, "trim", &RunRecord{RunID: last, Node: "n", Status: "error", Exit: 125}); err != nil {
+		if err := l.RecordRun(ctx, "trim", &lockrun.RunRecord{RunID: last, Node: "n", Status: "error", Exit: 125}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -284,16 +283,16 @@ func TestEtcdFleetRecordTrimmed(t *testing.T) {
 // the password.
 func TestEtcdWrongPassword(t *testing.T) {
 	srv := etcdtest.Start(t, etcdtest.Options{Auth: true})
-	l := newEtcdLocker(t, srv, EtcdOptions{User: etcdtest.User, Password: "wrong-horse-battery"})
+	l := newEtcdLocker(t, srv, Options{User: etcdtest.User, Password: "wrong-horse-battery"})
 	_, err := l.Acquire(context.Background(), etcdReq("auth", "r1"))
 	if err == nil || !strings.Contains(err.Error(), "authentication failed") || strings.Contains(err.Error(), "wrong-horse") {
 		t.Fatalf("err = %v; want an authentication failure without the password", err)
 	}
-	anon := newEtcdLocker(t, srv, EtcdOptions{})
+	anon := newEtcdLocker(t, srv, Options{})
 	if _, err := anon.Acquire(context.Background(), etcdReq("auth", "r1")); err == nil || !strings.Contains(err.Error(), "CRONLOCK_ETCD_USER") {
 		t.Fatalf("no user: %v; want an error naming CRONLOCK_ETCD_USER", err)
 	}
-	ok := newEtcdLocker(t, srv, EtcdOptions{User: etcdtest.User, Password: etcdtest.Password})
+	ok := newEtcdLocker(t, srv, Options{User: etcdtest.User, Password: etcdtest.Password})
 	a, err := ok.Acquire(context.Background(), etcdReq("auth", "r1"))
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +303,7 @@ func TestEtcdWrongPassword(t *testing.T) {
 // TestEtcdEndpointPasswordNeverShown: a password pasted into an endpoint URL is refused
 // without being repeated.
 func TestEtcdEndpointPasswordNeverShown(t *testing.T) {
-	_, err := NewEtcdLocker(EtcdOptions{Endpoints: []string{"http://127.0.0.1:2379", "http://bob:hunter2@127.0.0.1:2379"}})
+	_, err := New(Options{Endpoints: []string{"http://127.0.0.1:2379", "http://bob:hunter2@127.0.0.1:2379"}})
 	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "CRONLOCK_ETCD_PASSWORD_FILE") {
 		t.Fatalf("err = %v; want a refusal naming the password file, without the password", err)
 	}
@@ -314,7 +313,7 @@ func TestEtcdEndpointPasswordNeverShown(t *testing.T) {
 // hold is over; unlock may remove such a lock without --force.
 func TestEtcdMinHold(t *testing.T) {
 	srv := etcdtest.Start(t, etcdtest.Options{})
-	l := newEtcdLocker(t, srv, EtcdOptions{})
+	l := newEtcdLocker(t, srv, Options{})
 	ctx := context.Background()
 	req := etcdReq("hold", "r1")
 	req.MinHold = 30 * time.Second
@@ -325,7 +324,7 @@ func TestEtcdMinHold(t *testing.T) {
 	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var held *HeldError
+	var held *lockrun.HeldError
 	if _, err := l.Acquire(ctx, etcdReq("hold", "r2")); !errors.As(err, &held) {
 		t.Fatalf("acquire during the hold: %v, want held", err)
 	}
@@ -345,9 +344,9 @@ func TestEtcdMinHold(t *testing.T) {
 // after its key was removed and taken over is one, both it and the taker.
 func TestEtcdDuplicatesByRevision(t *testing.T) {
 	srv := etcdtest.Start(t, etcdtest.Options{})
-	l := newEtcdLocker(t, srv, EtcdOptions{})
+	l := newEtcdLocker(t, srv, Options{})
 	ctx := context.Background()
-	run := func(id string, now func() time.Time) Lease {
+	run := func(id string, now func() time.Time) lockrun.Lease {
 		t.Helper()
 		req := etcdReq("dup", id)
 		req.Now = now
@@ -355,7 +354,7 @@ func TestEtcdDuplicatesByRevision(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.SetRecord(&RunRecord{RunID: id, Node: "n-" + id, Status: "succeeded", Tries: 1})
+		a.SetRecord(&lockrun.RunRecord{RunID: id, Node: "n-" + id, Status: "succeeded", Tries: 1})
 		return a
 	}
 	a := run("0190a000-0000-7000-8000-000000000001", nil)

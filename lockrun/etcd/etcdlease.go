@@ -1,6 +1,4 @@
-//go:build etcd
-
-package lockrun
+package etcd
 
 import (
 	"context"
@@ -13,13 +11,15 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"cronlock/lockrun"
 )
 
 type mvccKV = mvccpb.KeyValue
 
 // etcdLease is a held etcd lock: the key, and the lease it is attached to.
 type etcdLease struct {
-	l          *EtcdLocker
+	l          *Locker
 	key        string
 	id         clientv3.LeaseID
 	fence      int64 // the key's create revision
@@ -33,7 +33,7 @@ type etcdLease struct {
 	holder     etcdHolder       // the value the lock key was created with
 	wall       func() time.Time // the run's wall clock (Request.Now), for the record's end
 
-	record    *RunRecord
+	record    *lockrun.RunRecord
 	endUS     int64
 	endRev    int64 // the release's revision
 	recordErr error
@@ -53,7 +53,7 @@ func (s *etcdLease) Sent() time.Duration { return s.sent }
 func (s *etcdLease) GiveBackTick() { s.giveBack.Store(true) }
 
 // SetRecord makes Release write rec to the fleet's record in its own transaction.
-func (s *etcdLease) SetRecord(rec *RunRecord) { s.record = rec }
+func (s *etcdLease) SetRecord(rec *lockrun.RunRecord) { s.record = rec }
 
 // RecordErr is why Release could not write the record; nil when it was or none was given.
 func (s *etcdLease) RecordErr() error { return s.recordErr }
@@ -66,7 +66,7 @@ func (s *etcdLease) Renew(ctx context.Context) error {
 		return err
 	}); err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			return fmt.Errorf("renew lock %s: its lease expired or was revoked: %w", s.key, ErrLockLost)
+			return fmt.Errorf("renew lock %s: its lease expired or was revoked: %w", s.key, lockrun.ErrLockLost)
 		}
 		return s.l.userError("renew lock "+s.key, err)
 	}
@@ -78,7 +78,7 @@ func (s *etcdLease) Renew(ctx context.Context) error {
 		return s.l.userError("renew lock "+s.key, err)
 	}
 	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != s.fence || resp.Kvs[0].Lease != int64(s.id) {
-		return fmt.Errorf("renew lock %s: the key was deleted or taken over: %w", s.key, ErrLockLost)
+		return fmt.Errorf("renew lock %s: the key was deleted or taken over: %w", s.key, lockrun.ErrLockLost)
 	}
 	return nil
 }
@@ -96,7 +96,7 @@ func (s *etcdLease) Release(ctx context.Context) error {
 	mine := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lockKey), "=", s.fence),
 		clientv3.Compare(clientv3.LeaseValue(lockKey), "=", s.id)}
 	then := []clientv3.Op{clientv3.OpDelete(lockKey)}
-	if hold := s.minHold - (ClockOr(s.l.now)() - s.sent); hold > 0 && !giveBack {
+	if hold := s.minHold - (lockrun.ClockOr(s.l.now)() - s.sent); hold > 0 && !giveBack {
 		var g *clientv3.LeaseGrantResponse
 		err := s.l.op(ctx, "release lock "+s.key, func(ctx context.Context, c *clientv3.Client) (err error) {
 			g, err = c.Grant(ctx, leaseSeconds(hold))
@@ -114,7 +114,7 @@ func (s *etcdLease) Release(ctx context.Context) error {
 	var extra []clientv3.Op
 	entryKey := s.l.runsDir(s.key) + s.runID
 	if s.record != nil {
-		extra = []clientv3.Op{clientv3.OpPut(entryKey, EncodeFleetEntry(s.record, uint64(s.fence))+entryTail(s.acquiredUS, s.endUS, 0)),
+		extra = []clientv3.Op{clientv3.OpPut(entryKey, lockrun.EncodeFleetEntry(s.record, uint64(s.fence))+entryTail(s.acquiredUS, s.endUS, 0)),
 			clientv3.OpGet(s.l.runsDir(s.key), clientv3.WithPrefix(), clientv3.WithCountOnly()),
 			clientv3.OpGet(s.l.tickKey(s.key))}
 	}
@@ -145,14 +145,14 @@ func (s *etcdLease) Release(ctx context.Context) error {
 		s.l.afterEntry(ctx, s.key, entryKey, s.runID, resp, off, resp.Header.Revision)
 	}
 	if !resp.Succeeded {
-		return fmt.Errorf("release lock %s: it had already expired or been taken over: %w", s.key, ErrLockLost)
+		return fmt.Errorf("release lock %s: it had already expired or been taken over: %w", s.key, lockrun.ErrLockLost)
 	}
 	return nil
 }
 
 // WriteRecord writes rec now, in a round trip of its own: for a run whose outcome was not
 // final when it let the lock go.
-func (s *etcdLease) WriteRecord(ctx context.Context, rec *RunRecord) error {
+func (s *etcdLease) WriteRecord(ctx context.Context, rec *lockrun.RunRecord) error {
 	end := s.endUS
 	if end == 0 {
 		end = s.wall().UnixMicro()
@@ -162,7 +162,7 @@ func (s *etcdLease) WriteRecord(ctx context.Context, rec *RunRecord) error {
 
 // giveBackTick restores the tick record a run claimed, when it still names that run: the
 // tick it replaced comes back (or the record goes), so the next host runs this tick.
-func (l *EtcdLocker) giveBackTick(ctx context.Context, key, runID string) {
+func (l *Locker) giveBackTick(ctx context.Context, key, runID string) {
 	tickKey := l.tickKey(key)
 	l.op(ctx, "give back the tick of "+key, func(ctx context.Context, c *clientv3.Client) error {
 		resp, err := c.Get(ctx, tickKey)

@@ -1,6 +1,4 @@
-//go:build etcd
-
-package lockrun
+package etcd
 
 import (
 	"cmp"
@@ -14,6 +12,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"cronlock/lockrun"
 )
 
 // The fleet's record on etcd is one key per run, <prefix>{KEY}:runs/<RUN>, rather than
@@ -31,17 +31,17 @@ func entryTail(startUS, endUS int64, skips int) string {
 
 var entrySkips = regexp.MustCompile(`,"k":\d+}$`)
 
-func (l *EtcdLocker) fleetKeep() int {
+func (l *Locker) fleetKeep() int {
 	if l.o.FleetKeep > 0 {
 		return l.o.FleetKeep
 	}
-	return DefaultFleetKeep
+	return lockrun.DefaultFleetKeep
 }
 
 // RecordRun adds rec to key's record for a run that never held the lock (missed, error):
 // one round trip (more when the record is due for trimming).
-func (l *EtcdLocker) RecordRun(ctx context.Context, key string, rec *RunRecord) error {
-	if ValidKey(key) != nil {
+func (l *Locker) RecordRun(ctx context.Context, key string, rec *lockrun.RunRecord) error {
+	if lockrun.ValidKey(key) != nil {
 		return nil
 	}
 	now := time.Now().UnixMicro()
@@ -50,7 +50,7 @@ func (l *EtcdLocker) RecordRun(ctx context.Context, key string, rec *RunRecord) 
 
 // putEntry writes one entry, with its count and the tick record read in the same call.
 // endRev is the revision of the run's release (0: none, or this write is the release).
-func (l *EtcdLocker) putEntry(ctx context.Context, key string, rec *RunRecord, fence uint64, startUS, endUS, endRev int64) error {
+func (l *Locker) putEntry(ctx context.Context, key string, rec *lockrun.RunRecord, fence uint64, startUS, endUS, endRev int64) error {
 	entryKey := l.runsDir(key) + rec.RunID
 	rf := ""
 	if endRev > 0 {
@@ -58,7 +58,7 @@ func (l *EtcdLocker) putEntry(ctx context.Context, key string, rec *RunRecord, f
 	}
 	var resp *clientv3.TxnResponse
 	err := l.op(ctx, "record the run of "+key+" in the fleet's record", func(ctx context.Context, c *clientv3.Client) (err error) {
-		resp, err = c.Txn(ctx).Then(clientv3.OpPut(entryKey, EncodeFleetEntry(rec, fence)+rf+entryTail(startUS, endUS, 0)),
+		resp, err = c.Txn(ctx).Then(clientv3.OpPut(entryKey, lockrun.EncodeFleetEntry(rec, fence)+rf+entryTail(startUS, endUS, 0)),
 			clientv3.OpGet(l.runsDir(key), clientv3.WithPrefix(), clientv3.WithCountOnly()),
 			clientv3.OpGet(l.tickKey(key))).Commit()
 		return err
@@ -73,12 +73,12 @@ func (l *EtcdLocker) putEntry(ctx context.Context, key string, rec *RunRecord, f
 // afterEntry follows an entry's write: the responses at off and off+1 are the record's
 // count and the tick record. It copies the tick's skip count into the entry when the tick
 // is this run's, and trims the record when it has grown past its bound. Best effort.
-func (l *EtcdLocker) afterEntry(ctx context.Context, key, entryKey, runID string, resp *clientv3.TxnResponse, off int, rev int64) {
+func (l *Locker) afterEntry(ctx context.Context, key, entryKey, runID string, resp *clientv3.TxnResponse, off int, rev int64) {
 	if off < 0 || off+1 >= len(resp.Responses) {
 		return
 	}
 	if kv := firstKV(resp, off+1); kv != nil {
-		var tr TickValue
+		var tr lockrun.TickValue
 		if json.Unmarshal(kv.Value, &tr) == nil && tr.RunID == runID && tr.Skips > 0 {
 			l.setEntrySkips(ctx, entryKey, nil, rev, tr.Skips)
 		}
@@ -103,7 +103,7 @@ func (l *EtcdLocker) afterEntry(ctx context.Context, key, entryKey, runID string
 
 // setEntrySkips rewrites an entry's skip count if the entry is still at revision rev
 // (value nil: read it first).
-func (l *EtcdLocker) setEntrySkips(ctx context.Context, entryKey string, value []byte, rev int64, skips int) {
+func (l *Locker) setEntrySkips(ctx context.Context, entryKey string, value []byte, rev int64, skips int) {
 	l.op(ctx, "count a skip", func(ctx context.Context, c *clientv3.Client) error {
 		if value == nil {
 			resp, err := c.Get(ctx, entryKey)
@@ -121,8 +121,8 @@ func (l *EtcdLocker) setEntrySkips(ctx context.Context, entryKey string, value [
 
 // Fleet returns key's newest runs across the fleet, newest first, at most limit (0 = all
 // kept), in one round trip, as RedisLocker.Fleet does.
-func (l *EtcdLocker) Fleet(ctx context.Context, key string, limit int) ([]FleetEntry, error) {
-	if err := ValidKey(key); err != nil {
+func (l *Locker) Fleet(ctx context.Context, key string, limit int) ([]lockrun.FleetEntry, error) {
+	if err := lockrun.ValidKey(key); err != nil {
 		return nil, err
 	}
 	out, err := l.FleetAll(ctx, []string{key}, limit)
@@ -133,8 +133,8 @@ func (l *EtcdLocker) Fleet(ctx context.Context, key string, limit int) ([]FleetE
 }
 
 // FleetAll is Fleet for several keys, one round trip per key.
-func (l *EtcdLocker) FleetAll(ctx context.Context, keys []string, limit int) (map[string][]FleetEntry, error) {
-	out := make(map[string][]FleetEntry, len(keys))
+func (l *Locker) FleetAll(ctx context.Context, keys []string, limit int) (map[string][]lockrun.FleetEntry, error) {
+	out := make(map[string][]lockrun.FleetEntry, len(keys))
 	for _, k := range keys {
 		opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend)}
 		if limit > 0 {
@@ -149,17 +149,17 @@ func (l *EtcdLocker) FleetAll(ctx context.Context, keys []string, limit int) (ma
 		if err != nil {
 			return nil, err
 		}
-		var tr TickValue
+		var tr lockrun.TickValue
 		tickV := ""
 		if kv := firstKV(resp, 1); kv != nil {
 			tickV = string(kv.Value)
 			json.Unmarshal(kv.Value, &tr)
 		}
-		var es []FleetEntry
+		var es []lockrun.FleetEntry
 		ids := map[string]bool{}
 		endRev := map[string]int64{}
 		for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
-			var e FleetEntry
+			var e lockrun.FleetEntry
 			var rf struct {
 				Rev int64 `json:"rf"`
 			}
@@ -175,8 +175,8 @@ func (l *EtcdLocker) FleetAll(ctx context.Context, keys []string, limit int) (ma
 			ids[e.RunID] = true
 			es = append(es, e)
 		}
-		if e, ok := PendingEntry(k, l.redisStyleLock(firstKV(resp, 2)), tickV, ids); ok {
-			es = append([]FleetEntry{e}, es...)
+		if e, ok := lockrun.PendingEntry(k, l.redisStyleLock(firstKV(resp, 2)), tickV, ids); ok {
+			es = append([]lockrun.FleetEntry{e}, es...)
 		}
 		sort.SliceStable(es, func(a, b int) bool { return es[a].StartUS > es[b].StartUS })
 		if limit > 0 && len(es) > limit {
@@ -192,8 +192,8 @@ func (l *EtcdLocker) FleetAll(ctx context.Context, keys []string, limit int) (ma
 // from its lock key's creation (the fencing token) to its release, instead of the hosts'
 // clocks, which etcd cannot correct: revisions are one order across the cluster, so two
 // holds overlap in them only if they really overlapped.
-func markByRevision(es []FleetEntry, endRev map[string]int64) {
-	revs := make([]FleetEntry, len(es))
+func markByRevision(es []lockrun.FleetEntry, endRev map[string]int64) {
+	revs := make([]lockrun.FleetEntry, len(es))
 	for i, e := range es {
 		e.StartUS, e.EndUS = 0, 0 // a run without a token is judged by its tick alone
 		if e.Fence > 0 {
@@ -201,14 +201,14 @@ func markByRevision(es []FleetEntry, endRev map[string]int64) {
 		}
 		revs[i] = e
 	}
-	MarkDuplicates(revs)
+	lockrun.MarkDuplicates(revs)
 	for i := range es {
 		es[i].Duplicate = revs[i].Duplicate
 	}
 }
 
 // redisStyleLock is the lock's value in the Redis backend's shape, which PendingEntry reads.
-func (l *EtcdLocker) redisStyleLock(kv *mvccKV) string {
+func (l *Locker) redisStyleLock(kv *mvccKV) string {
 	if kv == nil {
 		return ""
 	}
@@ -216,7 +216,7 @@ func (l *EtcdLocker) redisStyleLock(kv *mvccKV) string {
 	if json.Unmarshal(kv.Value, &h) != nil {
 		return ""
 	}
-	v := HolderValue{Fence: strconv.FormatInt(kv.CreateRevision, 10), Node: h.Node, PID: h.PID, RunID: h.RunID,
+	v := lockrun.HolderValue{Fence: strconv.FormatInt(kv.CreateRevision, 10), Node: h.Node, PID: h.PID, RunID: h.RunID,
 		AcquiredUS: strconv.FormatInt(h.AcquiredUS, 10)}
 	if h.ReleasedUS > 0 {
 		v.ReleasedUS = strconv.FormatInt(h.ReleasedUS, 10)
@@ -226,13 +226,13 @@ func (l *EtcdLocker) redisStyleLock(kv *mvccKV) string {
 }
 
 // FleetKeys returns the keys that have a fleet record.
-func (l *EtcdLocker) FleetKeys(ctx context.Context) ([]string, error) {
+func (l *Locker) FleetKeys(ctx context.Context) ([]string, error) {
 	return l.walk(ctx, "runs", "list the fleet's records")
 }
 
 // TickRecord reads the tick record of key, or nil, nil when no tick was ever claimed.
-func (l *EtcdLocker) TickRecord(ctx context.Context, key string) (*TickRecord, error) {
-	if err := ValidKey(key); err != nil {
+func (l *Locker) TickRecord(ctx context.Context, key string) (*lockrun.TickRecord, error) {
+	if err := lockrun.ValidKey(key); err != nil {
 		return nil, err
 	}
 	var resp *clientv3.GetResponse
@@ -243,7 +243,7 @@ func (l *EtcdLocker) TickRecord(ctx context.Context, key string) (*TickRecord, e
 	if err != nil {
 		return nil, err
 	}
-	var tr TickValue
+	var tr lockrun.TickValue
 	if len(resp.Kvs) == 0 || json.Unmarshal(resp.Kvs[0].Value, &tr) != nil {
 		return nil, nil
 	}
@@ -252,7 +252,7 @@ func (l *EtcdLocker) TickRecord(ctx context.Context, key string) (*TickRecord, e
 
 // walk returns, sorted, the KEYs that have a <prefix>{KEY}:kind key, paging through the
 // prefix with keys-only reads and jumping over each key's run entries.
-func (l *EtcdLocker) walk(ctx context.Context, kind, what string) ([]string, error) {
+func (l *Locker) walk(ctx context.Context, kind, what string) ([]string, error) {
 	base := l.prefix + "{"
 	end := clientv3.GetPrefixRangeEnd(base)
 	from := base
@@ -270,7 +270,7 @@ func (l *EtcdLocker) walk(ctx context.Context, kind, what string) ([]string, err
 		next := ""
 		for _, kv := range resp.Kvs {
 			name, k, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), base), "}:")
-			if !ok || ValidKey(name) != nil {
+			if !ok || lockrun.ValidKey(name) != nil {
 				continue
 			}
 			if strings.HasPrefix(k, "runs/") {
@@ -297,8 +297,8 @@ func (l *EtcdLocker) walk(ctx context.Context, kind, what string) ([]string, err
 }
 
 // Inspect returns the holder of key, or nil when it is free.
-func (l *EtcdLocker) Inspect(ctx context.Context, key string) (*Holder, error) {
-	if err := ValidKey(key); err != nil {
+func (l *Locker) Inspect(ctx context.Context, key string) (*lockrun.Holder, error) {
+	if err := lockrun.ValidKey(key); err != nil {
 		return nil, err
 	}
 	hs, err := l.holders(ctx, []string{key})
@@ -312,7 +312,7 @@ func (l *EtcdLocker) Inspect(ctx context.Context, key string) (*Holder, error) {
 }
 
 // List returns every lock held right now under the prefix, by key.
-func (l *EtcdLocker) List(ctx context.Context) (map[string]Holder, error) {
+func (l *Locker) List(ctx context.Context) (map[string]lockrun.Holder, error) {
 	names, err := l.walk(ctx, "lock", "list locks")
 	if err != nil {
 		return nil, err
@@ -321,8 +321,8 @@ func (l *EtcdLocker) List(ctx context.Context) (map[string]Holder, error) {
 }
 
 // holders reads the locks of names, with the time their leases have left.
-func (l *EtcdLocker) holders(ctx context.Context, names []string) (map[string]Holder, error) {
-	out := map[string]Holder{}
+func (l *Locker) holders(ctx context.Context, names []string) (map[string]lockrun.Holder, error) {
+	out := map[string]lockrun.Holder{}
 	for _, n := range names {
 		err := l.op(ctx, "read lock "+n, func(ctx context.Context, c *clientv3.Client) error {
 			resp, err := c.Get(ctx, l.lockKey(n))
@@ -349,11 +349,11 @@ func (l *EtcdLocker) holders(ctx context.Context, names []string) (map[string]Ho
 // its release: a key lives only while its holder keeps its lease alive, so any other lock
 // has a holder that renewed it within its TTL (a value cronlock did not write is refused
 // too, as on Redis).
-func (l *EtcdLocker) Unlock(ctx context.Context, key string, force bool) (*Holder, error) {
-	if err := ValidKey(key); err != nil {
+func (l *Locker) Unlock(ctx context.Context, key string, force bool) (*lockrun.Holder, error) {
+	if err := lockrun.ValidKey(key); err != nil {
 		return nil, err
 	}
-	var h *Holder
+	var h *lockrun.Holder
 	var refused, leaseless bool
 	err := l.op(ctx, "unlock "+key, func(ctx context.Context, c *clientv3.Client) error {
 		resp, err := c.Get(ctx, l.lockKey(key))

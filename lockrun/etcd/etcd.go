@@ -1,6 +1,13 @@
-//go:build etcd
-
-package lockrun
+// Package etcd is cronlock's lock backend for a fleet that runs etcd v3: a key attached
+// to a lease that its holder keeps alive, the key's create revision as the fencing token,
+// and the tick and the fleet's record in keys beside it, written in the same
+// transactions as the lock.
+//
+// The package needs no build tag: a program links the etcd client only if it imports
+// this package, which cronlock's cmd does only in builds with the etcd tag (the client
+// adds to every start of the program; BENCHMARKS.md). It knows no flags, child
+// processes or local history.
+package etcd
 
 import (
 	"context"
@@ -21,6 +28,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/metadata"
+
+	"cronlock/lockrun"
 )
 
 // etcd layout of one lock KEY, the same names as on Redis (the braces cannot occur in a
@@ -29,7 +38,7 @@ import (
 //	<prefix>{KEY}:lock        the holder's JSON (see etcdHolder), attached to a lease of
 //	                          --ttl; present while the lock is held. Its create revision
 //	                          is the fencing token.
-//	<prefix>{KEY}:tick        the last schedule tick claimed (the Redis TickValue JSON)
+//	<prefix>{KEY}:tick        the last schedule tick claimed (lockrun.TickValue JSON)
 //	<prefix>{KEY}:runs/<RUN>  the fleet's record: one key per run, RUN its UUIDv7 run id,
 //	                          so that key order is start order; trimmed to the newest
 //	                          FleetKeep entries (see etcdfleet.go)
@@ -37,8 +46,8 @@ import (
 // etcd has no server clock a client can read: times in the record are the hosts' own,
 // and a --max-skew check cannot be made.
 
-// EtcdOptions configures NewEtcdLocker.
-type EtcdOptions struct {
+// Options configures New.
+type Options struct {
 	// Endpoints are http(s)://host:port URLs of the cluster's members.
 	Endpoints []string
 	// User and Password authenticate (etcd's user auth); empty User = none.
@@ -54,13 +63,13 @@ type EtcdOptions struct {
 	FleetKeep int
 }
 
-// EtcdLocker is the etcd backend: a key attached to a lease that its holder keeps alive,
+// Locker is the etcd backend: a key attached to a lease that its holder keeps alive,
 // created only if absent, whose create revision is the fencing token. It is safe for
 // concurrent use. It does not use etcd's concurrency.Mutex: that one queues waiters as
 // keys of their own and stores no holder, where cronlock needs one key per lock that
 // says who holds it.
-type EtcdLocker struct {
-	o       EtcdOptions
+type Locker struct {
+	o       Options
 	cfg     clientv3.Config
 	hosts   string
 	timeout time.Duration
@@ -83,17 +92,17 @@ type EtcdLocker struct {
 }
 
 var (
-	_ Locker     = (*EtcdLocker)(nil)
-	_ FleetStore = (*EtcdLocker)(nil)
+	_ lockrun.Locker     = (*Locker)(nil)
+	_ lockrun.FleetStore = (*Locker)(nil)
 )
 
-// NewEtcdLocker checks o and prepares a client; it does not connect (the first call does).
+// New checks o and prepares a client; it does not connect (the first call does).
 // Its errors never contain the password.
-func NewEtcdLocker(o EtcdOptions) (*EtcdLocker, error) {
+func New(o Options) (*Locker, error) {
 	if len(o.Endpoints) == 0 {
 		return nil, errors.New("no etcd endpoint given: set --etcd or CRONLOCK_ETCD_ENDPOINTS to http(s)://host:port[,…]")
 	}
-	if err := ServerDefaults(&o.Timeout, &o.Prefix); err != nil {
+	if err := lockrun.ServerDefaults(&o.Timeout, &o.Prefix); err != nil {
 		return nil, err
 	}
 	if o.User == "" && o.Password != "" {
@@ -148,14 +157,14 @@ func NewEtcdLocker(o EtcdOptions) (*EtcdLocker, error) {
 		}
 		cfg.TLS = tc
 	}
-	l := &EtcdLocker{o: o, hosts: strings.Join(hosts, ","), timeout: o.Timeout, prefix: o.Prefix}
+	l := &Locker{o: o, hosts: strings.Join(hosts, ","), timeout: o.Timeout, prefix: o.Prefix}
 	cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(l.conn.unary), grpc.WithChainStreamInterceptor(l.conn.stream))
 	l.cfg = cfg
 	return l, nil
 }
 
 // etcdTLS builds the client's TLS settings from the CA and client certificate files.
-func etcdTLS(o EtcdOptions) (*tls.Config, error) {
+func etcdTLS(o Options) (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if o.CAFile != "" {
 		b, err := os.ReadFile(o.CAFile)
@@ -183,7 +192,7 @@ func etcdTLS(o EtcdOptions) (*tls.Config, error) {
 
 // client connects on first use, and again after a failed connection (a waiter outlives an
 // etcd restart). It does not log in: call does, on the first request.
-func (l *EtcdLocker) client() (*clientv3.Client, error) {
+func (l *Locker) client() (*clientv3.Client, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -200,18 +209,18 @@ func (l *EtcdLocker) client() (*clientv3.Client, error) {
 }
 
 // Describe names the backend without secrets: "etcd 127.0.0.1:2379".
-func (l *EtcdLocker) Describe() string { return "etcd " + l.hosts }
+func (l *Locker) Describe() string { return "etcd " + l.hosts }
 
 // Name names the issuer of this backend's fencing tokens: create revisions.
-func (l *EtcdLocker) Name() string { return "etcd" }
+func (l *Locker) Name() string { return "etcd" }
 
 // FreedBy says that the lock's lease ends by itself.
-func (l *EtcdLocker) FreedBy(ttl time.Duration) string {
+func (l *Locker) FreedBy(ttl time.Duration) string {
 	return fmt.Sprintf(" (its etcd lease ends by itself within --ttl %v)", ttl)
 }
 
 // Close closes the client's connections.
-func (l *EtcdLocker) Close() error {
+func (l *Locker) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
@@ -221,9 +230,9 @@ func (l *EtcdLocker) Close() error {
 	return nil
 }
 
-func (l *EtcdLocker) lockKey(key string) string { return l.prefix + "{" + key + "}:lock" }
-func (l *EtcdLocker) tickKey(key string) string { return l.prefix + "{" + key + "}:tick" }
-func (l *EtcdLocker) runsDir(key string) string { return l.prefix + "{" + key + "}:runs/" }
+func (l *Locker) lockKey(key string) string { return l.prefix + "{" + key + "}:lock" }
+func (l *Locker) tickKey(key string) string { return l.prefix + "{" + key + "}:tick" }
+func (l *Locker) runsDir(key string) string { return l.prefix + "{" + key + "}:runs/" }
 
 // etcdHolder is the JSON value of a lock key.
 type etcdHolder struct {
@@ -237,15 +246,15 @@ type etcdHolder struct {
 }
 
 // holderOf reads a lock key's value; a value cronlock did not write still names a holder.
-func holderOf(value []byte, createRev int64) *Holder {
-	h := &Holder{FencingToken: uint64(max(createRev, 0))}
+func holderOf(value []byte, createRev int64) *lockrun.Holder {
+	h := &lockrun.Holder{FencingToken: uint64(max(createRev, 0))}
 	var v etcdHolder
 	if json.Unmarshal(value, &v) != nil {
 		h.Node = "(unknown: the lock key does not hold cronlock data)"
 		return h
 	}
 	h.Node, h.PID, h.RunID = v.Node, v.PID, v.RunID
-	if t := time.UnixMilli(v.SinceMS); v.SinceMS > 0 && PlausibleTime(t) {
+	if t := time.UnixMilli(v.SinceMS); v.SinceMS > 0 && lockrun.PlausibleTime(t) {
 		h.Since = t
 	}
 	return h
@@ -258,7 +267,7 @@ func leaseSeconds(d time.Duration) int64 {
 }
 
 // op runs f with one operation time-out, as the user.
-func (l *EtcdLocker) op(ctx context.Context, what string, f func(ctx context.Context, c *clientv3.Client) error) error {
+func (l *Locker) op(ctx context.Context, what string, f func(ctx context.Context, c *clientv3.Client) error) error {
 	octx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	if err := l.call(octx, f); err != nil {
@@ -269,7 +278,7 @@ func (l *EtcdLocker) op(ctx context.Context, what string, f func(ctx context.Con
 
 // call runs f as the user, within ctx. A token etcd no longer knows is replaced by a new
 // login and f run once more: the lease and the key outlive the token.
-func (l *EtcdLocker) call(ctx context.Context, f func(ctx context.Context, c *clientv3.Client) error) error {
+func (l *Locker) call(ctx context.Context, f func(ctx context.Context, c *clientv3.Client) error) error {
 	c, err := l.client()
 	if err != nil {
 		return err
@@ -293,7 +302,7 @@ const authOff = "\x00off"
 
 // authed is ctx carrying the user's token, logging in first when there is none yet; token
 // is "" without a user.
-func (l *EtcdLocker) authed(ctx context.Context, c *clientv3.Client) (_ context.Context, token string, err error) {
+func (l *Locker) authed(ctx context.Context, c *clientv3.Client) (_ context.Context, token string, err error) {
 	if l.o.User == "" {
 		return ctx, "", nil
 	}
@@ -323,7 +332,7 @@ func (l *EtcdLocker) authed(ctx context.Context, c *clientv3.Client) (_ context.
 }
 
 // forgetToken drops token, unless another call has replaced it already.
-func (l *EtcdLocker) forgetToken(token string) {
+func (l *Locker) forgetToken(token string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.token == token {

@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// GuardShell runs the guard's script. Tests may point it elsewhere.
-var GuardShell = "/bin/sh"
+// guardShell runs the guard's script.
+const guardShell = "/bin/sh"
 
 // guardScript is the whole guard: it keeps the targets of the last "arm" line (none after
 // "disarm"), exits on "done", and on end-of-file (cronlock died) kills the targets twice, 20 ms apart (a
@@ -107,7 +107,7 @@ func (g *Guard) start() {
 			defer close(g.forked)
 			defer g.r.Close()
 			defer g.null.Close()
-			pid, err := syscall.ForkExec(GuardShell, []string{"cronlock-guard", "-c", guardScript}, &syscall.ProcAttr{
+			pid, err := syscall.ForkExec(guardShell, []string{"cronlock-guard", "-c", guardScript}, &syscall.ProcAttr{
 				Env:   g.env,
 				Files: []uintptr{g.r.Fd(), g.null.Fd(), g.null.Fd()},
 				// Its own group: terminal signals for cronlock's group do not reach it, and

@@ -381,15 +381,15 @@ type OutputError struct {
 }
 
 func (e *OutputError) Error() string {
-	return fmt.Sprintf("%s of the job's %s could not be written: %v", FormatBytes(e.Lost), e.Stream, e.Err)
+	return fmt.Sprintf("%s of the job's %s could not be written: %v", formatBytes(e.Lost), e.Stream, e.Err)
 }
 
 func (e *OutputError) Unwrap() error { return e.Err }
 
-// FormatBytes says n for a person: "512 bytes", "4.8 MB (4812345 bytes)". Decimal units,
+// formatBytes says n for a person: "512 bytes", "4.8 MB (4812345 bytes)". Decimal units,
 // as df -H and most file managers show them; the exact count follows for a comparison
 // with a file's size.
-func FormatBytes(n int64) string {
+func formatBytes(n int64) string {
 	if n < 1000 {
 		if n == 1 {
 			return "1 byte"

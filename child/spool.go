@@ -248,7 +248,7 @@ func (st *spoolStream) writeOut() *OutputError {
 	mid := st.at(st.total) // the oldest byte of the ring
 	dropped := st.total - st.max
 	line := fmt.Sprintf("cronlock: --output-max %d: dropped %s of the job's output here, between the first %d and the last %d bytes\n",
-		st.max, FormatBytes(dropped), st.half, st.ring())
+		st.max, formatBytes(dropped), st.half, st.ring())
 	if st.half > 0 {
 		var b [1]byte
 		if n, _ := unix.Pread(st.fd, b[:], st.half-1); n == 1 && b[0] != '\n' {

@@ -62,7 +62,7 @@ func TestSpoolAcrossSupervise(t *testing.T) {
 			case int64(len(b)) > tc.max:
 				h := int(tc.max / 2)
 				line := fmt.Sprintf("cronlock: --output-max %d: dropped %s of the job's output here, between the first %d and the last %d bytes\n",
-					tc.max, FormatBytes(int64(len(b))-tc.max), h, int(tc.max)-h)
+					tc.max, formatBytes(int64(len(b))-tc.max), h, int(tc.max)-h)
 				if b[h-1] != '\n' {
 					line = "\n" + line
 				}

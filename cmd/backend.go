@@ -52,12 +52,12 @@ var backendTwins = map[string]string{
 }
 
 func (o *backendOptions) addFlags(fs *pflag.FlagSet) {
-	o.RedisTimeout = 2 * time.Second
+	o.RedisTimeout = lockrun.DefaultTimeout
 	fs.StringVar(&o.Backend, "backend", "auto", "lock backend: redis, etcd, local, or auto (redis when a Redis URL is set, etcd when etcd endpoints are, else local) (env CRONLOCK_BACKEND)")
 	fs.StringVar(&o.RedisURL, "redis", "", "Redis URL: redis://[user:pass@]host:port/db, rediss://…, unix:///path, redis-sentinel://h1:26379,h2:26379/MASTER[/db], redis-cluster://h1:6379,h2:6379 (env CRONLOCK_REDIS_URL)")
 	fs.StringVar(&o.PasswordFile, "redis-password-file", "", "read the Redis password from this file (env CRONLOCK_REDIS_PASSWORD_FILE)")
 	fs.Var(durationValue{d: &o.RedisTimeout, positive: true}, "redis-timeout", "deadline of one Redis operation (env CRONLOCK_REDIS_TIMEOUT)")
-	fs.StringVar(&o.Prefix, "prefix", "cronlock:", "namespace of every Redis or etcd key cronlock writes (env CRONLOCK_PREFIX)")
+	fs.StringVar(&o.Prefix, "prefix", lockrun.DefaultPrefix, "namespace of every Redis or etcd key cronlock writes (env CRONLOCK_PREFIX)")
 	o.etcdOptions.addFlags(fs)
 	fs.StringVar(&o.LockDir, "lock-dir", "", "folder of the local backend's lock files (env CRONLOCK_LOCK_DIR; default /run/cronlock for root, else /tmp/cronlock-UID)")
 }

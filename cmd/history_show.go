@@ -57,14 +57,14 @@ func newHistoryShowCmd(stdout io.Writer) *cobra.Command {
 	return c
 }
 
-// ExitNotFound is the exit code of `history show` for a run id the history does not hold.
-const ExitNotFound = 1
+// ExitNoSuchRun is the exit code of `history show` for a run id the history does not hold.
+const ExitNoSuchRun = 1
 
 // historyShowRun prints every field of one run, then its output tail. Everything that
 // comes from a job or a machine is escaped; the output keeps its lines.
 func historyShowRun(o *historyShowOptions) error {
 	if noHistory(o.Path) {
-		return exitf(ExitNotFound, "no run %s: no runs recorded yet in %s", tty.Escape(o.ID), tty.Escape(o.Path))
+		return exitf(ExitNoSuchRun, "no run %s: no runs recorded yet in %s", tty.Escape(o.ID), tty.Escape(o.Path))
 	}
 	st, err := history.OpenRead(o.Path)
 	if err != nil {
@@ -79,7 +79,7 @@ func historyShowRun(o *historyShowOptions) error {
 	}
 	r, err := st.Get(o.ID)
 	if errors.Is(err, history.ErrNotFound) {
-		return exitf(ExitNotFound, "no run %s in %s (cronlock history lists the ids)", tty.Escape(o.ID), tty.Escape(o.Path))
+		return exitf(ExitNoSuchRun, "no run %s in %s (cronlock history lists the ids)", tty.Escape(o.ID), tty.Escape(o.Path))
 	}
 	if err != nil {
 		return exitf(ExitFailed, "%v", err)

@@ -185,7 +185,7 @@ func (r *runner) run() int {
 	r.recordStart()
 
 	ctx, stopKeeper := context.WithCancel(context.Background())
-	keeper := &lockrun.Keeper{Lease: lease, Interval: o.TTL / 3, Grace: o.Grace,
+	keeper := &lockrun.Keeper{Lease: lease, Interval: lockrun.RenewInterval(o.TTL), Grace: o.Grace,
 		OpTimeout: o.OpTimeout,
 		Warn: func(err error) {
 			if o.Verbose { // on the keeper's goroutine: no status (see say)

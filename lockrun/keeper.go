@@ -45,13 +45,18 @@ type LockLoss struct {
 	Err   error
 }
 
+// RenewInterval is the time between two renewals of a lease of ttl: a third of it, so
+// that two renewals can fail (or a frozen server be waited out) before the lease ends.
+func RenewInterval(ttl time.Duration) time.Duration { return ttl / 3 }
+
 // Keeper renews a lease while the job runs. It is the one place that decides a lease is
 // lost, and it fails closed: without a confirmed renewal, the job is told to stop early
 // enough to be dead before the lease ends. The lease counts from Lease.Sent, so however
 // long the lock took to get (a --wait for a busy lock), all of the TTL is left for the job.
 type Keeper struct {
 	Lease Lease
-	// Interval is the time between renewals: TTL/3. It also paces the local backend,
+	// Interval is the time between renewals: RenewInterval of the TTL; 0 = that of the
+	// lease's TTL. It also paces the local backend,
 	// whose lease never expires but whose file must be checked and touched.
 	Interval time.Duration
 	// Grace is --grace: the time between SIGTERM and SIGKILL when the job is stopped.
@@ -129,7 +134,7 @@ func (k *Keeper) loop(ctx context.Context) (LockLoss, bool) {
 	ttl := k.Lease.TTL()
 	interval := k.Interval
 	if interval <= 0 {
-		interval = ttl / 3
+		interval = RenewInterval(ttl)
 	}
 	if interval <= 0 {
 		interval = 20 * time.Second
@@ -214,7 +219,7 @@ func (k *Keeper) renew(ctx context.Context, sent, termAt time.Duration) error {
 // opTimeout bounds one renewal call when termAt is not nearer.
 func (k *Keeper) opTimeout() time.Duration {
 	if k.OpTimeout <= 0 {
-		return 2 * time.Second
+		return DefaultTimeout
 	}
 	return k.OpTimeout
 }

@@ -54,8 +54,8 @@ func FuzzKeyName(f *testing.F) {
 	})
 }
 
-// FuzzParseRedisURL: whatever the input, parseRedisURL and RedactURL do not panic; a
-// password that url.Parse finds never shows in RedactURL's output, in the error, or in
+// FuzzParseRedisURL: whatever the input, parseRedisURL and redactURL do not panic; a
+// password that url.Parse finds never shows in redactURL's output, in the error, or in
 // describe/server; an accepted URL has a network, an address and a database ≥ 0.
 func FuzzParseRedisURL(f *testing.F) {
 	for _, s := range []string{
@@ -75,7 +75,7 @@ func FuzzParseRedisURL(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		red := RedactURL(raw)
+		red := redactURL(raw)
 		tg, err := parseRedisURL(raw)
 		// The password as url.Parse finds it, decoded; others is raw without it.
 		var pw, others string
@@ -95,7 +95,7 @@ func FuzzParseRedisURL(f *testing.F) {
 		if secretLike(pw, others) {
 			p := pw
 			if strings.Contains(red, p) {
-				t.Fatalf("RedactURL(%q) = %q shows the password %q", raw, red, p)
+				t.Fatalf("redactURL(%q) = %q shows the password %q", raw, red, p)
 			}
 			if err != nil && strings.Contains(err.Error(), p) {
 				t.Fatalf("parseRedisURL(%q) error shows the password %q: %v", raw, p, err)
@@ -131,7 +131,7 @@ func FuzzParseRedisURL(f *testing.F) {
 
 // FuzzRedisURLPassword writes a URL the way people do, scheme://user:PASSWORD@rest,
 // with the password as typed (not percent-encoded: "#", "/", "?" and "@" included). Then
-// RedactURL, every error of parseRedisURL and the description of an accepted URL must
+// redactURL, every error of parseRedisURL and the description of an accepted URL must
 // not show the password, whether or not the URL is valid.
 func FuzzRedisURLPassword(f *testing.F) {
 	for _, s := range [][4]string{
@@ -157,8 +157,8 @@ func FuzzRedisURLPassword(f *testing.F) {
 		if !secretLike(pass, scheme+"://"+user+":@"+rest) || strings.Contains(scheme, ":") {
 			return
 		}
-		if red := RedactURL(raw); strings.Contains(red, pass) {
-			t.Fatalf("RedactURL(%q) = %q shows the password %q", raw, red, pass)
+		if red := redactURL(raw); strings.Contains(red, pass) {
+			t.Fatalf("redactURL(%q) = %q shows the password %q", raw, red, pass)
 		}
 		tg, err := parseRedisURL(raw)
 		if err != nil {
@@ -182,7 +182,7 @@ func secretLike(p, others string) bool {
 	}
 	// Messages quote the URL with %q, whose escapes (\U0010b58f) make digits of their own.
 	forms := []string{others, url.PathEscape(others), url.QueryEscape(others), strconv.Quote(others),
-		strconv.Quote(RedactURL(others))}
+		strconv.Quote(redactURL(others))}
 	for _, dec := range []func(string) (string, error){url.PathUnescape, url.QueryUnescape} {
 		if d, err := dec(others); err == nil {
 			forms = append(forms, d)

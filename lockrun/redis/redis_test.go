@@ -757,8 +757,8 @@ func TestRedisRedactURL(t *testing.T) {
 		"rediss://user:s%3Acret@h":      "rediss://user:xxxxx@h",
 		"redis://user:s3c%zzret@h:6379": "redis://user:xxxxx@h:6379",
 	} {
-		if got := RedactURL(in); got != want {
-			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

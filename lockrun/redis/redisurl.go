@@ -33,7 +33,7 @@ func parseRedisURL(raw string) (redisTarget, error) {
 	var t redisTarget
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("invalid Redis URL %q: %s (want redis://[user:pass@]host:port/db, rediss://…, unix:///path, redis-sentinel://h1:26379,h2:26379/MASTER or redis-cluster://h1:6379,h2:6379; check --redis / CRONLOCK_REDIS_URL)",
-			RedactURL(raw), fmt.Sprintf(format, a...))
+			redactURL(raw), fmt.Sprintf(format, a...))
 	}
 	if strings.TrimSpace(raw) == "" {
 		return t, fmt.Errorf("no Redis URL given: set --redis or CRONLOCK_REDIS_URL")
@@ -155,7 +155,7 @@ func (t redisTarget) schemeWord() string {
 	return "redis"
 }
 
-// RedactURL returns raw with any password replaced by "xxxxx", for messages and history
+// redactURL returns raw with any password replaced by "xxxxx", for messages and history
 // rows. It works on the URL's structure, never by searching for the password's text.
 // Everything between the first ":" after "scheme://" and the last "@" counts as the
 // password whenever url.Parse would not find that whole part as the URL's user info: a
@@ -166,7 +166,7 @@ func (t redisTarget) schemeWord() string {
 //
 // A user name that holds the password (redis://secret:secret@h) is hidden as well:
 // showing it would show the password.
-func RedactURL(raw string) string {
+func redactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err == nil && !userInfoMisread(raw) {
 		if pw, ok := u.User.Password(); ok && pw != "" && strings.Contains(u.User.Username(), pw) {
@@ -188,7 +188,7 @@ func RedactURL(raw string) string {
 }
 
 // URLHasPassword reports whether raw carries a password in its user info, read the way
-// RedactURL reads it: a password that RedactURL would hide.
+// redactURL reads it: a password that redactURL would hide.
 func URLHasPassword(raw string) bool {
 	u, err := url.Parse(raw)
 	if err == nil && !userInfoMisread(raw) {

@@ -48,7 +48,7 @@ func parseHAURL(raw string) (redisTarget, error) {
 	}
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("invalid Redis URL %q: %s (want %s; check --redis / CRONLOCK_REDIS_URL)",
-			RedactURL(raw), fmt.Sprintf(format, a...), form)
+			redactURL(raw), fmt.Sprintf(format, a...), form)
 	}
 	if strings.HasPrefix(scheme, "rediss-") {
 		return t, bad("TLS is not supported with Sentinel or Cluster yet; use %s:// on a private network, or rediss:// to one server", "redis-"+strings.TrimPrefix(scheme, "rediss-"))

@@ -150,7 +150,7 @@ func (o *backendOptions) open() (lockrun.Locker, error) {
 	}
 	ro := redis.Options{URL: o.RedisURL, Timeout: o.RedisTimeout, Prefix: o.Prefix, AllowEviction: o.AllowEviction, FleetKeep: o.FleetKeep}
 	if o.PasswordFile != "" {
-		pw, err := readPasswordFile(o.PasswordFile)
+		pw, err := readPasswordFile(o.PasswordFile, "Redis", "--redis-password-file / CRONLOCK_REDIS_PASSWORD_FILE")
 		if err != nil {
 			return nil, err
 		}
@@ -162,17 +162,18 @@ func (o *backendOptions) open() (lockrun.Locker, error) {
 	return redis.New(ro)
 }
 
-// readPasswordFile reads a password file; only the first line counts, so a trailing
-// newline written by an editor or `echo` is not part of the password.
-func readPasswordFile(path string) (string, error) {
+// readPasswordFile reads the password file of what ("Redis", "Sentinel", "etcd"), named
+// by the settings names; only the first line counts, so a trailing newline written by
+// an editor or `echo` is not part of the password.
+func readPasswordFile(path, what, names string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("read the Redis password file (--redis-password-file / CRONLOCK_REDIS_PASSWORD_FILE): %v", err)
+		return "", fmt.Errorf("read the %s password file (%s): %v", what, names, err)
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	line = strings.TrimRight(line, "\r")
 	if line == "" {
-		return "", fmt.Errorf("the Redis password file %s is empty", path)
+		return "", fmt.Errorf("the %s password file %s is empty (%s)", what, path, names)
 	}
 	return line, nil
 }

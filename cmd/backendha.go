@@ -2,8 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"os"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -46,13 +44,7 @@ func (o *backendOptions) haOptions(ro *redis.Options) error {
 	if o.SentinelPasswordFile == "" {
 		return nil
 	}
-	b, err := os.ReadFile(o.SentinelPasswordFile)
-	if err != nil {
-		return fmt.Errorf("read the Sentinel password file (%s): %v", sentinelPasswordName, err)
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	if ro.SentinelPassword = strings.TrimRight(line, "\r"); ro.SentinelPassword == "" {
-		return fmt.Errorf("the Sentinel password file %s is empty (%s)", o.SentinelPasswordFile, sentinelPasswordName)
-	}
-	return nil
+	pw, err := readPasswordFile(o.SentinelPasswordFile, "Sentinel", sentinelPasswordName)
+	ro.SentinelPassword = pw
+	return err
 }

@@ -3,10 +3,6 @@
 package cmd
 
 import (
-	"fmt"
-	"os"
-	"strings"
-
 	"cronlock/lockrun"
 	"cronlock/lockrun/etcd"
 )
@@ -19,15 +15,11 @@ func (o *backendOptions) openEtcd() (lockrun.Locker, error) {
 	eo := etcd.Options{Endpoints: o.endpoints(), User: o.EtcdUser, CAFile: o.EtcdCAFile,
 		CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile, Timeout: o.RedisTimeout, Prefix: o.Prefix, FleetKeep: o.FleetKeep}
 	if o.EtcdPasswordFile != "" {
-		b, err := os.ReadFile(o.EtcdPasswordFile)
+		pw, err := readPasswordFile(o.EtcdPasswordFile, "etcd", "--etcd-password-file / CRONLOCK_ETCD_PASSWORD_FILE")
 		if err != nil {
-			return nil, fmt.Errorf("read the etcd password file (--etcd-password-file / CRONLOCK_ETCD_PASSWORD_FILE): %v", err)
+			return nil, err
 		}
-		// The first line only: an editor's or echo's newline is not part of it.
-		line, _, _ := strings.Cut(string(b), "\n")
-		if eo.Password = strings.TrimRight(line, "\r"); eo.Password == "" {
-			return nil, fmt.Errorf("the etcd password file %s is empty", o.EtcdPasswordFile)
-		}
+		eo.Password = pw
 	}
 	return etcd.New(eo)
 }

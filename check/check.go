@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"cronlock/runstatus"
 	"cronlock/schedule"
 )
 
@@ -41,20 +42,6 @@ func (s State) String() string {
 	}
 	return "UNKNOWN"
 }
-
-// Status names as the history and the fleet record write them.
-const (
-	statusRunning     = "running"
-	statusSucceeded   = "succeeded"
-	statusFailed      = "failed"
-	statusTimeout     = "timeout"
-	statusLockLost    = "lock_lost"
-	statusInterrupted = "interrupted"
-	statusSkipped     = "skipped"
-	statusError       = "error"
-	statusAbandoned   = "abandoned"
-	statusMissed      = "missed"
-)
 
 // Run is one recorded run of the key, as the verdict needs it.
 type Run struct {
@@ -166,7 +153,7 @@ func UnknownResult(key, why string) Result {
 // person: the newest such run makes the check CRITICAL.
 func badStatus(s string) bool {
 	switch s {
-	case statusFailed, statusTimeout, statusLockLost, statusInterrupted, statusAbandoned:
+	case runstatus.Failed, runstatus.Timeout, runstatus.LockLost, runstatus.Interrupted, runstatus.Abandoned:
 		return true
 	}
 	return false
@@ -175,7 +162,7 @@ func badStatus(s string) bool {
 // childStarted reports whether a run with status s ran its job (or may have: an
 // abandoned run's cronlock died, perhaps with the job running).
 func childStarted(s string) bool {
-	return s == statusSucceeded || badStatus(s)
+	return s == runstatus.Succeeded || badStatus(s)
 }
 
 // Evaluate returns the verdict of in.
@@ -193,7 +180,7 @@ func Evaluate(in Input) Result {
 
 	lastOK := -1
 	for i, r := range runs {
-		if r.Status == statusSucceeded {
+		if r.Status == runstatus.Succeeded {
 			lastOK = i
 			break
 		}
@@ -208,7 +195,7 @@ func Evaluate(in Input) Result {
 		res.Age = max(now.Sub(res.LastSuccess), 0)
 	}
 	for _, r := range newer {
-		if r.Status != statusSucceeded && r.Status != statusRunning && r.Status != statusSkipped {
+		if r.Status != runstatus.Succeeded && r.Status != runstatus.Running && r.Status != runstatus.Skipped {
 			res.Failures++
 		}
 	}
@@ -221,7 +208,7 @@ func Evaluate(in Input) Result {
 	// The newest run still in progress: it may be the one that answers for the due tick.
 	running := -1
 	for i, r := range runs {
-		if r.Status == statusRunning {
+		if r.Status == runstatus.Running {
 			running = i
 			break
 		}
@@ -309,7 +296,7 @@ func Evaluate(in Input) Result {
 	// An error or a missed tick newer than the last success: the job did not run when
 	// it should have, though no run of it failed.
 	for _, r := range newer {
-		if r.Status == statusError || r.Status == statusMissed {
+		if r.Status == runstatus.Error || r.Status == runstatus.Missed {
 			warn = append(warn, fmt.Sprintf("a run%s at %s ended %s", onNode(r.Node), r.Started.UTC().Format("2006-01-02T15:04Z"), r.Status))
 			break
 		}
@@ -340,7 +327,7 @@ func Evaluate(in Input) Result {
 func usualP95(runs []Run) time.Duration {
 	var d []time.Duration
 	for _, r := range runs {
-		if r.Status == statusSucceeded && !r.Finished.IsZero() && !r.Finished.Before(r.Started) {
+		if r.Status == runstatus.Succeeded && !r.Finished.IsZero() && !r.Finished.Before(r.Started) {
 			d = append(d, r.Finished.Sub(r.Started))
 			if len(d) == 100 {
 				break

@@ -15,6 +15,7 @@ import (
 
 	"cronlock/history"
 	"cronlock/internal/redistest"
+	"cronlock/runstatus"
 )
 
 // badInputCase is one row of the bad-input table: what is run, what exit code and stderr
@@ -64,7 +65,7 @@ func TestBadInput(t *testing.T) {
 		{name: "key with space", args: []string{"run", "-k", "a b", "--", "true"}, code: 125, stderr: `the key has ' ' at position 2`, oneLine: true},
 		{name: "key too long", args: []string{"run", "-k", long, "--", "true"}, code: 125, stderr: `201 characters long`, oneLine: true},
 		{name: "key not ascii", args: []string{"run", "-k", "café", "--", "true"}, code: 125, stderr: `the key has`, oneLine: true},
-		{name: "key that looks like a path", args: []string{"run", "-k", "../../etc/cronlock-x", "--", "true"}, code: 0, status: history.StatusSucceeded,
+		{name: "key that looks like a path", args: []string{"run", "-k", "../../etc/cronlock-x", "--", "true"}, code: 0, status: runstatus.Succeeded,
 			check: func(t *testing.T, c *cli, out string) {
 				// A legal key: its lock file stays inside the lock folder.
 				if _, err := os.Stat("/etc/cronlock-x.lock"); err == nil {
@@ -82,11 +83,11 @@ func TestBadInput(t *testing.T) {
 		{name: "backend unknown", args: []string{"run", "-k", "a", "--backend", "consul", "--", "true"}, code: 125, stderr: `use redis, etcd, local or auto`, oneLine: true},
 		{name: "etcd without endpoints", args: []string{"run", "-k", "a", "--backend", "etcd", "--", "true"}, code: 125, stderr: `CRONLOCK_ETCD_ENDPOINTS is required`, oneLine: true},
 		{name: "backend redis without url", args: []string{"run", "-k", "a", "--backend", "redis", "--", "true"}, code: 125, stderr: `--redis or CRONLOCK_REDIS_URL is required`, oneLine: true},
-		{name: "redis url bad scheme", args: []string{"run", "-k", "a", "--redis", "ftp://h:1/0", "--", "true"}, code: 125, stderr: `cronlock: `, oneLine: true, status: history.StatusError},
-		{name: "redis url garbage", args: []string{"run", "-k", "a", "--redis", "::not a url::", "--", "true"}, code: 125, stderr: `cronlock: `, oneLine: true, status: history.StatusError},
-		{name: "redis unreachable", args: []string{"run", "-k", "a", "--redis", "redis://127.0.0.1:1/0", "--redis-timeout", "300ms", "--", "true"}, code: 125, stderr: `127.0.0.1:1 unreachable`, oneLine: true, status: history.StatusError},
-		{name: "redis speaks nonsense", args: []string{"run", "-k", "a", "--redis", "redis://$NONSENSE/0", "--redis-timeout", "500ms", "--", "true"}, code: 125, stderr: `cronlock: `, oneLine: true, status: history.StatusError},
-		{name: "redis database the server lacks", args: []string{"run", "-k", "a", "--redis", "$REDIS/99", "--", "true"}, code: 125, stderr: `has no database 99 \(ERR DB index is out of range\); give one below`, oneLine: true, status: history.StatusError},
+		{name: "redis url bad scheme", args: []string{"run", "-k", "a", "--redis", "ftp://h:1/0", "--", "true"}, code: 125, stderr: `cronlock: `, oneLine: true, status: runstatus.Error},
+		{name: "redis url garbage", args: []string{"run", "-k", "a", "--redis", "::not a url::", "--", "true"}, code: 125, stderr: `cronlock: `, oneLine: true, status: runstatus.Error},
+		{name: "redis unreachable", args: []string{"run", "-k", "a", "--redis", "redis://127.0.0.1:1/0", "--redis-timeout", "300ms", "--", "true"}, code: 125, stderr: `127.0.0.1:1 unreachable`, oneLine: true, status: runstatus.Error},
+		{name: "redis speaks nonsense", args: []string{"run", "-k", "a", "--redis", "redis://$NONSENSE/0", "--redis-timeout", "500ms", "--", "true"}, code: 125, stderr: `cronlock: `, oneLine: true, status: runstatus.Error},
+		{name: "redis database the server lacks", args: []string{"run", "-k", "a", "--redis", "$REDIS/99", "--", "true"}, code: 125, stderr: `has no database 99 \(ERR DB index is out of range\); give one below`, oneLine: true, status: runstatus.Error},
 		{name: "redis cluster url without slashes", args: []string{"run", "-k", "a", "--redis", "redis-cluster:h1", "--", "true"}, code: 125, stderr: `it has no "//" after "redis-cluster:"`, oneLine: true},
 		{name: "redis prefix with braces", args: []string{"run", "-k", "a", "--redis", "$REDIS", "--prefix", "x{y}:", "--", "true"}, code: 125, stderr: `prefix`, oneLine: true},
 		{name: "redis password file missing", args: []string{"run", "-k", "a", "--redis", "$REDIS", "--redis-password-file", "$DIR/nope", "--", "true"}, code: 125, stderr: `password file`, oneLine: true},
@@ -96,12 +97,12 @@ func TestBadInput(t *testing.T) {
 		{name: "ttl garbage in env", env: []string{"CRONLOCK_TTL=soon"}, args: []string{"run", "-k", "a", "--", "true"}, code: 125, stderr: `environment variable CRONLOCK_TTL`, oneLine: true},
 		{name: "config file typo", env: []string{"CRONLOCK_CONFIG=$DIR/bad.conf"}, setup: caseFile("bad.conf", "CRONLOCK_TTL=5s\nCRONLOCK_REDIS_ULR=redis://x\n"), args: []string{"run", "-k", "a", "--", "true"}, code: 125, stderr: `bad.conf line 2`, oneLine: true},
 		// Lock folder.
-		{name: "lock dir is a file", env: []string{"CRONLOCK_LOCK_DIR=$DIR/afile"}, setup: caseFile("afile", "x"), args: []string{"run", "-k", "a", "--", "true"}, code: 125, stderr: `CRONLOCK_LOCK_DIR`, oneLine: true, status: history.StatusError},
-		{name: "lock dir of another user", env: []string{"CRONLOCK_LOCK_DIR=$DIR/theirs"}, setup: chownedDir("theirs", 65534), args: []string{"run", "-k", "a", "--", "true"}, code: 125, stderr: `belongs to uid 65534`, oneLine: true, status: history.StatusError},
+		{name: "lock dir is a file", env: []string{"CRONLOCK_LOCK_DIR=$DIR/afile"}, setup: caseFile("afile", "x"), args: []string{"run", "-k", "a", "--", "true"}, code: 125, stderr: `CRONLOCK_LOCK_DIR`, oneLine: true, status: runstatus.Error},
+		{name: "lock dir of another user", env: []string{"CRONLOCK_LOCK_DIR=$DIR/theirs"}, setup: chownedDir("theirs", 65534), args: []string{"run", "-k", "a", "--", "true"}, code: 125, stderr: `belongs to uid 65534`, oneLine: true, status: runstatus.Error},
 		// The command.
-		{name: "command not found", args: []string{"run", "-k", "a", "--", "no-such-command-3141"}, code: 127, stderr: `no-such-command-3141: command not found`, oneLine: true, status: history.StatusError},
-		{name: "command not executable", setup: caseFile("plain.txt", "echo hi\n"), args: []string{"run", "-k", "a", "--", "$DIR/plain.txt"}, code: 126, stderr: `plain.txt: cannot execute`, oneLine: true, status: history.StatusError},
-		{name: "command is a directory", args: []string{"run", "-k", "a", "--", "$DIR"}, code: 126, stderr: `cannot execute`, oneLine: true, status: history.StatusError},
+		{name: "command not found", args: []string{"run", "-k", "a", "--", "no-such-command-3141"}, code: 127, stderr: `no-such-command-3141: command not found`, oneLine: true, status: runstatus.Error},
+		{name: "command not executable", setup: caseFile("plain.txt", "echo hi\n"), args: []string{"run", "-k", "a", "--", "$DIR/plain.txt"}, code: 126, stderr: `plain.txt: cannot execute`, oneLine: true, status: runstatus.Error},
+		{name: "command is a directory", args: []string{"run", "-k", "a", "--", "$DIR"}, code: 126, stderr: `cannot execute`, oneLine: true, status: runstatus.Error},
 		// The history file: the job runs anyway, with one warning.
 		{name: "history corrupt", env: []string{"CRONLOCK_HISTORY=$DIR/junk.db"}, setup: caseFile("junk.db", strings.Repeat("not a database\x00\xff", 512)), args: []string{"run", "-k", "a", "--", "echo", "ran"}, code: 0, stderr: `cannot record this run in the history`, oneLine: true,
 			check: func(t *testing.T, c *cli, out string) {
@@ -119,7 +120,7 @@ func TestBadInput(t *testing.T) {
 				}
 			}},
 		// What the child does.
-		{name: "child prints 200 MB", args: []string{"run", "-k", "big", "--", "head", "-c", "200000000", "/dev/zero"}, code: 0, status: history.StatusSucceeded,
+		{name: "child prints 200 MB", args: []string{"run", "-k", "big", "--", "head", "-c", "200000000", "/dev/zero"}, code: 0, status: runstatus.Succeeded,
 			slow: "200 MB through cronlock",
 			check: func(t *testing.T, c *cli, out string) {
 				if len(out) != 200000000 {
@@ -129,7 +130,7 @@ func TestBadInput(t *testing.T) {
 					t.Errorf("kept a tail of %d bytes, want 65536", len(r.Output))
 				}
 			}},
-		{name: "child prints binary junk", args: []string{"run", "-k", "junk", "--", "head", "-c", "1000000", "/dev/urandom"}, code: 0, status: history.StatusSucceeded,
+		{name: "child prints binary junk", args: []string{"run", "-k", "junk", "--", "head", "-c", "1000000", "/dev/urandom"}, code: 0, status: runstatus.Succeeded,
 			check: func(t *testing.T, c *cli, out string) {
 				if len(out) != 1000000 {
 					t.Errorf("relayed %d bytes, want 1000000", len(out))
@@ -143,8 +144,8 @@ func TestBadInput(t *testing.T) {
 					t.Error("the history table shows raw control bytes")
 				}
 			}},
-		{name: "child closes stdout", args: []string{"run", "-k", "a", "--", "sh", "-c", "exec >&-; sleep 0.1; echo gone >&2; exit 4"}, code: 4, stderr: `gone`, oneLine: true, status: history.StatusFailed},
-		{name: "child ignores SIGTERM", args: []string{"run", "-k", "a", "--timeout", "200ms", "--grace", "300ms", "--", "sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"}, code: 124, stderr: `--timeout 200ms`, oneLine: true, status: history.StatusTimeout},
+		{name: "child closes stdout", args: []string{"run", "-k", "a", "--", "sh", "-c", "exec >&-; sleep 0.1; echo gone >&2; exit 4"}, code: 4, stderr: `gone`, oneLine: true, status: runstatus.Failed},
+		{name: "child ignores SIGTERM", args: []string{"run", "-k", "a", "--timeout", "200ms", "--grace", "300ms", "--", "sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"}, code: 124, stderr: `--timeout 200ms`, oneLine: true, status: runstatus.Timeout},
 		{name: "unknown command word", args: []string{"frobnicate"}, code: 125, stderr: `unknown command`, oneLine: true},
 		{name: "history bad status filter", args: []string{"history", "--status", "exploded"}, code: 125, stderr: `--status "exploded"`, oneLine: true},
 	}

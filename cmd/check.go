@@ -15,6 +15,7 @@ import (
 	"cronlock/jobrun"
 	"cronlock/lockrun"
 	"cronlock/lockrun/local"
+	"cronlock/runstatus"
 	"cronlock/schedule"
 )
 
@@ -274,7 +275,7 @@ func (o *checkOptions) localRuns() ([]check.Run, error) {
 		return nil, err
 	}
 	if len(rows) == checkRecords {
-		ok, err := s.List(history.Filter{Key: o.Key, Status: history.StatusSucceeded, Limit: 1})
+		ok, err := s.List(history.Filter{Key: o.Key, Status: runstatus.Succeeded, Limit: 1})
 		if err != nil {
 			return nil, err
 		}
@@ -282,7 +283,7 @@ func (o *checkOptions) localRuns() ([]check.Run, error) {
 	}
 	runs := make([]check.Run, 0, len(rows))
 	for _, r := range rows {
-		if r.Status == history.StatusRetried {
+		if r.Status == runstatus.Retried {
 			continue // a run counts once, by its last try
 		}
 		runs = append(runs, check.Run{Status: r.Status, Started: r.StartedAt, Finished: r.FinishedAt,
@@ -302,7 +303,7 @@ func fleetRuns(ctx context.Context, l lockrun.FleetStore, key string) ([]check.R
 	for _, e := range entries {
 		r := check.Run{Status: e.Status, Started: e.Started(), ScheduledFor: e.ScheduledFor(),
 			Node: e.Node, Duplicate: e.Duplicate}
-		if e.Status != "running" && e.Status != history.StatusAbandoned {
+		if e.Status != runstatus.Running && e.Status != runstatus.Abandoned {
 			r.Finished = e.Finished()
 		}
 		runs = append(runs, r)

@@ -20,6 +20,7 @@ import (
 	"cronlock/internal/redistest"
 	"cronlock/jobrun"
 	"cronlock/procfs"
+	"cronlock/runstatus"
 )
 
 // cli runs the built binary with a private history, lock folder and Redis prefix.
@@ -192,9 +193,9 @@ func concurrentRunsOneKey(t *testing.T, c *cli, args ...string) {
 	var ran, skipped int
 	for _, r := range c.history("busy") {
 		switch r.Status {
-		case history.StatusSucceeded:
+		case runstatus.Succeeded:
 			ran++
-		case history.StatusSkipped:
+		case runstatus.Skipped:
 			skipped++
 		}
 	}
@@ -229,7 +230,7 @@ func TestSigtermReachesGrandchild(t *testing.T) {
 		t.Fatalf("grandchild %d outlived cronlock", pid)
 	}
 	rows := c.history("term")
-	if len(rows) != 1 || rows[0].Status != history.StatusInterrupted {
+	if len(rows) != 1 || rows[0].Status != runstatus.Interrupted {
 		t.Fatalf("history %+v, want one interrupted run", rows)
 	}
 }
@@ -253,7 +254,7 @@ func TestIgnoredSigtermKilledAfterGrace(t *testing.T) {
 		t.Fatalf("the job %d survived SIGKILL", pid)
 	}
 	rows := c.history("stubborn")
-	if len(rows) != 1 || rows[0].Status != history.StatusTimeout || rows[0].Signal == nil || *rows[0].Signal != "SIGKILL" {
+	if len(rows) != 1 || rows[0].Status != runstatus.Timeout || rows[0].Signal == nil || *rows[0].Signal != "SIGKILL" {
 		t.Fatalf("history %+v, want one timeout ended by SIGKILL", rows)
 	}
 }
@@ -312,7 +313,7 @@ func TestStopSignalBeforeTheChildStarts(t *testing.T) {
 	}
 	var interrupted int
 	for _, r := range c.history("sig") {
-		if r.Status == history.StatusInterrupted {
+		if r.Status == runstatus.Interrupted {
 			interrupted++
 		}
 	}
@@ -376,7 +377,7 @@ func failsClosed(t *testing.T, c *cli, fault func()) {
 	if !strings.Contains(errb.String(), "lock was lost") {
 		t.Fatalf("stderr %q does not say the lock was lost", errb.String())
 	}
-	if rows := c.history("gone"); len(rows) != 1 || rows[0].Status != history.StatusLockLost {
+	if rows := c.history("gone"); len(rows) != 1 || rows[0].Status != runstatus.LockLost {
 		t.Fatalf("history %+v, want one lock_lost run", rows)
 	}
 }
@@ -414,7 +415,7 @@ func testAbandonedRunFoundByNextRun(t *testing.T, after time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1 || rows[0].Status != history.StatusAbandoned {
+	if len(rows) != 1 || rows[0].Status != runstatus.Abandoned {
 		t.Fatalf("rows %+v, want one abandoned run", rows)
 	}
 }
@@ -445,7 +446,7 @@ func TestHistoryShowsYoungRun(t *testing.T) {
 		t.Fatalf("history show of the young run: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	rows := c.history("young")
-	if len(rows) != 1 || rows[0].Status != history.StatusRunning || rows[0].PID != cmd.Process.Pid || rows[0].Node != "clinode" ||
+	if len(rows) != 1 || rows[0].Status != runstatus.Running || rows[0].PID != cmd.Process.Pid || rows[0].Node != "clinode" ||
 		len(rows[0].Command) != 3 || rows[0].Command[0] != "sh" {
 		t.Fatalf("history of the young run: %+v; want it running, with its pid, node and command", rows)
 	}
@@ -455,7 +456,7 @@ func TestHistoryShowsYoungRun(t *testing.T) {
 		t.Fatalf("cronlock ended with %v, want exit 3", err)
 	}
 	rows = c.history("young")
-	if len(rows) != 1 || rows[0].Status != history.StatusFailed || rows[0].ExitCode == nil || *rows[0].ExitCode != 3 {
+	if len(rows) != 1 || rows[0].Status != runstatus.Failed || rows[0].ExitCode == nil || *rows[0].ExitCode != 3 {
 		t.Fatalf("history after the run: %+v; want one failed row with exit code 3", rows)
 	}
 }

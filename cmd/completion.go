@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"cronlock/history"
 	"cronlock/logline"
+	"cronlock/runstatus"
 )
 
 // completionShells are the shells `cronlock completion` writes a script for (cobra's).
@@ -38,7 +38,7 @@ func setUpCompletion(root *cobra.Command) {
 	enums := map[string][]string{
 		"backend":      backends(),
 		"on-lock-lost": {"kill\tstop the job, exit 125", "continue\twarn and let the job finish"},
-		"status":       history.Statuses,
+		"status":       runstatus.All,
 		"format":       {"auto\tby the path: system for /etc/crontab and /etc/cron.d/*", "user", "system\ta user field after the schedule"},
 		"cron-daemon":  {"debian\tignores CRON_TZ", "cronie\thonours CRON_TZ"},
 	}

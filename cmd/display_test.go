@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"cronlock/history"
+	"cronlock/runstatus"
 	"cronlock/tty"
 )
 
@@ -93,7 +94,7 @@ func TestJSONDurationsRoundAsTablesDo(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := time.Now().Add(-time.Minute)
-	if err := s.Insert(&history.Run{Key: "round", Node: "clinode", Status: history.StatusSucceeded, ExitCode: new(int),
+	if err := s.Insert(&history.Run{Key: "round", Node: "clinode", Status: runstatus.Succeeded, ExitCode: new(int),
 		Command: []string{"true"}, StartedAt: started, FinishedAt: started.Add(12600 * time.Microsecond)}); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestHistoryFooterSaysOlderRunsExist(t *testing.T) {
 			key = "other"
 		}
 		at := started.Add(time.Duration(i) * time.Second)
-		if err := s.Insert(&history.Run{Key: key, Node: "clinode", Status: history.StatusSucceeded, ExitCode: new(int),
+		if err := s.Insert(&history.Run{Key: key, Node: "clinode", Status: runstatus.Succeeded, ExitCode: new(int),
 			Command: []string{"true"}, StartedAt: at, FinishedAt: at.Add(time.Millisecond)}); err != nil {
 			t.Fatal(err)
 		}

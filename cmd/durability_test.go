@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"cronlock/history"
+	"cronlock/runstatus"
 )
 
 // The durability tests of the history through the built binary, on the local backend:
@@ -130,7 +131,7 @@ func TestDurabilityConcurrentRuns(t *testing.T) {
 	seen := map[string]int{}
 	for _, r := range rows {
 		seen[r.Key]++
-		if r.Status != history.StatusSucceeded || r.FinishedAt.IsZero() || r.ExitCode == nil || *r.ExitCode != 0 {
+		if r.Status != runstatus.Succeeded || r.FinishedAt.IsZero() || r.ExitCode == nil || *r.ExitCode != 0 {
 			t.Errorf("row of %s: status %s, finished %v, exit %v; want a complete succeeded row", r.Key, r.Status, r.FinishedAt, r.ExitCode)
 		}
 	}
@@ -217,7 +218,7 @@ func TestDurabilitySigkill(t *testing.T) {
 			t.Fatalf("start cronlock: %v", err)
 		}
 		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			rows, err := st.List(history.Filter{Key: key, Status: history.StatusRunning})
+			rows, err := st.List(history.Filter{Key: key, Status: runstatus.Running})
 			if err != nil {
 				t.Fatalf("read the running row of %s: %v", key, err)
 			}
@@ -288,7 +289,7 @@ func TestDurabilitySigkill(t *testing.T) {
 			if serr == nil && len(rs) != 1 {
 				t.Errorf("killed run %s: its job started, but rows %+v; want one abandoned or succeeded", key, rs)
 			}
-			if len(rs) > 1 || len(rs) == 1 && rs[0].Status != history.StatusAbandoned && rs[0].Status != history.StatusSucceeded {
+			if len(rs) > 1 || len(rs) == 1 && rs[0].Status != runstatus.Abandoned && rs[0].Status != runstatus.Succeeded {
 				t.Errorf("killed run %s: rows %+v; want none, or one abandoned or succeeded", key, rs)
 			}
 		default:
@@ -296,20 +297,20 @@ func TestDurabilitySigkill(t *testing.T) {
 			if o.code != 0 || o.stderr != "" {
 				t.Errorf("run %s ended by itself with exit %d, stderr %q; want 0 and nothing", key, o.code, o.stderr)
 			}
-			if len(rs) != 1 || rs[0].Status != history.StatusSucceeded || rs[0].ExitCode == nil || *rs[0].ExitCode != 0 {
+			if len(rs) != 1 || rs[0].Status != runstatus.Succeeded || rs[0].ExitCode == nil || *rs[0].ExitCode != 0 {
 				t.Errorf("run %s ended by itself: rows %+v; want one succeeded", key, rs)
 			}
 		}
 	}
 	for h := 0; h < held; h++ {
 		key := fmt.Sprintf("held-%d", h)
-		if rs := rows[key]; len(rs) != 1 || rs[0].Status != history.StatusAbandoned {
+		if rs := rows[key]; len(rs) != 1 || rs[0].Status != runstatus.Abandoned {
 			t.Errorf("%s, killed while running: rows %+v; want one abandoned", key, rs)
 		}
 	}
 	for key, rs := range rows {
 		for _, r := range rs {
-			if r.Status == history.StatusRunning {
+			if r.Status == runstatus.Running {
 				t.Errorf("%s is still running after `history` reaped", key)
 			}
 		}
@@ -431,7 +432,7 @@ func durabHistory(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Insert(&history.Run{Key: "before", Status: history.StatusSucceeded, ExitCode: new(int)}); err != nil {
+	if err := st.Insert(&history.Run{Key: "before", Status: runstatus.Succeeded, ExitCode: new(int)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {

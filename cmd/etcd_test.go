@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"cronlock/history"
 	"cronlock/internal/etcdtest"
 	"cronlock/internal/proctest"
+	"cronlock/runstatus"
 )
 
 // newEtcdCLI is newCLI pointed at srv (its TLS files and user included).
@@ -112,7 +112,7 @@ func TestEtcdStatusUnlock(t *testing.T) {
 		t.Fatalf("status after unlock: %d %q", code, out)
 	}
 	holder.Wait()
-	if rows := c.history("su"); len(rows) != 1 || rows[0].Status != history.StatusLockLost {
+	if rows := c.history("su"); len(rows) != 1 || rows[0].Status != runstatus.LockLost {
 		t.Fatalf("history %+v, want the holder's run lock_lost", rows)
 	}
 }
@@ -182,7 +182,7 @@ func TestEtcdScheduleTickAndFleet(t *testing.T) {
 	if m, _ := os.ReadFile(marks); string(m) != "ran\n" {
 		t.Fatalf("marks %q: want one run for the tick", m)
 	}
-	if rows := b.history("tick"); len(rows) != 1 || rows[0].Status != history.StatusSkipped || !strings.Contains(rows[0].Error+rows[0].Holder, "clinode") {
+	if rows := b.history("tick"); len(rows) != 1 || rows[0].Status != runstatus.Skipped || !strings.Contains(rows[0].Error+rows[0].Holder, "clinode") {
 		t.Fatalf("second host's history %+v: want skipped, naming clinode", rows)
 	}
 	code, out, errs := b.run("history", "--fleet", "--key", "tick", "--json")
@@ -271,7 +271,7 @@ func TestEtcdAuthTokenLapses(t *testing.T) {
 	if code, _, errs := c.run("run", "-k", "lapse", "--ttl", "9s", "--", "sleep", "7"); code != 0 {
 		t.Fatalf("run: exit %d, stderr %q; want 0: the lock was never lost", code, errs)
 	}
-	if rows := c.history("lapse"); len(rows) != 1 || rows[0].Status != history.StatusSucceeded {
+	if rows := c.history("lapse"); len(rows) != 1 || rows[0].Status != runstatus.Succeeded {
 		t.Fatalf("history %+v, want one succeeded run", rows)
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"cronlock/history"
 	"cronlock/internal/redistest"
+	"cronlock/runstatus"
 )
 
 // Sentinel and Cluster through the built binary: every lock path of a run, and what a
@@ -50,7 +50,7 @@ func exerciseCLI(t *testing.T, c *cli) {
 		t.Fatalf("unlock --force: exit %d: %s%s", code, out, errs)
 	}
 	holder.Wait() // the holder's next renewal finds the lock gone
-	if rows := c.history("held"); len(rows) != 1 || rows[0].Status != history.StatusLockLost {
+	if rows := c.history("held"); len(rows) != 1 || rows[0].Status != runstatus.LockLost {
 		t.Fatalf("the unlocked run's rows: %+v, want one lock_lost", rows)
 	}
 
@@ -107,7 +107,7 @@ func TestMinReplicasShortfall(t *testing.T) {
 	if _, err := os.Stat(marks); err == nil {
 		t.Fatal("the job ran without an acknowledged lock")
 	}
-	if rows := c.history("acked"); len(rows) != 1 || rows[0].Status != history.StatusError {
+	if rows := c.history("acked"); len(rows) != 1 || rows[0].Status != runstatus.Error {
 		t.Fatalf("rows %+v, want one error", rows)
 	}
 	// The lock was let go: a run without --min-replicas takes it at once.

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"cronlock/history"
 	"cronlock/internal/faultproxy"
 	"cronlock/internal/redistest"
+	"cronlock/runstatus"
 )
 
 // Passwords and ACL users on the Cluster form, and the ACL rule --min-replicas needs,
@@ -204,7 +204,7 @@ func TestMinReplicasACL(t *testing.T) {
 	if _, err := os.Stat(marks); err == nil {
 		t.Fatal("the job ran although WAIT was refused")
 	}
-	if rows := c.history("acked"); len(rows) != 1 || rows[0].Status != history.StatusError {
+	if rows := c.history("acked"); len(rows) != 1 || rows[0].Status != runstatus.Error {
 		t.Fatalf("rows %+v, want one error", rows)
 	}
 	// The lock was let go: a run without --min-replicas takes it at once.

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"cronlock/history"
 	"cronlock/internal/proctest"
 	"cronlock/internal/redistest"
+	"cronlock/runstatus"
 )
 
 // What a Cluster failover does to a running job: the master of the lock's slot is
@@ -74,7 +74,7 @@ func TestClusterFailoverKeepsAckedLock(t *testing.T) {
 	}
 	cl := redistest.StartClusterReplicas(t, 2)
 	code, row, errs := clusterFailoverRun(t, cl, "--min-replicas", "1")
-	if code != 0 || row.Status != history.StatusSucceeded {
+	if code != 0 || row.Status != runstatus.Succeeded {
 		t.Fatalf("exit %d, status %s, stderr %q: want the lock kept through the failover", code, row.Status, errs)
 	}
 }

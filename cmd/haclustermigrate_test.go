@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"cronlock/history"
 	"cronlock/internal/redistest"
+	"cronlock/runstatus"
 )
 
 // TestClusterMigrationKeepsAckedLock: the lock's slot is migrated to another master
@@ -51,11 +51,11 @@ func TestClusterMigrationKeepsAckedLock(t *testing.T) {
 	code := c.exitCode(run.Wait())
 	var status string
 	for _, r := range c.history(key) {
-		if len(r.Command) > 0 && r.Command[0] == "sh" && r.Status != history.StatusSkipped {
+		if len(r.Command) > 0 && r.Command[0] == "sh" && r.Status != runstatus.Skipped {
 			status = r.Status
 		}
 	}
-	if code != 0 || status != history.StatusSucceeded {
+	if code != 0 || status != runstatus.Succeeded {
 		t.Fatalf("exit %d, status %s, stderr %q: want the lock kept through the migration", code, status, errb.String())
 	}
 }

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"cronlock/history"
 	"cronlock/internal/proctest"
 	"cronlock/internal/redistest"
+	"cronlock/runstatus"
 )
 
 // What a Sentinel failover does to running jobs: the master is SIGKILLed under them and
@@ -69,9 +69,9 @@ func TestSentinelFailoverUnderRun(t *testing.T) {
 func keptOrStopped(t *testing.T, code int, status, errs string) {
 	t.Helper()
 	switch {
-	case code == 0 && status == history.StatusSucceeded:
+	case code == 0 && status == runstatus.Succeeded:
 		t.Logf("the lock survived the failover")
-	case code == 125 && status == history.StatusLockLost:
+	case code == 125 && status == runstatus.LockLost:
 		t.Logf("the run was stopped fail-closed: %s", errs)
 	default:
 		t.Fatalf("exit %d, status %s, stderr %q: want 0/succeeded or 125/lock_lost", code, status, errs)
@@ -98,7 +98,7 @@ func TestSentinelFailoverKeepsAckedLock(t *testing.T) {
 			d := redistest.StartSentinelReplicas(t, 2)
 			d.WaitFailoverReady()
 			code, row, errs := failoverRun(t, d, kill.after, "--min-replicas", "1")
-			if code != 0 || row.Status != history.StatusSucceeded {
+			if code != 0 || row.Status != runstatus.Succeeded {
 				t.Fatalf("exit %d, status %s, stderr %q: want the lock kept through the failover", code, row.Status, errs)
 			}
 		})

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"cronlock/history"
 	"cronlock/internal/redistest"
+	"cronlock/runstatus"
 )
 
 // A URL that leads to a replica: the Sentinels still name a master that was made a
@@ -41,7 +41,7 @@ func TestReplicaRefusesTheLock(t *testing.T) {
 			if _, err := os.Stat(ran); err == nil {
 				t.Fatal("the job ran without a lock")
 			}
-			if rows := c.history("ro"); len(rows) != 1 || rows[0].Status != history.StatusError {
+			if rows := c.history("ro"); len(rows) != 1 || rows[0].Status != runstatus.Error {
 				t.Fatalf("rows %+v, want one error", rows)
 			}
 		})

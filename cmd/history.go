@@ -16,6 +16,7 @@ import (
 
 	"cronlock/history"
 	"cronlock/logline"
+	"cronlock/runstatus"
 	"cronlock/tty"
 )
 
@@ -84,8 +85,8 @@ the lock as running.`,
 			if o.Limit < 0 {
 				return &usageError{fmt.Errorf("--limit must be 0 (all) or more, not %d", o.Limit)}
 			}
-			if o.Status != "" && !history.ValidStatus(o.Status) {
-				return &usageError{fmt.Errorf("--status %q is not one of %s", o.Status, strings.Join(history.Statuses, ", "))}
+			if o.Status != "" && !runstatus.Valid(o.Status) {
+				return &usageError{fmt.Errorf("--status %q is not one of %s", o.Status, strings.Join(runstatus.All, ", "))}
 			}
 			if o.Since, o.Until, err = parseSinceUntil(since, until, o.UTC, time.Now()); err != nil {
 				return err
@@ -105,7 +106,7 @@ the lock as running.`,
 	f.StringVar(&flagPath, "history", "", "SQLite history file (env CRONLOCK_HISTORY; default per user)")
 	f.StringVarP(&o.Key, "key", "k", "", "only runs of this key")
 	f.IntVarP(&o.Limit, "limit", "n", o.Limit, "newest N runs; 0 = all")
-	f.StringVar(&o.Status, "status", "", "only runs with this status ("+strings.Join(history.Statuses, ", ")+")")
+	f.StringVar(&o.Status, "status", "", "only runs with this status ("+strings.Join(runstatus.All, ", ")+")")
 	f.StringVar(&o.Node, "node", "", "only runs of this node")
 	f.BoolVar(&o.JSON, "json", false, "one JSON object per line")
 	f.BoolVar(&o.UTC, "utc", false, "show times in UTC")
@@ -127,8 +128,8 @@ func historyFleetCmd(c *cobra.Command, o *historyOptions, bo *backendOptions, si
 	if o.Limit < 0 {
 		return &usageError{fmt.Errorf("--limit must be 0 (all) or more, not %d", o.Limit)}
 	}
-	if o.Status != "" && !history.ValidStatus(o.Status) {
-		return &usageError{fmt.Errorf("--status %q is not one of %s", o.Status, strings.Join(history.Statuses, ", "))}
+	if o.Status != "" && !runstatus.Valid(o.Status) {
+		return &usageError{fmt.Errorf("--status %q is not one of %s", o.Status, strings.Join(runstatus.All, ", "))}
 	}
 	if o.Key != "" {
 		if err := checkKey(o.Key); err != nil {
@@ -240,17 +241,17 @@ func writeHistoryJSON(w io.Writer, runs []history.Run) error {
 	return nil
 }
 
-// statusColors: failures (history.FailureStatuses) red, successes green, interrupted runs
+// statusColors: failures (runstatus.Failures) red, successes green, interrupted runs
 // magenta, skips and retried tries yellow, live runs cyan.
 var statusColors = func() map[string]color.Attribute {
 	c := map[string]color.Attribute{
-		history.StatusSucceeded:   color.FgGreen,
-		history.StatusInterrupted: color.FgMagenta,
-		history.StatusSkipped:     color.FgYellow,
-		history.StatusRetried:     color.FgYellow,
-		history.StatusRunning:     color.FgCyan,
+		runstatus.Succeeded:   color.FgGreen,
+		runstatus.Interrupted: color.FgMagenta,
+		runstatus.Skipped:     color.FgYellow,
+		runstatus.Retried:     color.FgYellow,
+		runstatus.Running:     color.FgCyan,
 	}
-	for _, s := range history.FailureStatuses {
+	for _, s := range runstatus.Failures {
 		c[s] = color.FgRed
 	}
 	return c
@@ -276,10 +277,10 @@ func writeHistoryTable(o *historyOptions, runs []history.Run) error {
 			exit = r.Signal
 		}
 		note := r.Error
-		if r.Status == history.StatusSkipped && r.Holder != "" && r.Error == "" { // a tick skip says so in Error
+		if r.Status == runstatus.Skipped && r.Holder != "" && r.Error == "" { // a tick skip says so in Error
 			note = "held by " + r.Holder
 		}
-		if r.Try > 1 && r.Status != history.StatusRetried { // a retried try's error names its try
+		if r.Try > 1 && r.Status != runstatus.Retried { // a retried try's error names its try
 			note = strings.TrimSuffix("try "+strconv.Itoa(r.Try)+"; "+note, "; ")
 		}
 		rows = append(rows, []string{

@@ -14,6 +14,7 @@ import (
 	"cronlock/history"
 	"cronlock/internal/proctest"
 	"cronlock/jobrun"
+	"cronlock/runstatus"
 )
 
 // killRun starts `cronlock run ARGS -- sh -c 'echo $$ >pidfile; exec sleep 30'`, lets its
@@ -51,7 +52,7 @@ func TestAbandonedRunWithCustomNode(t *testing.T) {
 			}
 			rows, err := st.List(history.Filter{Key: "kn"})
 			st.Close()
-			if err != nil || len(rows) != 1 || rows[0].Status != history.StatusAbandoned || rows[0].Node != "custom" {
+			if err != nil || len(rows) != 1 || rows[0].Status != runstatus.Abandoned || rows[0].Node != "custom" {
 				t.Fatalf("rows of kn after the next run: %+v, %v; want one abandoned run of node custom", rows, err)
 			}
 

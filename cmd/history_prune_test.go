@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"cronlock/history"
+	"cronlock/runstatus"
 )
 
 // pruneHistory writes runs of key "k" and "gone" at the given ages (before the real
@@ -68,12 +69,12 @@ func TestRetentionByRun(t *testing.T) {
 		age    time.Duration
 	}
 	fixture := map[string]row{
-		"ok-old":    {history.StatusSucceeded, 100 * day},
-		"ok-new":    {history.StatusSucceeded, 1 * day},
-		"fail-old":  {history.StatusFailed, 120 * day}, // the last failure of k
-		"skip-old":  {history.StatusSkipped, 91 * day},
-		"skip-40":   {history.StatusSkipped, 40 * day},
-		"gone-skip": {history.StatusSkipped, 200 * day},
+		"ok-old":    {runstatus.Succeeded, 100 * day},
+		"ok-new":    {runstatus.Succeeded, 1 * day},
+		"fail-old":  {runstatus.Failed, 120 * day}, // the last failure of k
+		"skip-old":  {runstatus.Skipped, 91 * day},
+		"skip-40":   {runstatus.Skipped, 40 * day},
+		"gone-skip": {runstatus.Skipped, 200 * day},
 	}
 	for _, c := range []struct {
 		setting string
@@ -97,7 +98,7 @@ func TestRetentionByRun(t *testing.T) {
 				t.Fatalf("runs left %v, want %v", got, c.left)
 			}
 			// The pass is claimed for a day: runs made old since are left to the next one.
-			pruneHistory(t, path, map[string]row{"skip-late": {history.StatusSkipped, 365 * day}})
+			pruneHistory(t, path, map[string]row{"skip-late": {runstatus.Skipped, 365 * day}})
 			if code, _, errs := cl.run("run", "-k", "fresh", "--", "true"); code != 0 || errs != "" {
 				t.Fatalf("second run: exit %d, stderr %q", code, errs)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"cronlock/history"
+	"cronlock/runstatus"
 )
 
 // TestHistoryShowStreams: each line of a marked tail carries its stream; a line that
@@ -77,7 +78,7 @@ func TestHistoryShowRunStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	marked := history.Run{Key: "k", Node: "n", PID: 1, Command: []string{"job"}, Status: history.StatusFailed,
+	marked := history.Run{Key: "k", Node: "n", PID: 1, Command: []string{"job"}, Status: runstatus.Failed,
 		StartedAt: now, FinishedAt: now, Output: []byte("fine\noops\x1b\n"),
 		Streams: []history.Segment{{Stream: history.Stdout, Len: 5}, {Stream: history.Stderr, Len: 6}}}
 	plain := marked

@@ -14,6 +14,7 @@ import (
 
 	"cronlock/history"
 	"cronlock/logline"
+	"cronlock/runstatus"
 	"cronlock/tty"
 )
 
@@ -276,7 +277,7 @@ var sparkBars = []rune("▁▂▃▄▅▆▇█")
 func sparkline(recent []history.Outcome, useColor bool) string {
 	var longest time.Duration
 	for _, r := range recent {
-		if r.Finished && r.Status != history.StatusSkipped {
+		if r.Finished && r.Status != runstatus.Skipped {
 			longest = max(longest, r.Duration)
 		}
 	}
@@ -291,13 +292,13 @@ func sparkline(recent []history.Outcome, useColor bool) string {
 		mark := string(bar)
 		attr := statusColors[r.Status]
 		switch {
-		case r.Status == history.StatusSkipped:
+		case r.Status == runstatus.Skipped:
 			mark = "·"
-		case r.Status == history.StatusRunning:
+		case r.Status == runstatus.Running:
 			mark = "?"
-		case !r.Finished || !useColor && history.CountsAsFailure(r.Status):
+		case !r.Finished || !useColor && runstatus.CountsAsFailure(r.Status):
 			mark = "x" // abandoned has no duration to draw
-		case !useColor && r.Status == history.StatusInterrupted:
+		case !useColor && r.Status == runstatus.Interrupted:
 			mark = "!"
 		}
 		if useColor && attr != 0 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"cronlock/history"
+	"cronlock/runstatus"
 )
 
 // statsFixture writes a history for stats and returns its path: "billing" with four
@@ -39,13 +40,13 @@ func statsFixture(t *testing.T) string {
 		}
 	}
 	for _, d := range []time.Duration{1, 2, 3, 4} {
-		add("billing", history.StatusSucceeded, d*time.Second)
+		add("billing", runstatus.Succeeded, d*time.Second)
 	}
-	add("billing", history.StatusFailed, 500*time.Millisecond) // 07:04
-	add("billing", history.StatusSkipped, 0)
-	add("billing", history.StatusSkipped, 0)
-	add("evil\x1b[31m", history.StatusTimeout, 90*time.Second)
-	add("report", history.StatusInterrupted, 2*time.Second)
+	add("billing", runstatus.Failed, 500*time.Millisecond) // 07:04
+	add("billing", runstatus.Skipped, 0)
+	add("billing", runstatus.Skipped, 0)
+	add("evil\x1b[31m", runstatus.Timeout, 90*time.Second)
+	add("report", runstatus.Interrupted, 2*time.Second)
 	return path
 }
 
@@ -111,8 +112,8 @@ func TestHistoryStatsSparkline(t *testing.T) {
 	if strings.Contains(colored, "evil\x1b") || !strings.Contains(colored, `evil\x1b[31m`) {
 		t.Errorf("the key's escape byte reached the terminal:\n%q", colored)
 	}
-	if got := sparkline([]history.Outcome{{Status: history.StatusAbandoned}, {Status: history.StatusRunning},
-		{Status: history.StatusInterrupted, Duration: time.Second, Finished: true}}, false); got != strings.Repeat(" ", 17)+"x?!" {
+	if got := sparkline([]history.Outcome{{Status: runstatus.Abandoned}, {Status: runstatus.Running},
+		{Status: runstatus.Interrupted, Duration: time.Second, Finished: true}}, false); got != strings.Repeat(" ", 17)+"x?!" {
 		t.Errorf("marks: %q", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"cronlock/history"
+	"cronlock/runstatus"
 )
 
 // historyFixture writes a history with a few telling rows and returns its path.
@@ -25,18 +26,18 @@ func historyFixture(t *testing.T) string {
 	zero, three := 0, 3
 	for _, r := range []history.Run{
 		{ID: "01970000-0000-7000-8000-000000000001", Key: "billing", Node: "web-1", PID: 10,
-			Command: []string{"/opt/jobs/billing.sh", "--all"}, Status: history.StatusSucceeded,
+			Command: []string{"/opt/jobs/billing.sh", "--all"}, Status: runstatus.Succeeded,
 			ExitCode: &zero, StartedAt: start, FinishedAt: start.Add(1500 * time.Millisecond),
 			FencingToken: 17, Backend: "local /run/cronlock"},
 		{ID: "01970000-0000-7000-8000-000000000002", Key: "billing", Node: "evil\x1b[31m\x07",
-			PID: 11, Command: []string{"sh", "-c", "printf '\x1b]0;pwned\x07'"}, Status: history.StatusFailed,
+			PID: 11, Command: []string{"sh", "-c", "printf '\x1b]0;pwned\x07'"}, Status: runstatus.Failed,
 			ExitCode: &three, StartedAt: start.Add(time.Minute), FinishedAt: start.Add(time.Minute + 42*time.Millisecond),
 			Error: "exit status 3\x1b[2J"},
 		{ID: "01970000-0000-7000-8000-000000000003", Key: "report", Node: "web-2", PID: 12,
-			Command: []string{"true"}, Status: history.StatusSkipped, StartedAt: start.Add(2 * time.Minute),
+			Command: []string{"true"}, Status: runstatus.Skipped, StartedAt: start.Add(2 * time.Minute),
 			FinishedAt: start.Add(2 * time.Minute), Holder: "web-1 (pid 10, run x)"},
 		{ID: "01970000-0000-7000-8000-000000000004", Key: "report", Node: "web-2", PID: 13,
-			Command: []string{"sleep", "9"}, Status: history.StatusInterrupted, Signal: "SIGTERM",
+			Command: []string{"sleep", "9"}, Status: runstatus.Interrupted, Signal: "SIGTERM",
 			StartedAt: start.Add(3 * time.Minute), FinishedAt: start.Add(3*time.Minute + 2*time.Second)},
 	} {
 		if err := s.Insert(&r); err != nil {
@@ -193,7 +194,7 @@ func TestHistoryFilters(t *testing.T) {
 		o     historyOptions
 		lines int
 	}{
-		{historyOptions{Status: history.StatusSkipped}, 1},
+		{historyOptions{Status: runstatus.Skipped}, 1},
 		{historyOptions{Node: "web-2"}, 2},
 		{historyOptions{Key: "billing"}, 2},
 		{historyOptions{Limit: 3}, 3},

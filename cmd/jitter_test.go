@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"cronlock/history"
+	"cronlock/runstatus"
 )
 
 // sleptRe finds the jitter run -v reports.
@@ -62,7 +62,7 @@ func TestJitterInterrupted(t *testing.T) {
 		t.Fatal("the job ran although the run was stopped during its jitter")
 	}
 	rows := c.history("jitstop")
-	if len(rows) != 1 || rows[0].Status != history.StatusInterrupted || rows[0].Signal == nil || *rows[0].Signal != "SIGTERM" {
+	if len(rows) != 1 || rows[0].Status != runstatus.Interrupted || rows[0].Signal == nil || *rows[0].Signal != "SIGTERM" {
 		t.Fatalf("history %+v, want one interrupted run (SIGTERM)", rows)
 	}
 }
@@ -87,7 +87,7 @@ func TestJitterKeepsTheStartTick(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &row); err != nil {
 		t.Fatalf("history %q: %v", out, err)
 	}
-	if row.Status != history.StatusSucceeded || !row.ScheduledFor.Equal(row.StartedAt.Truncate(time.Minute)) {
+	if row.Status != runstatus.Succeeded || !row.ScheduledFor.Equal(row.StartedAt.Truncate(time.Minute)) {
 		t.Fatalf("row %+v: want succeeded, scheduled for the minute it started in", row)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"cronlock/history"
+	"cronlock/runstatus"
 )
 
 // TestLockFolderDeletedUnderRun: rm -rf of the lock folder under a running job lets no
@@ -48,7 +48,7 @@ func TestLockFolderDeletedUnderRun(t *testing.T) {
 	for _, r := range c.history("rm") {
 		statuses = append(statuses, r.Status)
 	}
-	want := []string{history.StatusSkipped, history.StatusSkipped, history.StatusSucceeded}
+	want := []string{runstatus.Skipped, runstatus.Skipped, runstatus.Succeeded}
 	if strings.Join(statuses, ",") != strings.Join(want, ",") {
 		t.Fatalf("history %v, want %v (newest first)", statuses, want)
 	}

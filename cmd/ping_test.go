@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"cronlock/history"
 	"cronlock/internal/redistest"
+	"cronlock/runstatus"
 )
 
 // pingSecret is in the path of every test's ping URL: it must never be printed.
@@ -222,7 +222,7 @@ func TestPingServerTrouble(t *testing.T) {
 			for _, job := range []struct {
 				exit   int
 				status string
-			}{{0, history.StatusSucceeded}, {3, history.StatusFailed}} {
+			}{{0, runstatus.Succeeded}, {3, runstatus.Failed}} {
 				key := "trouble-" + tc.name + "-" + string(rune('0'+job.exit))
 				for _, format := range []string{"text", "json"} {
 					start := time.Now()

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"cronlock/history"
 	"cronlock/internal/redistest"
+	"cronlock/runstatus"
 )
 
 // Reaching Redis through the built binary: passwords, the README's ACL line, the config
@@ -44,7 +44,7 @@ func TestWrongRedisPassword(t *testing.T) {
 		t.Fatal("the password is in the history file")
 	}
 	rows := c.history("pw")
-	if len(rows) != 2 || rows[0].Status != history.StatusError {
+	if len(rows) != 2 || rows[0].Status != runstatus.Error {
 		t.Fatalf("history %+v, want two error rows", rows)
 	}
 	// The right password from a file works.

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"cronlock/history"
 	"cronlock/internal/faultproxy"
 	"cronlock/internal/proctest"
 	"cronlock/internal/redistest"
+	"cronlock/runstatus"
 )
 
 // prefix is the Redis key prefix newCLI gave c.
@@ -61,7 +61,7 @@ func TestEvictingRedisRefused(t *testing.T) {
 				}
 			}
 			rows := c.history("evict")
-			if len(rows) != 1 || rows[0].Status != history.StatusError || !strings.Contains(rows[0].Error, policy) {
+			if len(rows) != 1 || rows[0].Status != runstatus.Error || !strings.Contains(rows[0].Error, policy) {
 				t.Fatalf("history %+v, want one error row naming %s", rows, policy)
 			}
 			// status and unlock only read and delete: they work, and status says it.
@@ -205,7 +205,7 @@ func TestFencingCounterEdges(t *testing.T) {
 		}
 	}
 	rows := c.history("f53")
-	if len(rows) != 12 || rows[0].Status != history.StatusError || rows[len(rows)-1].FencingToken != 9007199254740993 {
+	if len(rows) != 12 || rows[0].Status != runstatus.Error || rows[len(rows)-1].FencingToken != 9007199254740993 {
 		t.Fatalf("history %+v: want 12 rows, the newest an error, the oldest with token 2^53+1", rows)
 	}
 
@@ -311,7 +311,7 @@ func TestFullServerStillRenews(t *testing.T) {
 	if out.String() != "done\n" {
 		t.Fatalf("stdout %q", out.String())
 	}
-	if rows := c.history("full"); len(rows) != 1 || rows[0].Status != history.StatusSucceeded {
+	if rows := c.history("full"); len(rows) != 1 || rows[0].Status != runstatus.Succeeded {
 		t.Fatalf("history %+v, want one succeeded run", rows)
 	}
 	// A new lock needs memory: refused with a line that says the server is full.
@@ -336,7 +336,7 @@ func TestFullServerStillRenews(t *testing.T) {
 		t.Fatalf("after the release on a full server the lock lives %d ms; want the rest of the 30s hold", ms)
 	}
 	code, _, stderr = c.run("run", "-k", "hold", "--", "true")
-	if rows := c.history("hold"); code != 0 || len(rows) != 2 || rows[0].Status != history.StatusSkipped {
+	if rows := c.history("hold"); code != 0 || len(rows) != 2 || rows[0].Status != runstatus.Skipped {
 		t.Fatalf("during the hold on a full server: exit %d, stderr %q, want a skip", code, stderr)
 	}
 }

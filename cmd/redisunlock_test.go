@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"cronlock/history"
 	"cronlock/internal/faultproxy"
 	"cronlock/internal/redistest"
+	"cronlock/runstatus"
 )
 
 // TestUnlockForceOfALiveRunLetsNobodyIn: `unlock --force` of a lock whose holder is alive
@@ -44,7 +44,7 @@ func TestUnlockForceOfALiveRunLetsNobodyIn(t *testing.T) {
 		t.Fatalf("the revoked holder exited %d, want 125", code)
 	}
 	rows := c.history("rv")
-	if len(rows) != 3 || rows[2].Status != history.StatusLockLost || !strings.Contains(rows[2].Error, "unlock --force") {
+	if len(rows) != 3 || rows[2].Status != runstatus.LockLost || !strings.Contains(rows[2].Error, "unlock --force") {
 		t.Fatalf("history %+v: want the revoked run lock_lost, naming unlock --force", rows)
 	}
 }

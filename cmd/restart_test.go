@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"cronlock/history"
 	"cronlock/internal/redistest"
+	"cronlock/runstatus"
 )
 
 // A short restart of a Redis with AOF keeps the lock: it must not cost a running
@@ -137,7 +137,7 @@ func TestShortRestartKeepsLease(t *testing.T) {
 			t.Errorf("%s exited %d (%v), want 0: a %v restart that kept the lock killed the job; stderr %q",
 				key, code, err, downs[i], errs[i].String())
 		}
-		if rows := c.history(key); len(rows) != 1 || rows[0].Status != history.StatusSucceeded {
+		if rows := c.history(key); len(rows) != 1 || rows[0].Status != runstatus.Succeeded {
 			t.Errorf("%s: history %+v, want one succeeded run", key, rows)
 		}
 	}
@@ -180,7 +180,7 @@ func TestShortRestartWaiter(t *testing.T) {
 	var ok int
 	rows := c.history("w")
 	for _, r := range rows {
-		if r.Status == history.StatusSucceeded {
+		if r.Status == runstatus.Succeeded {
 			ok++
 		}
 	}

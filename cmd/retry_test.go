@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"cronlock/history"
 	"cronlock/internal/redistest"
+	"cronlock/runstatus"
 )
 
 // Tests of --retries through the built binary.
@@ -114,11 +114,11 @@ func TestRetriesNeverRetried(t *testing.T) {
 		code   int
 		status string
 	}{
-		{"not found", []string{"--", "/no/such/job"}, 127, history.StatusError},
-		{"not executable", []string{"--", "/etc/hostname"}, 126, history.StatusError},
-		{"timeout", []string{"--timeout", "200ms", "--", "sleep", "5"}, 124, history.StatusTimeout},
-		{"code not in --retry-on", []string{"--retry-on", "75,111", "--", "sh", "-c", "exit 4"}, 4, history.StatusFailed},
-		{"output lost", []string{"--", "sh", "-c", "echo x; exit 1"}, 125, history.StatusFailed},
+		{"not found", []string{"--", "/no/such/job"}, 127, runstatus.Error},
+		{"not executable", []string{"--", "/etc/hostname"}, 126, runstatus.Error},
+		{"timeout", []string{"--timeout", "200ms", "--", "sleep", "5"}, 124, runstatus.Timeout},
+		{"code not in --retry-on", []string{"--retry-on", "75,111", "--", "sh", "-c", "exit 4"}, 4, runstatus.Failed},
+		{"output lost", []string{"--", "sh", "-c", "echo x; exit 1"}, 125, runstatus.Failed},
 	} {
 		key := strings.ReplaceAll(tc.name, " ", "-")
 		cmd := c.command(append([]string{"run", "-k", key, "--retries", "3", "--retry-delay", "10ms"}, tc.args...)...)
@@ -230,7 +230,7 @@ func TestRetriesHoldTheLock(t *testing.T) {
 			mine = append(mine, r)
 		}
 	}
-	if len(mine) != 1 || mine[0].Tries != 2 || mine[0].Status != history.StatusSucceeded {
+	if len(mine) != 1 || mine[0].Tries != 2 || mine[0].Status != runstatus.Succeeded {
 		t.Fatalf("fleet entries of the run %+v: want one succeeded entry with 2 tries (host B was skipped %d times)", mine, skips)
 	}
 }

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"cronlock/history"
 	"cronlock/internal/proctest"
 	"cronlock/internal/redistest"
 	"cronlock/procfs"
+	"cronlock/runstatus"
 )
 
 // runWithin runs cronlock like cli.run, but fails the test when it has not ended after
@@ -62,7 +62,7 @@ func TestLateEscapeeStopped(t *testing.T) {
 	if pid := proctest.ReadPID(t, pidf); !proctest.Dead(pid) {
 		t.Fatalf("the late escapee %d outlived the run", pid)
 	}
-	if rows := c.history("late"); len(rows) != 1 || rows[0].Status != history.StatusSucceeded {
+	if rows := c.history("late"); len(rows) != 1 || rows[0].Status != runstatus.Succeeded {
 		t.Fatalf("history %+v, want one succeeded run", rows)
 	}
 
@@ -241,7 +241,7 @@ func TestCtrlZSuspendsAndFgResumes(t *testing.T) {
 	term.waitFor("rc=0", "cronlock's exit after fg")
 
 	for _, key := range []string{"cz", "bg"} {
-		if rows := c.history(key); len(rows) != 1 || rows[0].Status != history.StatusSucceeded {
+		if rows := c.history(key); len(rows) != 1 || rows[0].Status != runstatus.Succeeded {
 			t.Fatalf("history of %s: %+v, want one succeeded run", key, rows)
 		}
 	}

@@ -48,10 +48,10 @@ import (
 	"testing"
 	"time"
 
-	"cronlock/history"
 	"cronlock/internal/faultproxy"
 	"cronlock/internal/proctest"
 	"cronlock/internal/redistest"
+	"cronlock/runstatus"
 )
 
 // tortureJob is the job every run executes: job.sh SECONDS EXITCODE STUBBORN ESCAPE STATEDIR
@@ -693,7 +693,7 @@ func (tt *torture) readHistory(h int) []historyRow {
 func wantStatus(inv *tInv, run *tRun, row historyRow) string {
 	switch {
 	case inv.killed && inv.exitCode == -1:
-		if row.Status == history.StatusRunning {
+		if row.Status == runstatus.Running {
 			return "SIGKILLed run still running in the history"
 		}
 		return ""
@@ -703,25 +703,25 @@ func wantStatus(inv *tInv, run *tRun, row historyRow) string {
 	var ok bool
 	switch c := inv.exitCode; {
 	case c == 0:
-		ok = row.Status == history.StatusSucceeded && inv.code == 0
+		ok = row.Status == runstatus.Succeeded && inv.code == 0
 	case c == tortureConflict:
-		ok = row.Status == history.StatusSkipped
+		ok = row.Status == runstatus.Skipped
 	case c == 3:
-		ok = row.Status == history.StatusFailed && inv.code == 3
+		ok = row.Status == runstatus.Failed && inv.code == 3
 	case c == 124:
-		ok = row.Status == history.StatusTimeout && inv.timeout > 0
+		ok = row.Status == runstatus.Timeout && inv.timeout > 0
 	case c == 125:
-		ok = row.Status == history.StatusLockLost || row.Status == history.StatusError
+		ok = row.Status == runstatus.LockLost || row.Status == runstatus.Error
 	}
 	if !ok {
 		return fmt.Sprintf("exit code %d with status %q", inv.exitCode, row.Status)
 	}
 	switch row.Status {
-	case history.StatusSkipped, history.StatusError:
+	case runstatus.Skipped, runstatus.Error:
 		if run.started {
 			return fmt.Sprintf("status %s but its job ran", row.Status)
 		}
-	case history.StatusSucceeded, history.StatusFailed:
+	case runstatus.Succeeded, runstatus.Failed:
 		if run.endT == 0 {
 			return fmt.Sprintf("status %s but its job did not end by itself", row.Status)
 		}
@@ -792,7 +792,7 @@ func (tt *torture) check() {
 			tt.fail("%s (key %s, job %v code %d stubborn %v timeout %v, killed %v, stops %v): %s; stderr %q",
 				inv.id, inv.key.name, inv.dur, inv.code, inv.stubborn, inv.timeout, inv.killed, inv.stops, msg, inv.stderr)
 		}
-		if row.Status == history.StatusLockLost {
+		if row.Status == runstatus.LockLost {
 			lockLost = append(lockLost, inv.id)
 			if near, ok := tt.needlessKill(inv); ok {
 				needless = append(needless, inv.id)
@@ -802,7 +802,7 @@ func (tt *torture) check() {
 		}
 		// Not a failure (an acquire that meets a restart longer than --redis-timeout
 		// rightly gives up), but the number shows how often one was not ridden out.
-		if _, ok := tt.needlessKill(inv); ok && row.Status == history.StatusError {
+		if _, ok := tt.needlessKill(inv); ok && row.Status == runstatus.Error {
 			errShort++
 		}
 	}
@@ -907,7 +907,7 @@ func (tt *torture) check() {
 		classes[o.class]++
 	}
 	t.Logf("%s: %d invocations on %d keys from %d hosts: %d acquisitions (job started), %d skips; statuses %v",
-		tt.mode, len(tt.all), len(tortureKeys), tortureHosts, acq, counts[history.StatusSkipped], sortedCounts(counts))
+		tt.mode, len(tt.all), len(tortureKeys), tortureHosts, acq, counts[runstatus.Skipped], sortedCounts(counts))
 	t.Logf("%s: faults injected %v", tt.mode, sortedCounts(faults))
 	t.Logf("%s: overlaps %d (max window %v) by cause %v; lock_lost runs %d, needless kills %d (lock_lost with only short AOF restarts near); errors with only short AOF restarts near %d",
 		tt.mode, len(overlaps), maxWin, sortedCounts(classes), len(lockLost), len(needless), errShort)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"cronlock/runstatus"
 )
 
 // BenchmarkRunRows measures the history work of one cronlock run on an existing file:
@@ -39,7 +41,7 @@ func BenchmarkRunRows(b *testing.B) {
 				if err := s.Start(r); err != nil {
 					b.Fatal(err)
 				}
-				r.Status, r.ExitCode, r.Output = StatusSucceeded, new(int), make([]byte, 4096)
+				r.Status, r.ExitCode, r.Output = runstatus.Succeeded, new(int), make([]byte, 4096)
 				if err := s.Finish(r); err != nil {
 					b.Fatal(err)
 				}
@@ -79,7 +81,7 @@ func BenchmarkList(b *testing.B) {
 		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
 			s, _ := openTemp(b)
 			fill(b, s, n)
-			for _, f := range []Filter{{Limit: 20}, {Key: "key-7", Limit: 20}, {Status: StatusFailed, Limit: 20}} {
+			for _, f := range []Filter{{Limit: 20}, {Key: "key-7", Limit: 20}, {Status: runstatus.Failed, Limit: 20}} {
 				b.Run(fmt.Sprintf("key=%q,status=%q", f.Key, f.Status), func(b *testing.B) {
 					for i := 0; i < b.N; i++ {
 						runs, err := s.List(f)
@@ -112,9 +114,9 @@ func fill(b *testing.B, s *Store, n int) {
 	}
 	t0 := time.Now().Add(-time.Duration(n) * time.Minute)
 	for i := 0; i < n; i++ {
-		st := StatusSucceeded
+		st := runstatus.Succeeded
 		if i%10 == 0 {
-			st = StatusFailed
+			st = runstatus.Failed
 		}
 		r := &Run{ID: fmt.Sprintf("run-%d", i), Key: fmt.Sprintf("key-%d", i%50), Node: "n", PID: i,
 			Command: []string{"/opt/jobs/x.sh", "--flag"}, Status: st, ExitCode: new(int),

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cronlock/procfs"
+	"cronlock/runstatus"
 )
 
 // claims are the per-run files Claim made in this process, waiting for Store.Start to
@@ -189,7 +190,7 @@ func (s *Store) AddLive() (int, error) {
 		if !errors.Is(err, sql.ErrNoRows) {
 			return added, describe(s.path, err)
 		}
-		r.Status = StatusRunning
+		r.Status = runstatus.Running
 		// Should the run finish in between, its final row stays: the insert gives way.
 		res, err := s.db.Exec(`INSERT INTO runs (`+runColumns+`) VALUES `+runValues+`
 			ON CONFLICT (id) DO NOTHING`, rowArgs(&r)...)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cronlock/runstatus"
 )
 
 // A live run that has only claimed its file is shown by AddLive with its start facts, and
@@ -20,7 +22,7 @@ func TestAddLiveClaimedRun(t *testing.T) {
 		t.Fatalf("AddLive while the claimer lives: %d, %v; want 1, nil", n, err)
 	}
 	r := status(t, s, id)
-	if r.Status != StatusRunning || r.Key != "claimed" || r.Node != "n\xff1" || r.PID != pid ||
+	if r.Status != runstatus.Running || r.Key != "claimed" || r.Node != "n\xff1" || r.PID != pid ||
 		r.FencingToken != 42 || r.Attempt != 3 || !r.StartedAt.Equal(time.Unix(1700000000, 5)) || !r.FinishedAt.IsZero() {
 		t.Errorf("live row %+v; want the claim's facts, running", r)
 	}
@@ -28,7 +30,7 @@ func TestAddLiveClaimedRun(t *testing.T) {
 		t.Errorf("AddLive again: %d, %v; want 0 (the row is there)", n, err)
 	}
 	// Reap leaves a live run alone.
-	if n, err := s.Reap(""); err != nil || n != 0 || status(t, s, id).Status != StatusRunning {
+	if n, err := s.Reap(""); err != nil || n != 0 || status(t, s, id).Status != runstatus.Running {
 		t.Fatalf("Reap while the claimer lives: %d, %v, %s", n, err, status(t, s, id).Status)
 	}
 
@@ -39,7 +41,7 @@ func TestAddLiveClaimedRun(t *testing.T) {
 	if n, err := s.Reap(""); err != nil || n != 1 {
 		t.Fatalf("Reap after the claimer died: %d, %v; want 1", n, err)
 	}
-	if r := status(t, s, id); r.Status != StatusAbandoned {
+	if r := status(t, s, id); r.Status != runstatus.Abandoned {
 		t.Errorf("dead run is %s, want abandoned", r.Status)
 	}
 	if _, err := os.Stat(filepath.Join(s.runsDir, id+".lock")); !errors.Is(err, fs.ErrNotExist) {
@@ -56,11 +58,11 @@ func TestClaimThenFinish(t *testing.T) {
 	if err := Claim(path, short); err != nil {
 		t.Fatal(err)
 	}
-	short.Status, short.ExitCode = StatusSucceeded, intp(0)
+	short.Status, short.ExitCode = runstatus.Succeeded, intp(0)
 	if err := s.Finish(&short); err != nil {
 		t.Fatal(err)
 	}
-	if r := status(t, s, short.ID); r.Status != StatusSucceeded || r.FinishedAt.IsZero() {
+	if r := status(t, s, short.ID); r.Status != runstatus.Succeeded || r.FinishedAt.IsZero() {
 		t.Errorf("short run %+v, want succeeded and finished", r)
 	}
 	if _, err := os.Stat(filepath.Join(s.runsDir, short.ID+".lock")); !errors.Is(err, fs.ErrNotExist) {
@@ -84,14 +86,14 @@ func TestClaimThenFinish(t *testing.T) {
 	if err := s.Start(&long); err != nil {
 		t.Fatalf("Start after a reader wrote the row: %v", err)
 	}
-	if r := status(t, s, long.ID); r.Status != StatusRunning {
+	if r := status(t, s, long.ID); r.Status != runstatus.Running {
 		t.Errorf("long run is %s, want running", r.Status)
 	}
-	long.Status, long.ExitCode = StatusSucceeded, intp(0)
+	long.Status, long.ExitCode = runstatus.Succeeded, intp(0)
 	if err := s.Finish(&long); err != nil {
 		t.Fatal(err)
 	}
-	if r := status(t, s, long.ID); r.Status != StatusSucceeded {
+	if r := status(t, s, long.ID); r.Status != runstatus.Succeeded {
 		t.Errorf("long run is %s, want succeeded", r.Status)
 	}
 	if n := countRuns(t, path, ""); n != 2 {
@@ -124,7 +126,7 @@ func TestClaimOfALongCommand(t *testing.T) {
 		t.Fatalf("Reap after the run died: %d, %v; want 1", n, err)
 	}
 	got := status(t, s, r.ID)
-	if got.Status != StatusAbandoned || len(got.Command) != 4 || got.Command[3] != long {
+	if got.Status != runstatus.Abandoned || len(got.Command) != 4 || got.Command[3] != long {
 		t.Fatalf("dead run: status %s, %d arguments; want abandoned with its whole command", got.Status, len(got.Command))
 	}
 }

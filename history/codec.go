@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"cronlock/procfs"
+	"cronlock/runstatus"
 )
 
 // runColumns are the columns of runs, in the order of rowArgs and scanRun.
@@ -66,11 +67,11 @@ func prepare(r *Run) error {
 			r.PIDStart = selfStart()
 		}
 	}
-	if r.Status != "" && !ValidStatus(r.Status) {
+	if r.Status != "" && !runstatus.Valid(r.Status) {
 		return fmt.Errorf("history: run %s: unknown status %q", r.ID, r.Status)
 	}
 	if r.Status == "" && r.FinishedAt.IsZero() {
-		r.Status = StatusRunning
+		r.Status = runstatus.Running
 	}
 	if r.Status == "" {
 		return fmt.Errorf("history: run %s: no status", r.ID)

@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"cronlock/runstatus"
 )
 
 // FuzzArgv: any stored bytes decode to an argv (never nil) without NUL, that encodes
@@ -173,7 +175,7 @@ func FuzzStoreRoundTrip(f *testing.F) {
 		exit int, hasExit bool, started, finished int64, token uint64, output []byte) {
 		// Only what exec can take: decodeArgv drops what a NUL-separated argv cannot hold.
 		r := Run{ID: fuzzID(), Key: key, Node: node, PID: 7, Command: decodeArgv(argv),
-			Status: Statuses[1+int(status)%(len(Statuses)-1)], Signal: signal, Error: errS,
+			Status: runstatus.All[1+int(status)%(len(runstatus.All)-1)], Signal: signal, Error: errS,
 			Holder: holder, FencingToken: token, StartedAt: time.Unix(0, started),
 			FinishedAt: time.Unix(0, finished), Backend: "local /run/cronlock", Output: output}
 		if hasExit {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"cronlock/runstatus"
 )
 
 // The tests re-execute their own binary to get separate processes (concurrent writers, a
@@ -87,7 +89,7 @@ func runHelper(name string) int {
 		} else if err := s.Start(r); err != nil {
 			return fail(err)
 		}
-		r.Status, r.ExitCode = StatusSucceeded, new(int)
+		r.Status, r.ExitCode = runstatus.Succeeded, new(int)
 		if err := s.Finish(r); err != nil {
 			return fail(err)
 		}
@@ -130,7 +132,7 @@ func writeRuns(path, key string, g, n int) error {
 					errs <- err
 					return
 				}
-				r.Status, r.ExitCode, r.Output = StatusSucceeded, new(int), []byte("out")
+				r.Status, r.ExitCode, r.Output = runstatus.Succeeded, new(int), []byte("out")
 				if err := s.Finish(r); err != nil {
 					errs <- err
 					return

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"cronlock/runstatus"
 )
 
 // v1File writes a history file as cronlock with schema v1 left it: migrations[0] only,
@@ -63,7 +65,7 @@ func TestMigrateFromV1(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the v1 row is gone: %v", err)
 	}
-	if old.Key != "old-key" || old.Node != "old-node" || old.PID != 4321 || old.Status != StatusFailed ||
+	if old.Key != "old-key" || old.Node != "old-node" || old.PID != 4321 || old.Status != runstatus.Failed ||
 		old.ExitCode == nil || *old.ExitCode != 3 || old.FencingToken != 17 || old.Backend != "local /run/cronlock" {
 		t.Errorf("v1 row read back as %+v", old)
 	}
@@ -87,7 +89,7 @@ func TestMigrateFromV1(t *testing.T) {
 	if n, err := s.Reap("old-node"); err != nil || n != 1 {
 		t.Fatalf("Reap of the v1 running row: %d, %v; want 1", n, err)
 	}
-	if r, err := s.Get("0195520a-1b00-7000-8000-000000000002"); err != nil || r.Status != StatusAbandoned || r.BootID != nil {
+	if r, err := s.Get("0195520a-1b00-7000-8000-000000000002"); err != nil || r.Status != runstatus.Abandoned || r.BootID != nil {
 		t.Fatalf("v1 running row after Reap: %+v, %v", r, err)
 	}
 
@@ -97,12 +99,12 @@ func TestMigrateFromV1(t *testing.T) {
 	if err := s.Start(r); err != nil {
 		t.Fatalf("Start on a migrated file: %v", err)
 	}
-	r.Status, r.ExitCode, r.Exit = StatusSucceeded, new(int), new(int)
+	r.Status, r.ExitCode, r.Exit = runstatus.Succeeded, new(int), new(int)
 	r.Output, r.Streams = []byte("out"), []Segment{{Stdout, 2}, {Stderr, 1}}
 	if err := s.Finish(r); err != nil {
 		t.Fatalf("Finish on a migrated file: %v", err)
 	}
-	if err := s.Insert(&Run{Key: "other", Status: StatusSkipped, Holder: "h"}); err != nil {
+	if err := s.Insert(&Run{Key: "other", Status: runstatus.Skipped, Holder: "h"}); err != nil {
 		t.Fatalf("Insert on a migrated file: %v", err)
 	}
 	got, err := s.Get(r.ID)
@@ -146,7 +148,7 @@ func TestMigrateConcurrentOpens(t *testing.T) {
 				return
 			}
 			defer s.Close()
-			if err := s.Insert(&Run{Key: "after", Status: StatusSkipped}); err != nil {
+			if err := s.Insert(&Run{Key: "after", Status: runstatus.Skipped}); err != nil {
 				errs <- err
 			}
 		}()
@@ -187,7 +189,7 @@ func TestReadOnlyOldSchema(t *testing.T) {
 		if err != nil || len(runs) != 2 {
 			t.Fatalf("%s: List: %d runs, %v", mode, len(runs), err)
 		}
-		if runs[0].Status != StatusAbandoned || runs[0].Exit != nil || runs[0].Attempt != 1 {
+		if runs[0].Status != runstatus.Abandoned || runs[0].Exit != nil || runs[0].Attempt != 1 {
 			t.Errorf("%s: dead v1 run read as %+v; want abandoned, no exit, attempt 1", mode, runs[0])
 		}
 		r, err := s.Get("0195520a-1b00-7000-8000-000000000001")
@@ -261,7 +263,7 @@ func TestMigrateFromV3(t *testing.T) {
 		t.Fatalf("v3 row after migration: tick %v, %v; want none", old.ScheduledFor, err)
 	}
 	tick := time.Date(2026, 12, 1, 9, 0, 0, 0, time.FixedZone("CET", 3600))
-	r := &Run{Key: "k", Node: "n", Command: []string{"true"}, Status: StatusSkipped, ScheduledFor: tick}
+	r := &Run{Key: "k", Node: "n", Command: []string{"true"}, Status: runstatus.Skipped, ScheduledFor: tick}
 	if err := s.Insert(r); err != nil {
 		t.Fatalf("Insert with a tick: %v", err)
 	}
@@ -281,7 +283,7 @@ func TestMigrateFromV3(t *testing.T) {
 		t.Errorf("--json line of a row from before tries %s: want its own id as run_id, try 1", b)
 	}
 	// A later try keeps its link to the run's first try.
-	try2 := &Run{Key: "k", Node: "n", Command: []string{"false"}, Status: StatusFailed, RunID: r.ID, Try: 2}
+	try2 := &Run{Key: "k", Node: "n", Command: []string{"false"}, Status: runstatus.Failed, RunID: r.ID, Try: 2}
 	if err := s.Insert(try2); err != nil {
 		t.Fatal(err)
 	}

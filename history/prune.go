@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"cronlock/runstatus"
 )
 
 // TailsPerKey is how many output tails each key keeps: writing a run with output drops
@@ -49,9 +51,9 @@ var retainLimit = 20000
 // (Unix nanoseconds).
 const metaRetentionLast = "retention_last_run"
 
-// failedStatusList is FailureStatuses as an SQL list: the newest such run of a key is
+// failedStatusList is runstatus.Failures as an SQL list: the newest such run of a key is
 // never pruned.
-var failedStatusList = "'" + strings.Join(FailureStatuses, "', '") + "'"
+var failedStatusList = "'" + strings.Join(runstatus.Failures, "', '") + "'"
 
 // PruneOptions says which runs Prune deletes: a run goes when either limit says so.
 // Running rows, and the last success and the last failure of each key, always stay.
@@ -172,7 +174,7 @@ func (s *Store) pruneCandidates(o PruneOptions) ([]int64, error) {
 			}
 			old := started < cutoff
 			beyond := o.Keep > 0 && pos >= o.Keep
-			if (old || beyond) && status != StatusRunning && !keep[id] {
+			if (old || beyond) && status != runstatus.Running && !keep[id] {
 				ids = append(ids, id)
 			}
 		}

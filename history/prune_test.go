@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"cronlock/runstatus"
 )
 
 // now is the injected present of the prune tests.
@@ -30,18 +32,18 @@ type pruneRow struct {
 //	b: succeeded 120d and error 110d: the last success and the last failure, however old
 //	c: skipped 100d, skipped 50d
 var pruneFixture = []pruneRow{
-	{"a-run200", "a", StatusRunning, 200 * day, false},
-	{"a-ok100", "a", StatusSucceeded, 100 * day, true},
-	{"a-fail95", "a", StatusFailed, 95 * day, true},
-	{"a-ok92", "a", StatusSucceeded, 92 * day, false},
-	{"a-tmo91", "a", StatusTimeout, 91 * day, true},
-	{"a-ok10", "a", StatusSucceeded, 10 * day, true},
-	{"a-skip5", "a", StatusSkipped, 5 * day, false},
-	{"a-ok1", "a", StatusSucceeded, 1 * day, true},
-	{"b-ok120", "b", StatusSucceeded, 120 * day, true},
-	{"b-err110", "b", StatusError, 110 * day, false},
-	{"c-skip100", "c", StatusSkipped, 100 * day, false},
-	{"c-skip50", "c", StatusSkipped, 50 * day, false},
+	{"a-run200", "a", runstatus.Running, 200 * day, false},
+	{"a-ok100", "a", runstatus.Succeeded, 100 * day, true},
+	{"a-fail95", "a", runstatus.Failed, 95 * day, true},
+	{"a-ok92", "a", runstatus.Succeeded, 92 * day, false},
+	{"a-tmo91", "a", runstatus.Timeout, 91 * day, true},
+	{"a-ok10", "a", runstatus.Succeeded, 10 * day, true},
+	{"a-skip5", "a", runstatus.Skipped, 5 * day, false},
+	{"a-ok1", "a", runstatus.Succeeded, 1 * day, true},
+	{"b-ok120", "b", runstatus.Succeeded, 120 * day, true},
+	{"b-err110", "b", runstatus.Error, 110 * day, false},
+	{"c-skip100", "c", runstatus.Skipped, 100 * day, false},
+	{"c-skip50", "c", runstatus.Skipped, 50 * day, false},
 }
 
 func fillPrune(t *testing.T, s *Store, rows []pruneRow) {
@@ -52,7 +54,7 @@ func fillPrune(t *testing.T, s *Store, rows []pruneRow) {
 			run.Output = []byte("output of " + r.id)
 		}
 		var err error
-		if r.status == StatusRunning {
+		if r.status == runstatus.Running {
 			err = s.Start(run)
 		} else {
 			run.FinishedAt = run.StartedAt.Add(time.Second)
@@ -150,13 +152,13 @@ func TestPruneNeverRemovesLastSuccessAndFailure(t *testing.T) {
 	s, _ := openTemp(t)
 	// Every failing status counts as a failure; interrupted and skipped do not.
 	var rows []pruneRow
-	for i, st := range []string{StatusFailed, StatusTimeout, StatusLockLost, StatusError, StatusAbandoned} {
+	for i, st := range []string{runstatus.Failed, runstatus.Timeout, runstatus.LockLost, runstatus.Error, runstatus.Abandoned} {
 		key := "k-" + strings.ReplaceAll(st, "_", "")
 		rows = append(rows,
-			pruneRow{key + "-ok", key, StatusSucceeded, 300 * day, false},
+			pruneRow{key + "-ok", key, runstatus.Succeeded, 300 * day, false},
 			pruneRow{key + "-bad", key, st, time.Duration(200+i) * day, true},
-			pruneRow{key + "-int", key, StatusInterrupted, 100 * day, false},
-			pruneRow{key + "-skip", key, StatusSkipped, 50 * day, false})
+			pruneRow{key + "-int", key, runstatus.Interrupted, 100 * day, false},
+			pruneRow{key + "-skip", key, runstatus.Skipped, 50 * day, false})
 	}
 	fillPrune(t, s, rows)
 	res, err := s.Prune(PruneOptions{OlderThan: time.Hour, Keep: 1, Now: now})
@@ -165,7 +167,7 @@ func TestPruneNeverRemovesLastSuccessAndFailure(t *testing.T) {
 	}
 	var gone []string
 	for _, r := range rows {
-		if r.status == StatusInterrupted || r.status == StatusSkipped {
+		if r.status == runstatus.Interrupted || r.status == runstatus.Skipped {
 			gone = append(gone, r.id)
 		}
 	}
@@ -181,7 +183,7 @@ func TestPruneBatches(t *testing.T) {
 	s, _ := openTemp(t)
 	var rows []pruneRow
 	for i := range 11 {
-		rows = append(rows, pruneRow{fmt.Sprintf("r%02d", i), "k", StatusSucceeded, time.Duration(100+i) * day, i%2 == 0})
+		rows = append(rows, pruneRow{fmt.Sprintf("r%02d", i), "k", runstatus.Succeeded, time.Duration(100+i) * day, i%2 == 0})
 	}
 	fillPrune(t, s, rows)
 	res, err := s.Prune(PruneOptions{OlderThan: day, Now: now})
@@ -234,16 +236,16 @@ func TestPruneTailCapPerKey(t *testing.T) {
 	id := func(i int) string { return fmt.Sprintf("chatty-%03d", i) }
 	for i := range TailsPerKey + extra {
 		// Runs without output in between neither count nor trim.
-		if err := s.Insert(&Run{ID: fmt.Sprintf("silent-%03d", i), Key: "chatty", Status: StatusSkipped,
+		if err := s.Insert(&Run{ID: fmt.Sprintf("silent-%03d", i), Key: "chatty", Status: runstatus.Skipped,
 			StartedAt: now.Add(time.Duration(i)*time.Minute + time.Second)}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Insert(&Run{ID: id(i), Key: "chatty", Status: StatusSucceeded,
+		if err := s.Insert(&Run{ID: id(i), Key: "chatty", Status: runstatus.Succeeded,
 			StartedAt: now.Add(time.Duration(i) * time.Minute), Output: []byte("chat")}); err != nil {
 			t.Fatal(err)
 		}
 		if i < 3 {
-			if err := s.Insert(&Run{ID: fmt.Sprintf("quiet-%d", i), Key: "quiet", Status: StatusSucceeded,
+			if err := s.Insert(&Run{ID: fmt.Sprintf("quiet-%d", i), Key: "quiet", Status: runstatus.Succeeded,
 				StartedAt: now.Add(-time.Hour), Output: []byte("hush")}); err != nil {
 				t.Fatal(err)
 			}
@@ -262,7 +264,7 @@ func TestPruneTailCapPerKey(t *testing.T) {
 		t.Errorf("quiet: %d tails, want 3: another key's tails do not count", len(got))
 	}
 	// A late run older than the newest tails loses its own at once.
-	if err := s.Insert(&Run{ID: "late", Key: "chatty", Status: StatusFailed, StartedAt: now.Add(-day), Output: []byte("x")}); err != nil {
+	if err := s.Insert(&Run{ID: "late", Key: "chatty", Status: runstatus.Failed, StartedAt: now.Add(-day), Output: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := tails(t, s, "chatty"); got["late"] || len(got) != TailsPerKey {
@@ -273,7 +275,7 @@ func TestPruneTailCapPerKey(t *testing.T) {
 	if err := s.Start(r); err != nil {
 		t.Fatal(err)
 	}
-	r.Status, r.Output = StatusSucceeded, []byte("y")
+	r.Status, r.Output = runstatus.Succeeded, []byte("y")
 	if err := s.Finish(r); err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +307,7 @@ func TestRetentionOnceADay(t *testing.T) {
 	s, _ := openTemp(t)
 	add := func(id string, started time.Time) {
 		t.Helper()
-		if err := s.Insert(&Run{ID: id, Key: "k", Status: StatusSucceeded, StartedAt: started}); err != nil {
+		if err := s.Insert(&Run{ID: id, Key: "k", Status: runstatus.Succeeded, StartedAt: started}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -350,7 +352,7 @@ func TestRetentionBacklog(t *testing.T) {
 	s, _ := openTemp(t)
 	for i := range 13 {
 		if err := s.Insert(&Run{ID: fmt.Sprintf("old%02d", i), Key: fmt.Sprintf("k%d", i%3),
-			Status: StatusSkipped, StartedAt: now.Add(-100*day - time.Duration(i)*time.Minute)}); err != nil {
+			Status: runstatus.Skipped, StartedAt: now.Add(-100*day - time.Duration(i)*time.Minute)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -372,7 +374,7 @@ func TestRetentionBacklog(t *testing.T) {
 
 func TestRetentionOff(t *testing.T) {
 	s, _ := openTemp(t)
-	if err := s.Insert(&Run{ID: "old", Key: "k", Status: StatusSkipped, StartedAt: now.Add(-1000 * day)}); err != nil {
+	if err := s.Insert(&Run{ID: "old", Key: "k", Status: runstatus.Skipped, StartedAt: now.Add(-1000 * day)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, age := range []time.Duration{0, -1} {
@@ -395,7 +397,7 @@ func TestRetentionOff(t *testing.T) {
 func TestRetentionClaimedOnce(t *testing.T) {
 	s, path := openTemp(t)
 	for i := range 20 {
-		if err := s.Insert(&Run{ID: fmt.Sprintf("old%d", i), Key: "k", Status: StatusSkipped, StartedAt: now.Add(-100 * day)}); err != nil {
+		if err := s.Insert(&Run{ID: fmt.Sprintf("old%d", i), Key: "k", Status: runstatus.Skipped, StartedAt: now.Add(-100 * day)}); err != nil {
 			t.Fatal(err)
 		}
 	}

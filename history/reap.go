@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cronlock/procfs"
+	"cronlock/runstatus"
 )
 
 // abandonedError is the error text of a row Reap marks abandoned.
@@ -240,7 +241,7 @@ func (s *Store) sweep() (recorded int, err error) {
 
 // recordAbandoned writes the row of a run known only from its per-run file.
 func (s *Store) recordAbandoned(r Run) error {
-	r.Status, r.Error, r.FinishedAt = StatusAbandoned, abandonedError, time.Time{}
+	r.Status, r.Error, r.FinishedAt = runstatus.Abandoned, abandonedError, time.Time{}
 	return s.upsert(&r)
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"cronlock/procfs"
+	"cronlock/runstatus"
 )
 
 // startHolder starts a helper process that Starts a run in path and keeps it running.
@@ -69,7 +70,7 @@ func TestReapAbandoned(t *testing.T) {
 	}
 	// A running row whose lock file vanished (a crash before it existed, a cleaner…).
 	missing := &Run{ID: "0190a7b2-0000-7000-8000-00000000abcd", Key: "m", Node: "n1"}
-	if err := s.Insert(&Run{ID: missing.ID, Key: "m", Node: "n1", Status: StatusSucceeded}); err != nil {
+	if err := s.Insert(&Run{ID: missing.ID, Key: "m", Node: "n1", Status: runstatus.Succeeded}); err != nil {
 		t.Fatal(err)
 	}
 	s.db.Exec(`UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?`, missing.ID)
@@ -79,7 +80,7 @@ func TestReapAbandoned(t *testing.T) {
 	// A running row of another machine, copied in: another node, another boot, no
 	// per-run file here. Only that machine can judge it.
 	foreign := &Run{ID: "0190a7b2-0000-7000-8000-0000000f0e19", Key: "f", Node: "elsewhere", PID: 1,
-		BootID: []byte("another-boot-id!"), Status: StatusSucceeded}
+		BootID: []byte("another-boot-id!"), Status: runstatus.Succeeded}
 	if err := s.Insert(foreign); err != nil {
 		t.Fatal(err)
 	}
@@ -95,20 +96,20 @@ func TestReapAbandoned(t *testing.T) {
 	for _, c := range []struct {
 		id, want string
 	}{
-		{deadID, StatusAbandoned},
-		{missing.ID, StatusAbandoned},
-		{liveID, StatusRunning},
-		{own.ID, StatusRunning},
+		{deadID, runstatus.Abandoned},
+		{missing.ID, runstatus.Abandoned},
+		{liveID, runstatus.Running},
+		{own.ID, runstatus.Running},
 		// This machine's run under another --node label: its per-run file is here, and
 		// free.
-		{otherNodeDead, StatusAbandoned},
-		{foreign.ID, StatusRunning},
+		{otherNodeDead, runstatus.Abandoned},
+		{foreign.ID, runstatus.Running},
 	} {
 		r := status(t, s, c.id)
 		if r.Status != c.want {
 			t.Errorf("run %s: status %s, want %s", c.id, r.Status, c.want)
 		}
-		if c.want == StatusAbandoned && (r.Error == "" || !r.FinishedAt.IsZero()) {
+		if c.want == runstatus.Abandoned && (r.Error == "" || !r.FinishedAt.IsZero()) {
 			t.Errorf("abandoned run %s: error %q, finished %v; want an explanation and no end time", c.id, r.Error, r.FinishedAt)
 		}
 	}
@@ -129,16 +130,16 @@ func TestReapAbandoned(t *testing.T) {
 	if n, _ := s.Reap("n1"); n != 0 {
 		t.Errorf("second Reap marked %d", n)
 	}
-	if n, _ := s.Reap(""); n != 1 || status(t, s, foreign.ID).Status != StatusAbandoned {
+	if n, _ := s.Reap(""); n != 1 || status(t, s, foreign.ID).Status != runstatus.Abandoned {
 		t.Errorf("Reap(\"\") marked %d; the foreign run is %s", n, status(t, s, foreign.ID).Status)
 	}
 
 	// A run that a mistaken Reap marked still gets its real result from Finish.
-	own.Status, own.ExitCode = StatusSucceeded, intp(0)
+	own.Status, own.ExitCode = runstatus.Succeeded, intp(0)
 	if err := s.Finish(own); err != nil {
 		t.Fatal(err)
 	}
-	if got := status(t, s, own.ID).Status; got != StatusSucceeded {
+	if got := status(t, s, own.ID).Status; got != runstatus.Succeeded {
 		t.Errorf("own run after Finish: %s", got)
 	}
 }
@@ -160,7 +161,7 @@ func TestReapRace(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			r.Status = StatusSucceeded
+			r.Status = runstatus.Succeeded
 			if err := s2.Finish(r); err != nil {
 				t.Error(err)
 				return
@@ -259,10 +260,10 @@ func TestReapOtherBoot(t *testing.T) {
 	if n != 1 {
 		t.Errorf("Reap marked %d runs, want 1", n)
 	}
-	if got := status(t, s, otherBoot).Status; got != StatusAbandoned {
+	if got := status(t, s, otherBoot).Status; got != runstatus.Abandoned {
 		t.Errorf("run of another boot is %s, want abandoned", got)
 	}
-	if got := status(t, s, liveID); got.Status != StatusRunning || !bytes.Equal(got.BootID, procfs.BootID()) || got.PIDStart == 0 {
+	if got := status(t, s, liveID); got.Status != runstatus.Running || !bytes.Equal(got.BootID, procfs.BootID()) || got.PIDStart == 0 {
 		t.Errorf("live run of this boot read back as %+v, want running with this boot id and a process start", got)
 	}
 }
@@ -298,7 +299,7 @@ func TestReapClaimedWithoutRow(t *testing.T) {
 		t.Fatalf("no row for the claimed run: %v", err)
 	}
 	want := Run{ID: id, Key: "claimed", Node: "n\xff1", PID: helperPID,
-		Command: []string{"/opt/jobs/x.sh", "a\xfe"}, Status: StatusAbandoned, Error: abandonedError,
+		Command: []string{"/opt/jobs/x.sh", "a\xfe"}, Status: runstatus.Abandoned, Error: abandonedError,
 		StartedAt: time.Unix(1700000000, 5), Backend: "local /run/cronlock", FencingToken: 42, Attempt: 3}
 	if r.ID != want.ID || r.Key != want.Key || r.Node != want.Node || r.PID != want.PID ||
 		!reflect.DeepEqual(r.Command, want.Command) || r.Status != want.Status || r.Error != want.Error ||

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"cronlock/runstatus"
 )
 
 // BenchmarkScale measures what `cronlock history` and a run cost on a file of 1,000 runs
@@ -61,7 +63,7 @@ func BenchmarkScale(b *testing.B) {
 					if err := s.Start(r); err != nil {
 						b.Fatal(err)
 					}
-					r.Status, r.ExitCode = StatusSucceeded, new(int)
+					r.Status, r.ExitCode = runstatus.Succeeded, new(int)
 					if err := s.Finish(r); err != nil {
 						b.Fatal(err)
 					}
@@ -74,7 +76,7 @@ func BenchmarkScale(b *testing.B) {
 				cpu := cpuPerOp(b)
 				for i := 0; i < b.N; i++ {
 					r := &Run{Key: scaleNewKey, Node: "app-prod-2", PID: 4243, Command: []string{"/opt/jobs/new.sh", "--quiet"},
-						Status: StatusSkipped, Holder: "app-prod-1 (pid 4242, run 019a0000-0000-7000-8000-000000000000)",
+						Status: runstatus.Skipped, Holder: "app-prod-1 (pid 4242, run 019a0000-0000-7000-8000-000000000000)",
 						Backend: "redis 10.0.0.5:6379/0", BootID: scaleBootID}
 					if err := s.Insert(r); err != nil {
 						b.Fatal(err)
@@ -230,7 +232,7 @@ func scaleWritePages(path string) (float64, error) {
 		if err := s.Start(r); err != nil {
 			return 0, err
 		}
-		r.Status, r.ExitCode = StatusSucceeded, new(int)
+		r.Status, r.ExitCode = runstatus.Succeeded, new(int)
 		if err := s.Finish(r); err != nil {
 			return 0, err
 		}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"cronlock/runstatus"
 )
 
 // DefaultStatsLast is the window of Stats when StatsFilter.Last is 0: the newest 1000
@@ -37,8 +39,8 @@ type Outcome struct {
 
 // KeyStats summarises the window of one key: its newest matching runs (StatsFilter.Last).
 //
-// Statuses count as the README says ("How statuses count"): succeeded is a success;
-// FailureStatuses are failures; skipped runs are left out of the success rate. A running
+// runstatus.All count as the README says ("How statuses count"): succeeded is a success;
+// runstatus.Failures are failures; skipped runs are left out of the success rate. A running
 // run has no outcome yet and is left out too. An interrupted run (stopped by a signal
 // someone sent cronlock) is neither: it stays in the rate's denominator (SuccessRate),
 // but is not counted in Failed and neither ends nor extends a failure streak.
@@ -47,7 +49,7 @@ type KeyStats struct {
 
 	Runs        int // every run in the window, whatever its status
 	Succeeded   int
-	Failed      int // runs with one of FailureStatuses
+	Failed      int // runs with one of runstatus.Failures
 	Skipped     int
 	Interrupted int
 	Running     int
@@ -196,7 +198,7 @@ func (s *Store) newest(statuses []string, f StatsFilter, key string, limit int) 
 
 // runStatuses are the statuses a run can end with: every status but retried, so that a
 // run of several tries counts once, by its last try.
-var runStatuses = slices.DeleteFunc(slices.Clone(Statuses), func(s string) bool { return s == StatusRetried })
+var runStatuses = slices.DeleteFunc(slices.Clone(runstatus.All), func(s string) bool { return s == runstatus.Retried })
 
 // keyStats computes the KeyStats of one key; Runs is 0 when nothing matches.
 func (s *Store) keyStats(key string, f StatsFilter) (KeyStats, error) {
@@ -219,14 +221,14 @@ func (s *Store) keyStats(key string, f StatsFilter) (KeyStats, error) {
 	if len(win) == 0 {
 		return ks, nil
 	}
-	ok, err := s.newest([]string{StatusSucceeded}, f, key, 1)
+	ok, err := s.newest([]string{runstatus.Succeeded}, f, key, 1)
 	if err != nil {
 		return ks, err
 	}
 	if len(ok) > 0 {
 		ks.LastSuccess = time.Unix(0, ok[0].started)
 	}
-	bad, err := s.newest(FailureStatuses, f, key, 1)
+	bad, err := s.newest(runstatus.Failures, f, key, 1)
 	if err != nil {
 		return ks, err
 	}
@@ -247,16 +249,16 @@ func summarise(ks *KeyStats, win []statsRow) {
 	streakOpen := true // still counting failures back from the newest run
 	for i, r := range win {
 		switch {
-		case r.status == StatusSucceeded:
+		case r.status == runstatus.Succeeded:
 			ks.Succeeded++
 			streakOpen = false
-		case r.status == StatusSkipped:
+		case r.status == runstatus.Skipped:
 			ks.Skipped++
-		case r.status == StatusRunning:
+		case r.status == runstatus.Running:
 			ks.Running++
-		case r.status == StatusInterrupted:
+		case r.status == runstatus.Interrupted:
 			ks.Interrupted++
-		case CountsAsFailure(r.status):
+		case runstatus.CountsAsFailure(r.status):
 			ks.Failed++
 			if streakOpen {
 				ks.FailureStreak++
@@ -265,7 +267,7 @@ func summarise(ks *KeyStats, win []statsRow) {
 		var d time.Duration
 		if r.finished.Valid {
 			d = max(time.Duration(r.finished.Int64-r.started), 0) // a clock step back is not a negative run
-			if r.status != StatusSkipped {
+			if r.status != runstatus.Skipped {
 				durs = append(durs, d)
 			}
 		}
@@ -313,10 +315,10 @@ func Summarise(key string, runs []RunTimes, truncated bool) KeyStats {
 		if !r.Finished.IsZero() {
 			win[i].finished = sql.NullInt64{Int64: r.Finished.UnixNano(), Valid: true}
 		}
-		if ks.LastSuccess.IsZero() && r.Status == StatusSucceeded {
+		if ks.LastSuccess.IsZero() && r.Status == runstatus.Succeeded {
 			ks.LastSuccess = r.Started
 		}
-		if ks.LastFailure.IsZero() && CountsAsFailure(r.Status) {
+		if ks.LastFailure.IsZero() && runstatus.CountsAsFailure(r.Status) {
 			ks.LastFailure = r.Started
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cronlock/runstatus"
 )
 
 // statsBase is the start time of the first run of every stats test.
@@ -31,7 +33,7 @@ func insertSpecs(t *testing.T, s *Store, key string, specs ...spec) {
 		if r.Node == "" {
 			r.Node = "n1"
 		}
-		if sp.status != StatusRunning && sp.status != StatusAbandoned {
+		if sp.status != runstatus.Running && sp.status != runstatus.Abandoned {
 			r.FinishedAt = r.StartedAt.Add(sp.dur)
 		}
 		_, err := s.db.Exec(`INSERT INTO runs (`+runColumns+`) VALUES `+runValues, rowArgs(r)...)
@@ -57,7 +59,7 @@ func TestStatsNumbers(t *testing.T) {
 	sec := time.Second
 	var twenty []spec
 	for i := 1; i <= 20; i++ {
-		twenty = append(twenty, spec{status: StatusSucceeded, minute: i, dur: time.Duration(i) * sec})
+		twenty = append(twenty, spec{status: runstatus.Succeeded, minute: i, dur: time.Duration(i) * sec})
 	}
 	for _, c := range []struct {
 		name  string
@@ -66,8 +68,8 @@ func TestStatsNumbers(t *testing.T) {
 		check func(t *testing.T, k KeyStats)
 	}{
 		{"rate leaves skipped out", []spec{
-			{StatusSucceeded, 1, sec, ""}, {StatusSucceeded, 2, sec, ""}, {StatusFailed, 3, sec, ""},
-			{StatusSkipped, 4, 0, ""}, {StatusSkipped, 5, 0, ""},
+			{runstatus.Succeeded, 1, sec, ""}, {runstatus.Succeeded, 2, sec, ""}, {runstatus.Failed, 3, sec, ""},
+			{runstatus.Skipped, 4, 0, ""}, {runstatus.Skipped, 5, 0, ""},
 		}, StatsFilter{}, func(t *testing.T, k KeyStats) {
 			want := KeyStats{Runs: 5, Succeeded: 2, Failed: 1, Skipped: 2}
 			if k.Runs != want.Runs || k.Succeeded != want.Succeeded || k.Failed != want.Failed || k.Skipped != want.Skipped {
@@ -78,7 +80,7 @@ func TestStatsNumbers(t *testing.T) {
 			}
 		}},
 		{"running is left out, interrupted stays in", []spec{
-			{StatusSucceeded, 1, sec, ""}, {StatusInterrupted, 2, sec, ""}, {StatusRunning, 3, 0, ""},
+			{runstatus.Succeeded, 1, sec, ""}, {runstatus.Interrupted, 2, sec, ""}, {runstatus.Running, 3, 0, ""},
 		}, StatsFilter{}, func(t *testing.T, k KeyStats) {
 			if k.Running != 1 || k.Interrupted != 1 || k.Failed != 0 {
 				t.Errorf("running %d interrupted %d failed %d", k.Running, k.Interrupted, k.Failed)
@@ -88,8 +90,8 @@ func TestStatsNumbers(t *testing.T) {
 			}
 		}},
 		{"every failure status", []spec{
-			{StatusFailed, 1, sec, ""}, {StatusTimeout, 2, sec, ""}, {StatusLockLost, 3, sec, ""},
-			{StatusError, 4, 0, ""}, {StatusAbandoned, 5, 0, ""},
+			{runstatus.Failed, 1, sec, ""}, {runstatus.Timeout, 2, sec, ""}, {runstatus.LockLost, 3, sec, ""},
+			{runstatus.Error, 4, 0, ""}, {runstatus.Abandoned, 5, 0, ""},
 		}, StatsFilter{}, func(t *testing.T, k KeyStats) {
 			if k.Failed != 5 || k.FailureStreak != 5 || k.StreakCapped || !k.LastSuccess.IsZero() || !k.LastFailure.Equal(at(5)) {
 				t.Errorf("failed %d streak %d capped %v last ok %v last failure %v", k.Failed, k.FailureStreak, k.StreakCapped, k.LastSuccess, k.LastFailure)
@@ -98,7 +100,7 @@ func TestStatsNumbers(t *testing.T) {
 				t.Errorf("rate %v %v, want 0", r, ok)
 			}
 		}},
-		{"only skips: no rate, no durations", []spec{{StatusSkipped, 1, 5 * sec, ""}}, StatsFilter{},
+		{"only skips: no rate, no durations", []spec{{runstatus.Skipped, 1, 5 * sec, ""}}, StatsFilter{},
 			func(t *testing.T, k KeyStats) {
 				if _, ok := k.SuccessRate(); ok || k.Timed != 0 || k.Max != 0 {
 					t.Errorf("rate ok %v timed %d max %v, want no rate and no durations", ok, k.Timed, k.Max)
@@ -106,22 +108,22 @@ func TestStatsNumbers(t *testing.T) {
 			}},
 		{"nearest-rank percentiles of finished non-skipped runs",
 			append(append([]spec{}, twenty...),
-				spec{StatusSkipped, 30, 100 * sec, ""}, spec{StatusRunning, 31, 0, ""}, spec{StatusAbandoned, 32, 0, ""}),
+				spec{runstatus.Skipped, 30, 100 * sec, ""}, spec{runstatus.Running, 31, 0, ""}, spec{runstatus.Abandoned, 32, 0, ""}),
 			StatsFilter{}, func(t *testing.T, k KeyStats) {
 				if k.Timed != 20 || k.P50 != 10*sec || k.P95 != 19*sec || k.Max != 20*sec {
 					t.Errorf("timed %d p50 %v p95 %v max %v, want 20 10s 19s 20s", k.Timed, k.P50, k.P95, k.Max)
 				}
 			}},
-		{"one run: every percentile is that run", []spec{{StatusFailed, 1, 1500 * time.Millisecond, ""}},
+		{"one run: every percentile is that run", []spec{{runstatus.Failed, 1, 1500 * time.Millisecond, ""}},
 			StatsFilter{}, func(t *testing.T, k KeyStats) {
 				if k.P50 != 1500*time.Millisecond || k.P95 != k.P50 || k.Max != k.P50 {
 					t.Errorf("p50 %v p95 %v max %v", k.P50, k.P95, k.Max)
 				}
 			}},
 		{"streak passes over skipped, running and interrupted", []spec{
-			{StatusFailed, 1, sec, ""}, {StatusSucceeded, 2, sec, ""}, {StatusFailed, 3, sec, ""},
-			{StatusSkipped, 4, 0, ""}, {StatusInterrupted, 5, sec, ""}, {StatusTimeout, 6, sec, ""},
-			{StatusRunning, 7, 0, ""},
+			{runstatus.Failed, 1, sec, ""}, {runstatus.Succeeded, 2, sec, ""}, {runstatus.Failed, 3, sec, ""},
+			{runstatus.Skipped, 4, 0, ""}, {runstatus.Interrupted, 5, sec, ""}, {runstatus.Timeout, 6, sec, ""},
+			{runstatus.Running, 7, 0, ""},
 		}, StatsFilter{}, func(t *testing.T, k KeyStats) {
 			if k.FailureStreak != 2 || k.StreakCapped {
 				t.Errorf("streak %d capped %v, want 2 not capped", k.FailureStreak, k.StreakCapped)
@@ -130,15 +132,15 @@ func TestStatsNumbers(t *testing.T) {
 				t.Errorf("last success %v, last failure %v", k.LastSuccess, k.LastFailure)
 			}
 		}},
-		{"a success last ends the streak", []spec{{StatusFailed, 1, sec, ""}, {StatusSucceeded, 2, sec, ""}},
+		{"a success last ends the streak", []spec{{runstatus.Failed, 1, sec, ""}, {runstatus.Succeeded, 2, sec, ""}},
 			StatsFilter{}, func(t *testing.T, k KeyStats) {
 				if k.FailureStreak != 0 {
 					t.Errorf("streak %d, want 0", k.FailureStreak)
 				}
 			}},
 		{"window: newest Last runs; last success found beyond it", []spec{
-			{StatusSucceeded, 1, sec, ""}, {StatusFailed, 2, sec, ""}, {StatusFailed, 3, sec, ""},
-			{StatusFailed, 4, sec, ""}, {StatusFailed, 5, sec, ""},
+			{runstatus.Succeeded, 1, sec, ""}, {runstatus.Failed, 2, sec, ""}, {runstatus.Failed, 3, sec, ""},
+			{runstatus.Failed, 4, sec, ""}, {runstatus.Failed, 5, sec, ""},
 		}, StatsFilter{Last: 3}, func(t *testing.T, k KeyStats) {
 			if k.Runs != 3 || !k.Truncated || !k.Oldest.Equal(at(3)) || !k.Newest.Equal(at(5)) {
 				t.Errorf("runs %d truncated %v oldest %v newest %v", k.Runs, k.Truncated, k.Oldest, k.Newest)
@@ -150,15 +152,15 @@ func TestStatsNumbers(t *testing.T) {
 				t.Errorf("streak %d capped %v, want 3 capped", k.FailureStreak, k.StreakCapped)
 			}
 		}},
-		{"window of every run", []spec{{StatusSucceeded, 1, sec, ""}, {StatusFailed, 2, sec, ""}},
+		{"window of every run", []spec{{runstatus.Succeeded, 1, sec, ""}, {runstatus.Failed, 2, sec, ""}},
 			StatsFilter{Last: -1}, func(t *testing.T, k KeyStats) {
 				if k.Runs != 2 || k.Truncated {
 					t.Errorf("runs %d truncated %v", k.Runs, k.Truncated)
 				}
 			}},
 		{"since and until bound the window and the last times", []spec{
-			{StatusSucceeded, 1, sec, ""}, {StatusFailed, 2, sec, ""}, {StatusSucceeded, 3, sec, ""},
-			{StatusFailed, 4, sec, ""}, {StatusSucceeded, 5, sec, ""}, {StatusFailed, 6, sec, ""},
+			{runstatus.Succeeded, 1, sec, ""}, {runstatus.Failed, 2, sec, ""}, {runstatus.Succeeded, 3, sec, ""},
+			{runstatus.Failed, 4, sec, ""}, {runstatus.Succeeded, 5, sec, ""}, {runstatus.Failed, 6, sec, ""},
 		}, StatsFilter{Since: at(2), Until: at(5)}, func(t *testing.T, k KeyStats) {
 			if k.Runs != 3 || !k.Oldest.Equal(at(2)) || !k.Newest.Equal(at(4)) || k.Truncated {
 				t.Errorf("runs %d oldest %v newest %v truncated %v", k.Runs, k.Oldest, k.Newest, k.Truncated)
@@ -167,20 +169,20 @@ func TestStatsNumbers(t *testing.T) {
 				t.Errorf("last success %v last failure %v, want minutes 3 and 4", k.LastSuccess, k.LastFailure)
 			}
 		}},
-		{"node", []spec{{StatusSucceeded, 1, sec, "n1"}, {StatusFailed, 2, sec, "n2"}, {StatusFailed, 3, sec, "n1"}},
+		{"node", []spec{{runstatus.Succeeded, 1, sec, "n1"}, {runstatus.Failed, 2, sec, "n2"}, {runstatus.Failed, 3, sec, "n1"}},
 			StatsFilter{Node: "n2"}, func(t *testing.T, k KeyStats) {
 				if k.Runs != 1 || k.Failed != 1 || !k.LastSuccess.IsZero() || !k.LastFailure.Equal(at(2)) {
 					t.Errorf("runs %d failed %d last ok %v last failure %v", k.Runs, k.Failed, k.LastSuccess, k.LastFailure)
 				}
 			}},
 		{"recent: newest 20, oldest first, with their durations",
-			append(append([]spec{{StatusFailed, 0, sec, ""}}, twenty...), spec{StatusRunning, 40, 0, ""}),
+			append(append([]spec{{runstatus.Failed, 0, sec, ""}}, twenty...), spec{runstatus.Running, 40, 0, ""}),
 			StatsFilter{}, func(t *testing.T, k KeyStats) {
 				if len(k.Recent) != RecentRuns {
 					t.Fatalf("%d recent runs, want %d", len(k.Recent), RecentRuns)
 				}
 				first, last := k.Recent[0], k.Recent[len(k.Recent)-1]
-				if first != (Outcome{StatusSucceeded, 2 * sec, true}) || last != (Outcome{StatusRunning, 0, false}) {
+				if first != (Outcome{runstatus.Succeeded, 2 * sec, true}) || last != (Outcome{runstatus.Running, 0, false}) {
 					t.Errorf("recent starts %+v ends %+v", first, last)
 				}
 			}},
@@ -188,7 +190,7 @@ func TestStatsNumbers(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s, _ := openTemp(t)
 			insertSpecs(t, s, "job", c.runs...)
-			insertSpecs(t, s, "other", spec{StatusSucceeded, 3, time.Hour, ""}) // must not leak in
+			insertSpecs(t, s, "other", spec{runstatus.Succeeded, 3, time.Hour, ""}) // must not leak in
 			f := c.f
 			f.Key = "job"
 			k := oneStats(t, s, f)
@@ -205,7 +207,7 @@ func TestStatsEmpty(t *testing.T) {
 	if got, err := s.Stats(StatsFilter{}); err != nil || len(got) != 0 {
 		t.Fatalf("empty file: %+v, %v", got, err)
 	}
-	insertSpecs(t, s, "job", spec{StatusSucceeded, 1, time.Second, ""})
+	insertSpecs(t, s, "job", spec{runstatus.Succeeded, 1, time.Second, ""})
 	for _, f := range []StatsFilter{{Key: "none"}, {Key: "job", Since: at(2)}, {Key: "job", Node: "elsewhere"}} {
 		if got, err := s.Stats(f); err != nil || len(got) != 0 {
 			t.Errorf("Stats(%+v) = %+v, %v; want no keys", f, got, err)
@@ -219,7 +221,7 @@ func TestStatsKeys(t *testing.T) {
 	s, _ := openTemp(t)
 	keys := []string{"b", "a", "a/b", "z\x1b[31m", "é", "a:b"}
 	for i, k := range keys {
-		insertSpecs(t, s, k, spec{StatusSucceeded, i, time.Second, ""}, spec{StatusFailed, 10 + i, time.Second, ""})
+		insertSpecs(t, s, k, spec{runstatus.Succeeded, i, time.Second, ""}, spec{runstatus.Failed, 10 + i, time.Second, ""})
 	}
 	got, err := s.Stats(StatsFilter{})
 	if err != nil {
@@ -256,7 +258,7 @@ func TestStatsKeys(t *testing.T) {
 // grow with the number of rows in the file.
 func TestStatsQueryPlans(t *testing.T) {
 	s, _ := openTemp(t)
-	insertSpecs(t, s, "job", spec{StatusSucceeded, 1, time.Second, ""}, spec{StatusFailed, 2, time.Second, "n2"})
+	insertSpecs(t, s, "job", spec{runstatus.Succeeded, 1, time.Second, ""}, spec{runstatus.Failed, 2, time.Second, "n2"})
 	s.db.Exec("ANALYZE") // the planner must choose well with statistics too
 	type query struct {
 		name string
@@ -265,7 +267,7 @@ func TestStatsQueryPlans(t *testing.T) {
 	}
 	qs := []query{{"keys", statsKeysQuery, nil}}
 	for _, f := range []StatsFilter{{}, {Node: "n2"}, {Since: at(1), Until: at(3)}} {
-		for _, sts := range [][]string{Statuses, {StatusSucceeded}, FailureStatuses} {
+		for _, sts := range [][]string{runstatus.All, {runstatus.Succeeded}, runstatus.Failures} {
 			q, args := newestQuery(sts, f, "job", 10)
 			qs = append(qs, query{fmt.Sprintf("newest %v %+v", sts, f), q, args})
 		}
@@ -293,9 +295,9 @@ func TestStatsQueryPlans(t *testing.T) {
 
 func TestListSinceUntil(t *testing.T) {
 	s, _ := openTemp(t)
-	insertSpecs(t, s, "job", spec{StatusSucceeded, 1, 0, ""}, spec{StatusSucceeded, 2, 0, ""},
-		spec{StatusSucceeded, 3, 0, ""}, spec{StatusSucceeded, 4, 0, ""})
-	insertSpecs(t, s, "other", spec{StatusFailed, 2, 0, ""})
+	insertSpecs(t, s, "job", spec{runstatus.Succeeded, 1, 0, ""}, spec{runstatus.Succeeded, 2, 0, ""},
+		spec{runstatus.Succeeded, 3, 0, ""}, spec{runstatus.Succeeded, 4, 0, ""})
+	insertSpecs(t, s, "other", spec{runstatus.Failed, 2, 0, ""})
 	for _, c := range []struct {
 		f    Filter
 		want int

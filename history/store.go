@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"cronlock/runstatus"
 )
 
 // ErrNotFound is returned by Get for an unknown run id.
@@ -19,7 +21,7 @@ type Run struct {
 	Key, Node    string    // lock key; this machine's name
 	PID          int       // pid of the cronlock process
 	Command      []string  // argv of the child
-	Status       string    // one of Statuses
+	Status       string    // one of runstatus.All
 	ExitCode     *int      // the child's own code; nil when there is none (not started, killed by a signal…)
 	Exit         *int      // the code cronlock returned, what cron saw; nil while running, for abandoned runs and rows from before schema v3
 	Signal       string    // "SIGTERM" when the child died from a signal, else ""
@@ -114,8 +116,8 @@ func (s *Store) selectColumns() string {
 
 // seenAbandoned shows r as abandoned when a read-only Reap found its run dead.
 func (s *Store) seenAbandoned(r *Run) {
-	if r.Status == StatusRunning && s.abandoned[r.ID] {
-		r.Status, r.Error = StatusAbandoned, abandonedError
+	if r.Status == runstatus.Running && s.abandoned[r.ID] {
+		r.Status, r.Error = runstatus.Abandoned, abandonedError
 	}
 }
 
@@ -129,7 +131,7 @@ func (s *Store) Start(r *Run) error {
 	if err := prepare(r); err != nil {
 		return err
 	}
-	r.Status = StatusRunning
+	r.Status = runstatus.Running
 	r.FinishedAt = time.Time{}
 	// The lock comes before the row: a running row whose lock file is free can then only
 	// mean a dead run.
@@ -204,7 +206,7 @@ func (s *Store) upsert(r *Run) error {
 	if err := prepare(r); err != nil {
 		return err
 	}
-	if r.Status == StatusRunning {
+	if r.Status == runstatus.Running {
 		return fmt.Errorf("history: run %s: a finished run needs a final status, not running", r.ID)
 	}
 	tx, err := s.db.Begin()

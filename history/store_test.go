@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cronlock/runstatus"
 )
 
 func openTemp(t testing.TB) (*Store, string) {
@@ -76,7 +78,7 @@ func TestPathWithURIBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.Insert(&Run{Key: "k", Status: StatusSkipped}); err != nil {
+	if err := s.Insert(&Run{Key: "k", Status: runstatus.Skipped}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(path); err != nil {
@@ -98,7 +100,7 @@ func TestSchemaMigration(t *testing.T) {
 	if v := userVersion(t, s); v != len(migrations) {
 		t.Fatalf("user_version = %d, want %d", v, len(migrations))
 	}
-	if err := s.Insert(&Run{ID: "r1", Key: "k", Status: StatusSucceeded}); err != nil {
+	if err := s.Insert(&Run{ID: "r1", Key: "k", Status: runstatus.Succeeded}); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -152,26 +154,26 @@ func TestRoundTrip(t *testing.T) {
 		{"every field", false, Run{
 			Key: "billing:eu/1@x", Node: "web-1\x1b[31m", PID: 4242,
 			Command: []string{"sh", "-c", "echo 'a b'\n", "", "\xff\x01\x1b"},
-			Status:  StatusFailed, ExitCode: intp(3), Signal: "", Error: "exit status 3",
+			Status:  runstatus.Failed, ExitCode: intp(3), Signal: "", Error: "exit status 3",
 			StartedAt: start, FinishedAt: start.Add(1500 * time.Millisecond),
 			FencingToken: math.MaxUint64, Backend: "redis 127.0.0.1:6379/0",
 			Output: []byte("line\x00\xff\xfe\r\nend"),
 		}},
 		{"signal, no exit code", false, Run{
-			Key: "k", Node: "n", PID: 1, Command: []string{"x"}, Status: StatusInterrupted,
+			Key: "k", Node: "n", PID: 1, Command: []string{"x"}, Status: runstatus.Interrupted,
 			Signal: "SIGTERM", StartedAt: start, FinishedAt: start.Add(time.Second), FencingToken: 1,
 			Backend: "local /run/cronlock",
 		}},
 		{"exit code zero", false, Run{
-			Key: "k", Node: "n", PID: 2, Command: []string{"true"}, Status: StatusSucceeded,
+			Key: "k", Node: "n", PID: 2, Command: []string{"true"}, Status: runstatus.Succeeded,
 			ExitCode: intp(0), StartedAt: start, FinishedAt: start,
 		}},
 		{"skipped with holder", true, Run{
-			Key: "k", Node: "n", PID: 3, Command: []string{"true"}, Status: StatusSkipped,
+			Key: "k", Node: "n", PID: 3, Command: []string{"true"}, Status: runstatus.Skipped,
 			Holder: "web-2 (pid 9, run abc)", StartedAt: start, FinishedAt: start,
 		}},
 		{"error before start, no command", true, Run{
-			Key: "k", Node: "n", PID: 4, Status: StatusError, Error: "redis unreachable",
+			Key: "k", Node: "n", PID: 4, Status: runstatus.Error, Error: "redis unreachable",
 			StartedAt: start, FinishedAt: start.Add(time.Millisecond),
 		}},
 	}
@@ -191,7 +193,7 @@ func TestRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got.Status != StatusRunning || !got.FinishedAt.IsZero() || got.ExitCode != nil {
+				if got.Status != runstatus.Running || !got.FinishedAt.IsZero() || got.ExitCode != nil {
 					t.Fatalf("after Start: status %q finished %v exit %v", got.Status, got.FinishedAt, got.ExitCode)
 				}
 				fin.ID = r.ID
@@ -244,8 +246,8 @@ func TestBadRuns(t *testing.T) {
 		op   func(*Run) error
 	}{
 		{"unknown status", Run{Key: "k", Status: "done"}, s.Insert},
-		{"finish as running", Run{Key: "k", Status: StatusRunning}, s.Finish},
-		{"id with a slash", Run{ID: "../../x", Key: "k", Status: StatusSkipped}, s.Insert},
+		{"finish as running", Run{Key: "k", Status: runstatus.Running}, s.Finish},
+		{"id with a slash", Run{ID: "../../x", Key: "k", Status: runstatus.Skipped}, s.Insert},
 		{"start with a path id", Run{ID: "../x", Key: "k"}, s.Start},
 	} {
 		r := c.run
@@ -258,11 +260,11 @@ func TestBadRuns(t *testing.T) {
 func TestFinishWithoutStartRow(t *testing.T) {
 	// Start's write failed (say the disk was full) but the run happened: Finish records it.
 	s, _ := openTemp(t)
-	r := &Run{ID: "0190a7b2-0000-7000-8000-000000000001", Key: "k", Status: StatusSucceeded, ExitCode: intp(0)}
+	r := &Run{ID: "0190a7b2-0000-7000-8000-000000000001", Key: "k", Status: runstatus.Succeeded, ExitCode: intp(0)}
 	if err := s.Finish(r); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Get(r.ID); err != nil || got.Status != StatusSucceeded {
+	if got, err := s.Get(r.ID); err != nil || got.Status != runstatus.Succeeded {
 		t.Fatalf("got %+v, %v", got, err)
 	}
 }
@@ -275,11 +277,11 @@ func TestListOrderAndFilters(t *testing.T) {
 		id, key, node, status string
 		at                    int
 	}{
-		{"a", "k1", "n1", StatusSucceeded, 3},
-		{"b", "k2", "n1", StatusFailed, 1},
-		{"c", "k1", "n2", StatusSkipped, 5},
-		{"d", "k1", "n1", StatusFailed, 5},
-		{"e", "k2", "n2", StatusSucceeded, 2},
+		{"a", "k1", "n1", runstatus.Succeeded, 3},
+		{"b", "k2", "n1", runstatus.Failed, 1},
+		{"c", "k1", "n2", runstatus.Skipped, 5},
+		{"d", "k1", "n1", runstatus.Failed, 5},
+		{"e", "k2", "n2", runstatus.Succeeded, 2},
 	}
 	for _, r := range rows {
 		at := base.Add(time.Duration(r.at) * time.Minute)
@@ -296,9 +298,9 @@ func TestListOrderAndFilters(t *testing.T) {
 		{Filter{Key: "k1"}, "dca"},
 		{Filter{Key: "k1", Limit: 1}, "d"},
 		{Filter{Key: "k2"}, "eb"},
-		{Filter{Status: StatusFailed}, "db"},
+		{Filter{Status: runstatus.Failed}, "db"},
 		{Filter{Node: "n2"}, "ce"},
-		{Filter{Key: "k1", Node: "n1", Status: StatusSucceeded}, "a"},
+		{Filter{Key: "k1", Node: "n1", Status: runstatus.Succeeded}, "a"},
 		{Filter{Key: "none"}, ""},
 	} {
 		runs, err := s.List(c.f)
@@ -415,7 +417,7 @@ func TestCorruptFile(t *testing.T) {
 			s, err := Open(path)
 			if err == nil {
 				// Some corruption shows only on first use.
-				err = s.Insert(&Run{Key: "k", Status: StatusSkipped})
+				err = s.Insert(&Run{Key: "k", Status: runstatus.Skipped})
 				s.Close()
 			}
 			if err == nil {
@@ -463,7 +465,7 @@ func TestUnwritable(t *testing.T) {
 	os.Chmod(ro, 0o555)
 	s, err = Open(filepath.Join(ro, "history.db"))
 	if err == nil {
-		err = s.Insert(&Run{Key: "k", Status: StatusSkipped})
+		err = s.Insert(&Run{Key: "k", Status: runstatus.Skipped})
 		s.Close()
 	}
 	if err == nil || !strings.Contains(err.Error(), "CRONLOCK_HISTORY") {
@@ -518,7 +520,7 @@ func TestJSONShape(t *testing.T) {
 		want map[string]any
 	}{
 		{"finished", Run{ID: "id1", Key: "k", Node: "n", PID: 7, Command: []string{"a", "b c"},
-			Status: StatusFailed, ExitCode: intp(2), Exit: intp(125), StartedAt: start, FinishedAt: start.Add(1234 * time.Millisecond),
+			Status: runstatus.Failed, ExitCode: intp(2), Exit: intp(125), StartedAt: start, FinishedAt: start.Add(1234 * time.Millisecond),
 			ScheduledFor: start.Add(-30 * time.Second),
 			FencingToken: 1 << 60, Backend: "local /run/cronlock", Error: "e", Output: []byte("x")},
 			map[string]any{"id": "id1", "key": "k", "node": "n", "pid": 7.0, "command": []any{"a", "b c"},
@@ -526,17 +528,17 @@ func TestJSONShape(t *testing.T) {
 				"finished_at": "2025-06-01T07:00:01.234Z", "duration_ms": 1234.0, "error": "e", "holder": "",
 				"fencing_token": float64(1 << 60), "backend": "local /run/cronlock", "attempt": 1.0, "exit": 125.0,
 				"scheduled_for": "2025-06-01T06:59:30Z", "run_id": "id1", "try": 1.0}},
-		{"running", Run{ID: "id2", Key: "k", Node: "n", PID: 8, Status: StatusRunning, StartedAt: start},
+		{"running", Run{ID: "id2", Key: "k", Node: "n", PID: 8, Status: runstatus.Running, StartedAt: start},
 			map[string]any{"id": "id2", "key": "k", "node": "n", "pid": 8.0, "command": []any{},
 				"status": "running", "exit_code": nil, "signal": nil, "started_at": "2025-06-01T07:00:00Z",
 				"finished_at": nil, "duration_ms": nil, "error": "", "holder": "", "fencing_token": 0.0, "backend": "", "attempt": 1.0, "exit": nil, "scheduled_for": nil,
 				"run_id": "id2", "try": 1.0}},
-		{"signalled", Run{ID: "id3", Status: StatusInterrupted, Signal: "SIGTERM", StartedAt: start, FinishedAt: start},
+		{"signalled", Run{ID: "id3", Status: runstatus.Interrupted, Signal: "SIGTERM", StartedAt: start, FinishedAt: start},
 			map[string]any{"id": "id3", "key": "", "node": "", "pid": 0.0, "command": []any{},
 				"status": "interrupted", "exit_code": nil, "signal": "SIGTERM", "started_at": "2025-06-01T07:00:00Z",
 				"finished_at": "2025-06-01T07:00:00Z", "duration_ms": 0.0, "error": "", "holder": "", "fencing_token": 0.0, "backend": "", "attempt": 1.0, "exit": nil, "scheduled_for": nil,
 				"run_id": "id3", "try": 1.0}},
-		{"a later try", Run{ID: "id5", RunID: "id4", Try: 2, Status: StatusSucceeded, StartedAt: start, FinishedAt: start},
+		{"a later try", Run{ID: "id5", RunID: "id4", Try: 2, Status: runstatus.Succeeded, StartedAt: start, FinishedAt: start},
 			map[string]any{"id": "id5", "key": "", "node": "", "pid": 0.0, "command": []any{},
 				"status": "succeeded", "exit_code": nil, "signal": nil, "started_at": "2025-06-01T07:00:00Z",
 				"finished_at": "2025-06-01T07:00:00Z", "duration_ms": 0.0, "error": "", "holder": "", "fencing_token": 0.0, "backend": "", "attempt": 1.0, "exit": nil, "scheduled_for": nil,

@@ -13,9 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cronlock/child"
-	"cronlock/history"
 	"cronlock/lockrun"
 	"cronlock/logline"
+	"cronlock/runstatus"
 	"cronlock/tty"
 )
 
@@ -86,7 +86,7 @@ func (r *runner) acquire(sig *child.Signals) (lease lockrun.Lease, code int, don
 		// The wait ran out at tick + --start-deadline, not at --wait: the run is missed.
 		return nil, r.missed(), true
 	case errors.As(res.err, &held):
-		r.row.Status = history.StatusSkipped
+		r.row.Status = runstatus.Skipped
 		if held.Holder != nil {
 			r.row.Holder = held.Holder.String()
 		}
@@ -180,7 +180,7 @@ func (r *runner) jitter(sig *child.Signals) (code int, done bool) {
 // status interrupted, exit 128+N.
 func (r *runner) interrupted(s os.Signal) int {
 	sg := s.(syscall.Signal)
-	r.row.Status = history.StatusInterrupted
+	r.row.Status = runstatus.Interrupted
 	r.row.Signal = unix.SignalName(sg)
 	r.row.Error = fmt.Sprintf("stopped by %s before the job started", r.row.Signal)
 	code := 128 + int(sg)

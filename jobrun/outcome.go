@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cronlock/child"
-	"cronlock/history"
+	"cronlock/runstatus"
 )
 
 // outcome is what a supervised run comes to: its history status, cronlock's exit code
@@ -41,7 +41,7 @@ const (
 func outcomeOf(res child.Result, o *Options) outcome {
 	var out outcome
 	if !res.Started {
-		out.Status = history.StatusError
+		out.Status = runstatus.Error
 		out.Code = ExitFailed
 		var se *child.StartError
 		if errors.As(res.StartErr, &se) {
@@ -68,7 +68,7 @@ func outcomeOf(res child.Result, o *Options) outcome {
 	}
 	switch res.Reason {
 	case child.ReasonLockLost:
-		out.Status = history.StatusLockLost
+		out.Status = runstatus.LockLost
 		if o.ContinueOnLoss {
 			out.Code = own
 			out.Warning = true
@@ -82,11 +82,11 @@ func outcomeOf(res child.Result, o *Options) outcome {
 			out.Message = fmt.Sprintf("%s: the lock was lost while the job ran (%v)%s. Another host may run it now", o.Key, res.LossErr, stopped)
 		}
 	case child.ReasonTimeout:
-		out.Status = history.StatusTimeout
+		out.Status = runstatus.Timeout
 		out.Code = ExitTimeout
 		out.Message = fmt.Sprintf("%s: the job ran longer than --timeout %v; stopped it", o.Key, o.Timeout)
 	case child.ReasonSignal:
-		out.Status = history.StatusInterrupted
+		out.Status = runstatus.Interrupted
 		n := 0
 		if s, ok := res.StopSignal.(syscall.Signal); ok {
 			n = int(s)
@@ -97,9 +97,9 @@ func outcomeOf(res child.Result, o *Options) outcome {
 	default:
 		out.Code = own
 		if own == 0 {
-			out.Status = history.StatusSucceeded
+			out.Status = runstatus.Succeeded
 		} else {
-			out.Status = history.StatusFailed
+			out.Status = runstatus.Failed
 		}
 	}
 	if res.OutputErr != nil {
@@ -128,7 +128,7 @@ func outputLost(out *outcome, res child.Result, o *Options) {
 	ownEnd := res.Reason == child.ReasonExited || (res.Reason == child.ReasonLockLost && o.ContinueOnLoss)
 	switch {
 	case res.Reason == child.ReasonExited:
-		out.Status = history.StatusFailed
+		out.Status = runstatus.Failed
 		out.Code = ExitFailed
 		out.Message = fmt.Sprintf("%s: %s", o.Key, what)
 	case ownEnd:

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"cronlock/child"
-	"cronlock/history"
+	"cronlock/runstatus"
 )
 
 // TestOutcome: the status and exit code of every way a supervised run can end. The
@@ -33,27 +33,27 @@ func TestOutcome(t *testing.T) {
 		message    string // a part of the one line cronlock says; "" = says nothing
 		warning    bool
 	}{
-		{"exit 0", child.ReasonExited, exit(0), 0, false, history.StatusSucceeded, 0, "", false},
-		{"exit 3", child.ReasonExited, exit(3), 0, false, history.StatusFailed, 3, "", false},
-		{"exit 255", child.ReasonExited, exit(255), 0, false, history.StatusFailed, 255, "", false},
-		{"exit 124 of its own", child.ReasonExited, exit(124), 0, false, history.StatusFailed, 124, "", false},
-		{"killed by a signal cronlock did not send", child.ReasonExited, killed(syscall.SIGSEGV), 0, false, history.StatusFailed, 128 + 11, "", false},
-		{"SIGKILL from outside", child.ReasonExited, killed(syscall.SIGKILL), 0, false, history.StatusFailed, 137, "", false},
+		{"exit 0", child.ReasonExited, exit(0), 0, false, runstatus.Succeeded, 0, "", false},
+		{"exit 3", child.ReasonExited, exit(3), 0, false, runstatus.Failed, 3, "", false},
+		{"exit 255", child.ReasonExited, exit(255), 0, false, runstatus.Failed, 255, "", false},
+		{"exit 124 of its own", child.ReasonExited, exit(124), 0, false, runstatus.Failed, 124, "", false},
+		{"killed by a signal cronlock did not send", child.ReasonExited, killed(syscall.SIGSEGV), 0, false, runstatus.Failed, 128 + 11, "", false},
+		{"SIGKILL from outside", child.ReasonExited, killed(syscall.SIGKILL), 0, false, runstatus.Failed, 137, "", false},
 
-		{"timeout, job stopped by SIGTERM", child.ReasonTimeout, killed(syscall.SIGTERM), 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout", false},
-		{"timeout, job needed SIGKILL", child.ReasonTimeout, killed(syscall.SIGKILL), 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout", false},
-		{"timeout, job exits 0 in the grace", child.ReasonTimeout, exit(0), 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout", false},
-		{"timeout, job exits 1 in the grace", child.ReasonTimeout, exit(1), 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout", false},
+		{"timeout, job stopped by SIGTERM", child.ReasonTimeout, killed(syscall.SIGTERM), 0, false, runstatus.Timeout, ExitTimeout, "longer than --timeout", false},
+		{"timeout, job needed SIGKILL", child.ReasonTimeout, killed(syscall.SIGKILL), 0, false, runstatus.Timeout, ExitTimeout, "longer than --timeout", false},
+		{"timeout, job exits 0 in the grace", child.ReasonTimeout, exit(0), 0, false, runstatus.Timeout, ExitTimeout, "longer than --timeout", false},
+		{"timeout, job exits 1 in the grace", child.ReasonTimeout, exit(1), 0, false, runstatus.Timeout, ExitTimeout, "longer than --timeout", false},
 
-		{"SIGTERM forwarded, job dies of it", child.ReasonSignal, killed(syscall.SIGTERM), syscall.SIGTERM, false, history.StatusInterrupted, 143, "stopped the job on SIGTERM", true},
-		{"SIGINT forwarded, job exits 0", child.ReasonSignal, exit(0), syscall.SIGINT, false, history.StatusInterrupted, 130, "stopped the job on SIGINT", true},
-		{"SIGHUP forwarded, job needed SIGKILL", child.ReasonSignal, killed(syscall.SIGKILL), syscall.SIGHUP, false, history.StatusInterrupted, 129, "stopped the job on SIGHUP", true},
+		{"SIGTERM forwarded, job dies of it", child.ReasonSignal, killed(syscall.SIGTERM), syscall.SIGTERM, false, runstatus.Interrupted, 143, "stopped the job on SIGTERM", true},
+		{"SIGINT forwarded, job exits 0", child.ReasonSignal, exit(0), syscall.SIGINT, false, runstatus.Interrupted, 130, "stopped the job on SIGINT", true},
+		{"SIGHUP forwarded, job needed SIGKILL", child.ReasonSignal, killed(syscall.SIGKILL), syscall.SIGHUP, false, runstatus.Interrupted, 129, "stopped the job on SIGHUP", true},
 
-		{"lock lost, job stopped", child.ReasonLockLost, killed(syscall.SIGTERM), 0, false, history.StatusLockLost, ExitFailed, "the lock was lost while the job ran", false},
-		{"lock lost, job exits 0 in the grace", child.ReasonLockLost, exit(0), 0, false, history.StatusLockLost, ExitFailed, "the lock was lost", false},
-		{"lock lost, continue, job exits 0", child.ReasonLockLost, exit(0), 0, true, history.StatusLockLost, 0, "--on-lock-lost continue let it finish", true},
-		{"lock lost, continue, job exits 2", child.ReasonLockLost, exit(2), 0, true, history.StatusLockLost, 2, "--on-lock-lost continue let it finish", true},
-		{"lock lost, continue, job killed from outside", child.ReasonLockLost, killed(syscall.SIGKILL), 0, true, history.StatusLockLost, 137, "let it finish", true},
+		{"lock lost, job stopped", child.ReasonLockLost, killed(syscall.SIGTERM), 0, false, runstatus.LockLost, ExitFailed, "the lock was lost while the job ran", false},
+		{"lock lost, job exits 0 in the grace", child.ReasonLockLost, exit(0), 0, false, runstatus.LockLost, ExitFailed, "the lock was lost", false},
+		{"lock lost, continue, job exits 0", child.ReasonLockLost, exit(0), 0, true, runstatus.LockLost, 0, "--on-lock-lost continue let it finish", true},
+		{"lock lost, continue, job exits 2", child.ReasonLockLost, exit(2), 0, true, runstatus.LockLost, 2, "--on-lock-lost continue let it finish", true},
+		{"lock lost, continue, job killed from outside", child.ReasonLockLost, killed(syscall.SIGKILL), 0, true, runstatus.LockLost, 137, "let it finish", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := child.Result{Started: true, Reason: tc.reason, ExitCode: tc.end.code, Signal: tc.end.sig}
@@ -93,7 +93,7 @@ func TestOutcomeNotStarted(t *testing.T) {
 	} {
 		se := &child.StartError{Kind: tc.kind, Name: "job", Err: fs.ErrNotExist}
 		got := outcomeOf(child.Result{ExitCode: -1, StartErr: se}, &Options{Key: "k"})
-		if got.Status != history.StatusError || got.Code != tc.code || got.Message != se.Error() || got.ExitCode != nil {
+		if got.Status != runstatus.Error || got.Code != tc.code || got.Message != se.Error() || got.ExitCode != nil {
 			t.Errorf("kind %d: %+v; want status error, exit %d, message %q", tc.kind, got, tc.code, se.Error())
 		}
 	}
@@ -113,12 +113,12 @@ func TestOutcomeOutputLost(t *testing.T) {
 		exit   int
 		before string // the part of the line the event itself says
 	}{
-		{"exit 0", child.ReasonExited, 0, false, history.StatusFailed, ExitFailed, ""},
-		{"exit 3", child.ReasonExited, 3, false, history.StatusFailed, ExitFailed, ""},
-		{"timeout", child.ReasonTimeout, 0, false, history.StatusTimeout, ExitTimeout, "longer than --timeout"},
-		{"lock lost", child.ReasonLockLost, 0, false, history.StatusLockLost, ExitFailed, "the lock was lost"},
-		{"lock lost, continue", child.ReasonLockLost, 0, true, history.StatusLockLost, ExitFailed, "let it finish"},
-		{"stop signal", child.ReasonSignal, 0, false, history.StatusInterrupted, 143, "stopped the job on SIGTERM"},
+		{"exit 0", child.ReasonExited, 0, false, runstatus.Failed, ExitFailed, ""},
+		{"exit 3", child.ReasonExited, 3, false, runstatus.Failed, ExitFailed, ""},
+		{"timeout", child.ReasonTimeout, 0, false, runstatus.Timeout, ExitTimeout, "longer than --timeout"},
+		{"lock lost", child.ReasonLockLost, 0, false, runstatus.LockLost, ExitFailed, "the lock was lost"},
+		{"lock lost, continue", child.ReasonLockLost, 0, true, runstatus.LockLost, ExitFailed, "let it finish"},
+		{"stop signal", child.ReasonSignal, 0, false, runstatus.Interrupted, 143, "stopped the job on SIGTERM"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := child.Result{Started: true, Reason: tc.reason, ExitCode: tc.code, OutputErr: lost,

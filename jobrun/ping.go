@@ -5,6 +5,7 @@ import (
 
 	"cronlock/history"
 	"cronlock/notify"
+	"cronlock/runstatus"
 )
 
 // pingDeadline bounds the pings of one run end (the wait for the start ping included);
@@ -40,14 +41,14 @@ func (r *runner) pingEnd(code int) {
 		return
 	}
 	st := r.row.Status
-	if st == "" || st == history.StatusSkipped || st == history.StatusRunning {
+	if st == "" || st == runstatus.Skipped || st == runstatus.Running {
 		return
 	}
 	exit := code
-	if st == history.StatusMissed {
+	if st == runstatus.Missed {
 		exit = 0
 	}
-	err := r.pinger().Finish(context.Background(), exit, st != history.StatusSucceeded, pingBody(r.row))
+	err := r.pinger().Finish(context.Background(), exit, st != runstatus.Succeeded, pingBody(r.row))
 	if err != nil && !o.Quiet && r.shouldWarn("ping", o.Key, err) {
 		r.infof("warning: ping to the --ping URL failed: %v; the run's outcome and exit code are unchanged%s", err, r.repeatNote())
 	}
@@ -56,7 +57,7 @@ func (r *runner) pingEnd(code int) {
 // pingBody is what a failure ping carries: the end of the output, then cronlock's own
 // line about the run, which is all a run that never started its job has to say.
 func pingBody(row *history.Run) []byte {
-	if row.Status == history.StatusSucceeded {
+	if row.Status == runstatus.Succeeded {
 		return nil
 	}
 	body := notify.Tail(row.Output)

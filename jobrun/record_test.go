@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cronlock/history"
+	"cronlock/runstatus"
 )
 
 // A run's running row is written only once the run has lasted StartRowDelay: a run that
@@ -34,7 +35,7 @@ func TestRunningRowWaitsForItsDelay(t *testing.T) {
 				},
 			}
 			r.row = &history.Run{ID: r.runID, Key: "k", Node: "n", PID: os.Getpid(),
-				Command: []string{"job"}, StartedAt: time.Now(), Attempt: 1, Status: history.StatusRunning}
+				Command: []string{"job"}, StartedAt: time.Now(), Attempt: 1, Status: runstatus.Running}
 			r.openHistory()
 			r.recordStart()
 			select {
@@ -58,7 +59,7 @@ func TestRunningRowWaitsForItsDelay(t *testing.T) {
 					t.Fatal("the recorder stopped waiting for the running row's time")
 				}
 				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-					if got, err := st.Get(r.runID); err == nil && got.Status == history.StatusRunning {
+					if got, err := st.Get(r.runID); err == nil && got.Status == runstatus.Running {
 						break
 					}
 					if time.Now().After(deadline) {
@@ -67,11 +68,11 @@ func TestRunningRowWaitsForItsDelay(t *testing.T) {
 				}
 			}
 			code := 0
-			r.row.Status, r.row.ExitCode, r.row.FinishedAt = history.StatusSucceeded, &code, time.Now()
+			r.row.Status, r.row.ExitCode, r.row.FinishedAt = runstatus.Succeeded, &code, time.Now()
 			r.queueFinish()
 			r.rec.wait()
 			got, err := st.Get(r.runID)
-			if err != nil || got.Status != history.StatusSucceeded {
+			if err != nil || got.Status != runstatus.Succeeded {
 				t.Fatalf("final row %+v, %v; want succeeded", got, err)
 			}
 			if left, _ := filepath.Glob(path + "-runs/*"); len(left) != 0 {

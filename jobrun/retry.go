@@ -14,6 +14,7 @@ import (
 	"cronlock/child"
 	"cronlock/history"
 	"cronlock/lockrun"
+	"cronlock/runstatus"
 	"cronlock/tty"
 )
 
@@ -78,7 +79,7 @@ func (r *runner) retryable(res child.Result, out outcome) bool {
 	if !res.Started || res.Reason != child.ReasonExited || res.LossErr != nil || res.OutputErr != nil {
 		return false
 	}
-	if out.Status != history.StatusFailed {
+	if out.Status != runstatus.Failed {
 		return false
 	}
 	return len(r.o.RetryOn) == 0 || slices.Contains(r.o.RetryOn, out.Code)
@@ -103,7 +104,7 @@ func (r *runner) retryDelay(n int) time.Duration {
 // try's own exit, output and error.
 func (r *runner) finishTry(res child.Result, out outcome, delay time.Duration) {
 	o := r.o
-	r.row.Status, r.row.ExitCode, r.row.Signal, r.row.Output = history.StatusRetried, out.ExitCode, out.Signal, res.Output
+	r.row.Status, r.row.ExitCode, r.row.Signal, r.row.Output = runstatus.Retried, out.ExitCode, out.Signal, res.Output
 	r.row.Exit = &out.Code
 	r.row.Streams = streamsOf(res)
 	r.row.Error = fmt.Sprintf("try %d of %d failed with exit %d; try %d followed after %v", r.row.Try, o.Retries+1, out.Code, r.row.Try+1, delay.Round(time.Millisecond))
@@ -136,7 +137,7 @@ func (r *runner) retryWait(sig *child.Signals, keeper *keeperWatch, delay time.D
 			}
 			sg := s.(syscall.Signal)
 			name := unix.SignalName(sg)
-			return &outcome{Status: history.StatusInterrupted, Code: 128 + int(sg),
+			return &outcome{Status: runstatus.Interrupted, Code: 128 + int(sg),
 				Message: fmt.Sprintf("%s: stopped by %s before try %d started", r.o.Key, name, r.row.Try), Warning: true}
 		}
 	}
@@ -145,7 +146,7 @@ func (r *runner) retryWait(sig *child.Signals, keeper *keeperWatch, delay time.D
 // lostBetween is the outcome of a run whose lock was lost while it waited to try again:
 // the next try does not start, as it would run without the lock.
 func (r *runner) lostBetween(loss child.Stop) *outcome {
-	return &outcome{Status: history.StatusLockLost, Code: ExitFailed,
+	return &outcome{Status: runstatus.LockLost, Code: ExitFailed,
 		Message: fmt.Sprintf("%s: the lock was lost between tries (%v); try %d was not started. Another host may run the job now", r.o.Key, loss.Err, r.row.Try)}
 }
 
@@ -161,7 +162,7 @@ func (r *runner) nextTry() {
 	r.row = &history.Run{ID: id, RunID: r.runID, Try: prev.Try + 1, Key: prev.Key, Node: prev.Node,
 		PID: os.Getpid(), Command: prev.Command, StartedAt: wallNow(), Attempt: prev.Attempt,
 		ScheduledFor: prev.ScheduledFor, Backend: prev.Backend, FencingToken: prev.FencingToken,
-		Status: history.StatusRunning}
+		Status: runstatus.Running}
 	r.recordStart()
 }
 

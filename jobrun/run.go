@@ -24,6 +24,7 @@ import (
 	"cronlock/lockrun"
 	"cronlock/logline"
 	"cronlock/notify"
+	"cronlock/runstatus"
 	"cronlock/schedule"
 )
 
@@ -181,7 +182,7 @@ func (r *runner) run() int {
 	}
 	r.verbosef("acquired %s on %s (fencing token %d)", o.Key, r.row.Backend, lease.FencingToken())
 	r.row.FencingToken = lease.FencingToken()
-	r.row.Status = history.StatusRunning
+	r.row.Status = runstatus.Running
 	r.recordStart()
 
 	ctx, stopKeeper := context.WithCancel(context.Background())
@@ -291,7 +292,7 @@ func (r *runner) run() int {
 // fail records an error row, says msg and returns code.
 func (r *runner) fail(code int, format string, args ...any) int {
 	msg := fmt.Sprintf(format, args...)
-	r.row.Status = history.StatusError
+	r.row.Status = runstatus.Error
 	r.row.Error = msg
 	r.row.Exit = &code
 	r.recordInsert()

@@ -4,7 +4,7 @@ import (
 	"os"
 
 	"cronlock/child"
-	"cronlock/history"
+	"cronlock/runstatus"
 )
 
 // openSpool makes the spool of a run with --output on-failure (Options.OutputOnFailure):
@@ -34,14 +34,14 @@ func (r *runner) openSpool() *child.Spool {
 // lock goes first and the spool is written after (finishSpool), as a slow reader must
 // not hold the lock.
 func spoolToWrite(sp *child.Spool, out outcome) bool {
-	return sp != nil && out.Status != history.StatusSucceeded
+	return sp != nil && out.Status != runstatus.Succeeded
 }
 
 // finishSpool writes the spool out when the run, by its final outcome out, did not
 // succeed, and drops it otherwise. Output that cannot be written makes the outcome that
 // of an output error, as it would without the spool.
 func (r *runner) finishSpool(sp *child.Spool, res *child.Result, out outcome) outcome {
-	err := sp.Finish(out.Status == history.StatusSucceeded)
+	err := sp.Finish(out.Status == runstatus.Succeeded)
 	if err == nil || res.OutputErr != nil {
 		return out
 	}

@@ -7,9 +7,9 @@ import (
 	"os"
 	"time"
 
-	"cronlock/history"
 	"cronlock/lockrun"
 	"cronlock/logline"
+	"cronlock/runstatus"
 	"cronlock/tty"
 )
 
@@ -71,7 +71,7 @@ func (r *runner) missed() int {
 	case err != nil:
 		return r.fail(ExitFailed, "%v", err)
 	}
-	r.row.Status = history.StatusMissed
+	r.row.Status = runstatus.Missed
 	r.row.Error = fmt.Sprintf("%s: missed the %s tick: it would start %s after it, later than --start-deadline %s; the job was not run (was cron or this host down or busy?)",
 		o.Key, r.tickName(), heldFor(late), shortDuration(o.StartDeadline))
 	code := o.ConflictExitCode
@@ -88,7 +88,7 @@ func (r *runner) missed() int {
 // that does not match its crontab line.
 func (r *runner) tickSkip(e *lockrun.TickError) int {
 	o := r.o
-	r.row.Status = history.StatusSkipped
+	r.row.Status = runstatus.Skipped
 	r.row.Holder = e.Claimer()
 	r.row.Error = e.Error()
 	code := o.ConflictExitCode

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"cronlock/runstatus"
 )
 
 // The fleet's record (README, "The fleet's record"): <prefix>{KEY}:runs, a Redis list, newest first, of one
@@ -75,7 +77,7 @@ func usTime(us int64) time.Time {
 
 // tookLock reports whether the run held the lock (so its interval can overlap another's).
 func (e FleetEntry) tookLock() bool {
-	return e.Status != "missed" && e.Status != "error"
+	return e.Status != runstatus.Missed && e.Status != runstatus.Error
 }
 
 // RunRecord is what a run tells the backend about itself for the fleet's record. The
@@ -160,7 +162,7 @@ func cutUTF8(s string, n int) string {
 func PendingEntry(key, lockV, tickV string, ids map[string]bool) (FleetEntry, bool) {
 	var lv HolderValue
 	if lockV != "" && json.Unmarshal([]byte(lockV), &lv) == nil && lv.RunID != "" && !ids[lv.RunID] && lv.ReleasedUS == "" {
-		e := FleetEntry{Key: key, RunID: lv.RunID, Node: lv.Node, Status: "running", Tries: 1}
+		e := FleetEntry{Key: key, RunID: lv.RunID, Node: lv.Node, Status: runstatus.Running, Tries: 1}
 		e.StartUS, _ = strconv.ParseInt(lv.AcquiredUS, 10, 64)
 		e.Fence, _ = strconv.ParseUint(lv.Fence, 10, 64)
 		var tr TickValue
@@ -176,7 +178,7 @@ func PendingEntry(key, lockV, tickV string, ids map[string]bool) (FleetEntry, bo
 	if lv.RunID == tr.RunID {
 		return FleetEntry{}, false // kept for --min-hold after its release: the entry is written
 	}
-	e := FleetEntry{Key: key, RunID: tr.RunID, Node: tr.Node, Status: "abandoned", Tries: 1, Skips: tr.Skips,
+	e := FleetEntry{Key: key, RunID: tr.RunID, Node: tr.Node, Status: runstatus.Abandoned, Tries: 1, Skips: tr.Skips,
 		Error: "claimed its tick and let the lock expire without a record of its end (killed, or its host was lost)"}
 	e.TickUS, _ = strconv.ParseInt(tr.TickUS, 10, 64)
 	e.StartUS, _ = strconv.ParseInt(tr.ClaimedUS, 10, 64)
@@ -231,7 +233,7 @@ func (e FleetEntry) end() int64 {
 	switch {
 	case e.EndUS != 0:
 		return e.EndUS
-	case e.Status == "running":
+	case e.Status == runstatus.Running:
 		return 1<<63 - 1
 	}
 	return e.StartUS

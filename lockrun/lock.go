@@ -4,7 +4,8 @@
 // and the errors that mean the same on every backend.
 //
 // The backends live in packages of their own (redis, etcd, local); this package imports
-// none of them, nor anything outside the standard library. It knows nothing of flags,
+// none of them, nor anything outside the standard library but the status names of
+// runstatus. It knows nothing of flags,
 // child processes or the local history.
 package lockrun
 

@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"cronlock/history"
+	"cronlock/runstatus"
 )
 
 // Metric names. Every series carries the labels key and node.
@@ -31,8 +31,8 @@ const (
 // series for each (1 for the last run's, 0 for the others), and cronlock_runs_total
 // starts each at 0, so a series never appears out of nowhere: `== 1` alerts and
 // increase() see the first failure too.
-var metricStatuses = []string{history.StatusSucceeded, history.StatusFailed, history.StatusTimeout,
-	history.StatusLockLost, history.StatusInterrupted, history.StatusSkipped, history.StatusError, history.StatusMissed}
+var metricStatuses = []string{runstatus.Succeeded, runstatus.Failed, runstatus.Timeout,
+	runstatus.LockLost, runstatus.Interrupted, runstatus.Skipped, runstatus.Error, runstatus.Missed}
 
 // previous are the values carried over from the previous file.
 type previous struct {
@@ -100,7 +100,7 @@ func encode(f Facts, prev previous) ([]byte, error) {
 		finished = time.Now()
 	}
 	lastSuccess := prev.lastSuccess
-	if f.Status == history.StatusSucceeded {
+	if f.Status == runstatus.Succeeded {
 		lastSuccess = unixSeconds(finished)
 	}
 	series := func(name string, v float64, extra ...label) sample {

@@ -42,14 +42,7 @@ type backendOptions struct {
 }
 
 // backendTwins maps each backend flag to its environment/config name.
-var backendTwins = map[string]string{
-	"backend":             "CRONLOCK_BACKEND",
-	"redis":               "CRONLOCK_REDIS_URL",
-	"redis-password-file": "CRONLOCK_REDIS_PASSWORD_FILE",
-	"redis-timeout":       "CRONLOCK_REDIS_TIMEOUT",
-	"prefix":              "CRONLOCK_PREFIX",
-	"lock-dir":            "CRONLOCK_LOCK_DIR",
-}
+var backendTwins = twins("backend")
 
 func (o *backendOptions) addFlags(fs *pflag.FlagSet) {
 	o.RedisTimeout = lockrun.DefaultTimeout

@@ -2,8 +2,6 @@ package cmd
 
 import (
 	"errors"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -19,25 +17,6 @@ type etcdOptions struct {
 	EtcdCAFile       string
 	EtcdCertFile     string
 	EtcdKeyFile      string
-}
-
-// etcdTwins maps each etcd flag to its environment/config name.
-var etcdTwins = map[string]string{
-	"etcd":               "CRONLOCK_ETCD_ENDPOINTS",
-	"etcd-user":          "CRONLOCK_ETCD_USER",
-	"etcd-password-file": "CRONLOCK_ETCD_PASSWORD_FILE",
-	"etcd-ca-file":       "CRONLOCK_ETCD_CA_FILE",
-	"etcd-cert-file":     "CRONLOCK_ETCD_CERT_FILE",
-	"etcd-key-file":      "CRONLOCK_ETCD_KEY_FILE",
-}
-
-// init adds the etcd settings to the shared tables, in a fixed order: configNames is
-// listed in messages.
-func init() {
-	for _, flag := range slices.Sorted(maps.Keys(etcdTwins)) {
-		backendTwins[flag] = etcdTwins[flag]
-		configNames = append(configNames, etcdTwins[flag])
-	}
 }
 
 func (o *etcdOptions) addFlags(fs *pflag.FlagSet) {

@@ -37,7 +37,7 @@ type checkOptions struct {
 }
 
 // checkTwins maps check's own flags to their environment/config names.
-var checkTwins = map[string]string{"tz": "CRONLOCK_TZ"}
+var checkTwins = twins("check")
 
 // checkRecords is how many of the newest runs the verdict reads: enough for the usual
 // duration (p95 of the newest 100 successes) of a job that fails now and then.

@@ -27,15 +27,68 @@ type settings struct {
 	source map[string]string // where each value came from, for messages
 }
 
+// A setting is one NAME of the config file and the environment, with the flag it stands
+// in for and the commands that read it through that flag (twins). A setting without a
+// flag is read by name where it is used.
+type setting struct {
+	name, flag string
+	in         []string // "backend" (every command that opens a backend), "run", "check", "history", "log"
+}
+
+// settingsTable is every setting, in the order messages list them.
+var settingsTable = []setting{
+	{"CRONLOCK_TTL", "ttl", []string{"run"}},
+	{"CRONLOCK_BACKEND", "backend", []string{"backend"}},
+	{"CRONLOCK_REDIS_URL", "redis", []string{"backend"}},
+	{"CRONLOCK_REDIS_PASSWORD_FILE", "redis-password-file", []string{"backend"}},
+	{"CRONLOCK_REDIS_TIMEOUT", "redis-timeout", []string{"backend"}},
+	{"CRONLOCK_PREFIX", "prefix", []string{"backend"}},
+	// history's --node is a filter, not this machine's name: CRONLOCK_NODE is run's only.
+	{"CRONLOCK_HISTORY", "history", []string{"run", "history"}},
+	{"CRONLOCK_NODE", "node", []string{"run"}},
+	{"CRONLOCK_LOCK_DIR", "lock-dir", []string{"backend"}},
+	{"CRONLOCK_METRICS_DIR", "metrics-dir", []string{"run"}},
+	// The root's flag: run resolves it with its other settings, other commands on their own.
+	{"CRONLOCK_LOG_FORMAT", "log-format", []string{"run", "log"}},
+	{retentionName, "", nil},
+	// Only run takes locks, so only run can be refused for a server that evicts them.
+	{"CRONLOCK_ALLOW_EVICTION", "allow-eviction", []string{"run"}},
+	{"CRONLOCK_TZ", "tz", []string{"run", "check"}},
+	{"CRONLOCK_MAX_SKEW", "max-skew", []string{"run"}},
+	{"CRONLOCK_FLEET_KEEP", "", nil},
+	{"CRONLOCK_JITTER", "jitter", []string{"run"}},
+	{"CRONLOCK_PING_URL", "ping", []string{"run"}},
+	{"CRONLOCK_OUTPUT", "output", []string{"run"}},
+	{minReplicasName, "min-replicas", []string{"run"}},
+	{sentinelPasswordName, "", nil},
+	{"CRONLOCK_ETCD_ENDPOINTS", "etcd", []string{"backend"}},
+	{"CRONLOCK_ETCD_CA_FILE", "etcd-ca-file", []string{"backend"}},
+	{"CRONLOCK_ETCD_CERT_FILE", "etcd-cert-file", []string{"backend"}},
+	{"CRONLOCK_ETCD_KEY_FILE", "etcd-key-file", []string{"backend"}},
+	{"CRONLOCK_ETCD_PASSWORD_FILE", "etcd-password-file", []string{"backend"}},
+	{"CRONLOCK_ETCD_USER", "etcd-user", []string{"backend"}},
+	// No CRONLOCK_SCHEDULE: a schedule belongs to one crontab line, and one setting for
+	// a whole machine would give every job the same ticks.
+}
+
 // configNames are the settings the config file and the environment may carry.
-var configNames = []string{
-	"CRONLOCK_TTL", "CRONLOCK_BACKEND", "CRONLOCK_REDIS_URL", "CRONLOCK_REDIS_PASSWORD_FILE",
-	"CRONLOCK_REDIS_TIMEOUT", "CRONLOCK_PREFIX", "CRONLOCK_HISTORY", "CRONLOCK_NODE",
-	"CRONLOCK_LOCK_DIR", "CRONLOCK_METRICS_DIR", "CRONLOCK_LOG_FORMAT",
-	"CRONLOCK_HISTORY_RETENTION", "CRONLOCK_ALLOW_EVICTION", "CRONLOCK_TZ", "CRONLOCK_MAX_SKEW",
-	"CRONLOCK_FLEET_KEEP", "CRONLOCK_JITTER", "CRONLOCK_PING_URL",
-	"CRONLOCK_OUTPUT",
-	"CRONLOCK_REDIS_MIN_REPLICAS", "CRONLOCK_REDIS_SENTINEL_PASSWORD_FILE",
+var configNames = func() []string {
+	names := make([]string, len(settingsTable))
+	for i, s := range settingsTable {
+		names[i] = s.name
+	}
+	return names
+}()
+
+// twins maps the flags of the settings read in group to their names.
+func twins(group string) map[string]string {
+	m := map[string]string{}
+	for _, s := range settingsTable {
+		if slices.Contains(s.in, group) {
+			m[s.flag] = s.name
+		}
+	}
+	return m
 }
 
 // loadSettings reads the config file and overlays the environment. Only the default file

@@ -38,9 +38,8 @@ type historyOptions struct {
 	Stdout, Stderr io.Writer
 }
 
-// historyTwins maps history's flags to their environment/config names. --node is a
-// filter here, not this machine's name, so CRONLOCK_NODE is not its twin.
-var historyTwins = map[string]string{"history": "CRONLOCK_HISTORY"}
+// historyTwins maps history's flags to their environment/config names.
+var historyTwins = twins("history")
 
 func newHistoryCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &historyOptions{Limit: 20, Stdout: stdout, Stderr: stderr}

@@ -28,7 +28,7 @@ func (v logFormatValue) Set(s string) error {
 }
 
 // logFormatTwin maps --log-format to its environment/config name.
-var logFormatTwin = map[string]string{"log-format": "CRONLOCK_LOG_FORMAT"}
+var logFormatTwin = twins("log")
 
 // addLogFormatFlag adds --log-format to root for every command; value receives it.
 func addLogFormatFlag(root *cobra.Command, value *string) {

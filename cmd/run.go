@@ -32,24 +32,7 @@ type runOptions struct {
 }
 
 // runTwins maps run's own flags to their environment/config names.
-var runTwins = map[string]string{
-	"ttl":     "CRONLOCK_TTL",
-	"history": "CRONLOCK_HISTORY",
-	"node":    "CRONLOCK_NODE",
-	// No CRONLOCK_SCHEDULE: a schedule belongs to one crontab line, and one setting
-	// for a whole machine would give every job the same ticks.
-	"tz":       "CRONLOCK_TZ",
-	"max-skew": "CRONLOCK_MAX_SKEW",
-	"jitter":   "CRONLOCK_JITTER",
-	"output":   "CRONLOCK_OUTPUT",
-	"ping":     "CRONLOCK_PING_URL",
-
-	"metrics-dir": "CRONLOCK_METRICS_DIR",
-	// Only run takes locks, so only run can be refused for a server that evicts them.
-	"allow-eviction": "CRONLOCK_ALLOW_EVICTION",
-	"min-replicas":   minReplicasName,
-	"log-format":     "CRONLOCK_LOG_FORMAT", // root's flag, resolved here with run's other settings
-}
+var runTwins = twins("run")
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &runOptions{OnLockLost: "kill", job: jobrun.Options{TTL: 60 * time.Second,

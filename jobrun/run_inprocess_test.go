@@ -22,6 +22,7 @@ import (
 	"cronlock/internal/locktest"
 	"cronlock/jobrun"
 	"cronlock/lockrun"
+	"cronlock/runstatus"
 	"cronlock/schedule"
 )
 
@@ -85,7 +86,7 @@ func (b *backend) lease() *locktest.Lease {
 		b.records = append(b.records, *rec)
 		b.mu.Unlock()
 	}
-	sent := locktest.Boottime()
+	sent := lockrun.Boottime()
 	return &locktest.Lease{
 		FencingTokenFunc: func() uint64 { return b.token },
 		TTLFunc:          func() time.Duration { return b.ttl },
@@ -233,13 +234,13 @@ func TestRunExitCode(t *testing.T) {
 		said     string // a part of stderr; "" = nothing is said
 		gaveBack int    // GiveBackTick calls
 	}{
-		{"true", []string{"true"}, 0, 0, history.StatusSucceeded, 0, "", "", 0},
-		{"false", []string{"false"}, 0, 1, history.StatusFailed, 1, "", "", 0},
-		{"exit 3", []string{"sh", "-c", "exit 3"}, 0, 3, history.StatusFailed, 3, "", "", 0},
-		{"killed by its own signal", []string{"sh", "-c", "kill -USR1 $$"}, 0, 128 + 10, history.StatusFailed, -1, "SIGUSR1", "", 0},
-		{"not found", []string{filepath.Join(dir, "no-such-command")}, 0, jobrun.ExitNotFound, history.StatusError, -1, "", "no-such-command", 1},
-		{"not executable", []string{noExec}, 0, jobrun.ExitCannotExecute, history.StatusError, -1, "", "not-executable", 1},
-		{"timeout", []string{"sleep", "60"}, 100 * time.Millisecond, jobrun.ExitTimeout, history.StatusTimeout, -1, "SIGTERM", "longer than --timeout", 0},
+		{"true", []string{"true"}, 0, 0, runstatus.Succeeded, 0, "", "", 0},
+		{"false", []string{"false"}, 0, 1, runstatus.Failed, 1, "", "", 0},
+		{"exit 3", []string{"sh", "-c", "exit 3"}, 0, 3, runstatus.Failed, 3, "", "", 0},
+		{"killed by its own signal", []string{"sh", "-c", "kill -USR1 $$"}, 0, 128 + 10, runstatus.Failed, -1, "SIGUSR1", "", 0},
+		{"not found", []string{filepath.Join(dir, "no-such-command")}, 0, jobrun.ExitNotFound, runstatus.Error, -1, "", "no-such-command", 1},
+		{"not executable", []string{noExec}, 0, jobrun.ExitCannotExecute, runstatus.Error, -1, "", "not-executable", 1},
+		{"timeout", []string{"sleep", "60"}, 100 * time.Millisecond, jobrun.ExitTimeout, runstatus.Timeout, -1, "SIGTERM", "longer than --timeout", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &backend{token: 7}
@@ -303,7 +304,7 @@ func TestRunSkipsWhenHeld(t *testing.T) {
 				t.Fatalf("exit code %d, want --conflict-exit-code %d; stderr %q", r.code, tc.conflict, r.stderr)
 			}
 			row := r.only(t)
-			if row.Status != history.StatusSkipped || intOr(row.Exit) != tc.conflict || row.Holder != tc.rowHold {
+			if row.Status != runstatus.Skipped || intOr(row.Exit) != tc.conflict || row.Holder != tc.rowHold {
 				t.Fatalf("row status %s, exit %d, holder %q; want skipped, %d, %q", row.Status, intOr(row.Exit), row.Holder, tc.conflict, tc.rowHold)
 			}
 			if tc.said == "" && r.stderr != "" || !strings.Contains(r.stderr, tc.said) {
@@ -348,7 +349,7 @@ func TestRunSkipsClaimedTick(t *testing.T) {
 				t.Fatalf("exit code %d, want --conflict-exit-code 5; stderr %q", r.code, r.stderr)
 			}
 			row := r.only(t)
-			if row.Status != history.StatusSkipped || row.Holder != "other (run r9)" || !strings.Contains(row.Error, "by other (run r9)") {
+			if row.Status != runstatus.Skipped || row.Holder != "other (run r9)" || !strings.Contains(row.Error, "by other (run r9)") {
 				t.Fatalf("row status %s, holder %q, error %q; want skipped, claimed by other (run r9)", row.Status, row.Holder, row.Error)
 			}
 			tick := b.reqs[0].Tick
@@ -377,11 +378,11 @@ func TestRunMissed(t *testing.T) {
 		status string
 		said   string // "" = nothing
 	}{
-		{"claimed as missed", nil, 5, history.StatusMissed, "missed the"},
+		{"claimed as missed", nil, 5, runstatus.Missed, "missed the"},
 		{"already claimed", func(req lockrun.Request) error {
 			return &lockrun.TickError{Key: req.Key, Tick: req.Tick, Claimed: req.Tick, Node: "other", Missed: true}
-		}, 5, history.StatusSkipped, ""},
-		{"backend down", func(lockrun.Request) error { return down }, jobrun.ExitFailed, history.StatusError, down.Error()},
+		}, 5, runstatus.Skipped, ""},
+		{"backend down", func(lockrun.Request) error { return down }, jobrun.ExitFailed, runstatus.Error, down.Error()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -441,7 +442,7 @@ func TestRunBackendFails(t *testing.T) {
 				t.Fatalf("exit code %d, want %d; stderr %q", r.code, jobrun.ExitFailed, r.stderr)
 			}
 			row := r.only(t)
-			if row.Status != history.StatusError || intOr(row.Exit) != jobrun.ExitFailed || !strings.Contains(row.Error, tc.said) {
+			if row.Status != runstatus.Error || intOr(row.Exit) != jobrun.ExitFailed || !strings.Contains(row.Error, tc.said) {
 				t.Fatalf("row status %s, exit %d, error %q; want error, 125, saying %q", row.Status, intOr(row.Exit), row.Error, tc.said)
 			}
 			if !strings.Contains(r.stderr, tc.said) || strings.Count(r.stderr, "\n") != 1 {
@@ -507,13 +508,13 @@ func TestRunLockLost(t *testing.T) {
 				t.Fatalf("exit code %d, want %d; stderr %q", r.code, tc.code, r.stderr)
 			}
 			row := r.only(t)
-			if row.Status != history.StatusLockLost || intOr(row.Exit) != tc.code || row.Signal != tc.signal {
+			if row.Status != runstatus.LockLost || intOr(row.Exit) != tc.code || row.Signal != tc.signal {
 				t.Fatalf("row status %s, exit %d, signal %q; want lock_lost, %d, %q", row.Status, intOr(row.Exit), row.Signal, tc.code, tc.signal)
 			}
 			if !strings.Contains(r.stderr, tc.said) {
 				t.Fatalf("stderr %q, want it to say %q", r.stderr, tc.said)
 			}
-			if rec := b.record(t); rec.Status != history.StatusLockLost || rec.Exit != tc.code {
+			if rec := b.record(t); rec.Status != runstatus.LockLost || rec.Exit != tc.code {
 				t.Fatalf("fleet entry %+v, want lock_lost, exit %d", rec, tc.code)
 			}
 			if b.releases != 1 || b.gaveBack != 0 {
@@ -549,7 +550,7 @@ func TestRunReleaseFails(t *testing.T) {
 			if r.code != 3 {
 				t.Fatalf("exit code %d, want the job's 3; stderr %q", r.code, r.stderr)
 			}
-			if row := r.only(t); row.Status != history.StatusFailed || intOr(row.Exit) != 3 {
+			if row := r.only(t); row.Status != runstatus.Failed || intOr(row.Exit) != 3 {
 				t.Fatalf("row status %s, exit %d; want failed, 3", row.Status, intOr(row.Exit))
 			}
 			if tc.said == "" && r.stderr != "" || !strings.Contains(r.stderr, tc.said) {
@@ -574,13 +575,13 @@ func TestRunRetries(t *testing.T) {
 	}{
 		// CRONLOCK_TRY counts the tries: the third one succeeds.
 		{"mended by the third try", []string{"sh", "-c", `[ "$CRONLOCK_TRY" -ge 3 ]`}, nil, 0,
-			[]string{history.StatusRetried, history.StatusRetried, history.StatusSucceeded}},
+			[]string{runstatus.Retried, runstatus.Retried, runstatus.Succeeded}},
 		{"every try fails", []string{"sh", "-c", "exit 3"}, nil, 3,
-			[]string{history.StatusRetried, history.StatusRetried, history.StatusFailed}},
+			[]string{runstatus.Retried, runstatus.Retried, runstatus.Failed}},
 		{"code not in --retry-on", []string{"sh", "-c", "exit 3"}, []int{4}, 3,
-			[]string{history.StatusFailed}},
+			[]string{runstatus.Failed}},
 		{"command not found", []string{"/nonexistent/cronlock-test-job"}, nil, jobrun.ExitNotFound,
-			[]string{history.StatusError}},
+			[]string{runstatus.Error}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &backend{token: 9}
@@ -639,7 +640,7 @@ func TestRunLockLostBetweenTries(t *testing.T) {
 	if r.code != jobrun.ExitFailed {
 		t.Fatalf("exit code %d, want %d; stderr %q", r.code, jobrun.ExitFailed, r.stderr)
 	}
-	if len(r.rows) != 2 || r.rows[0].Status != history.StatusRetried || r.rows[1].Status != history.StatusLockLost || intOr(r.rows[1].Exit) != jobrun.ExitFailed {
+	if len(r.rows) != 2 || r.rows[0].Status != runstatus.Retried || r.rows[1].Status != runstatus.LockLost || intOr(r.rows[1].Exit) != jobrun.ExitFailed {
 		t.Fatalf("rows %+v; want retried, then lock_lost with exit 125", r.rows)
 	}
 	if strings.Contains(r.stderr, "while the job ran") {
@@ -651,7 +652,7 @@ func TestRunLockLostBetweenTries(t *testing.T) {
 	if got := readFile(t, tries); got != "1\n" {
 		t.Fatalf("tries that ran: %q, want only the first", got)
 	}
-	if rec := b.record(t); rec.Status != history.StatusLockLost || rec.Tries != 2 {
+	if rec := b.record(t); rec.Status != runstatus.LockLost || rec.Tries != 2 {
 		t.Fatalf("fleet entry %+v, want lock_lost after 2 tries", rec)
 	}
 }
@@ -660,7 +661,7 @@ func TestRunLockLostBetweenTries(t *testing.T) {
 // lease it runs under in its environment; the row has the attempts Acquire reported.
 func TestRunRequest(t *testing.T) {
 	b := &backend{token: 12345, tries: 3}
-	env := `echo "$CRONLOCK_KEY $CRONLOCK_NODE $CRONLOCK_FENCING_TOKEN $CRONLOCK_TRY $CRONLOCK_RUN_ID"`
+	env := `echo "$CRONLOCK_KEY $CRONLOCK_NODE $CRONLOCK_FENCING_TOKEN $CRONLOCK_TOKEN_BACKEND $CRONLOCK_TRY $CRONLOCK_RUN_ID"`
 	r := run(t, t.TempDir(), b, []string{"sh", "-c", env}, func(o *jobrun.Options) {
 		o.TTL, o.Wait, o.MinHold = 600*time.Millisecond, 2*time.Second, 50*time.Millisecond
 	})
@@ -676,7 +677,8 @@ func TestRunRequest(t *testing.T) {
 		req.Node != "node1" || req.PID != os.Getpid() || req.RunID != row.RunID || !req.Tick.IsZero() {
 		t.Fatalf("request %+v; want key inproc, ttl 600ms, wait 2s, min-hold 50ms, node1, pid %d, run %s, no tick", req, os.Getpid(), row.RunID)
 	}
-	if want := "inproc node1 12345 1 " + row.RunID + "\n"; r.stdout != want {
+	// CRONLOCK_TOKEN_BACKEND is the backend's own Name.
+	if want := "inproc node1 12345 fake 1 " + row.RunID + "\n"; r.stdout != want {
 		t.Fatalf("the job saw %q, want %q", r.stdout, want)
 	}
 	if row.Attempt != 3 || row.FencingToken != 12345 {
@@ -702,7 +704,7 @@ func TestRunInterruptedWhileAcquiring(t *testing.T) {
 		t.Fatalf("exit code %d, want 143; stderr %q", r.code, r.stderr)
 	}
 	row := r.only(t)
-	if row.Status != history.StatusInterrupted || row.Signal != "SIGTERM" || intOr(row.Exit) != 143 {
+	if row.Status != runstatus.Interrupted || row.Signal != "SIGTERM" || intOr(row.Exit) != 143 {
 		t.Fatalf("row status %s, signal %q, exit %d; want interrupted, SIGTERM, 143", row.Status, row.Signal, intOr(row.Exit))
 	}
 	if want := "cronlock: inproc: stopped by SIGTERM before the job started\n"; r.stderr != want {

@@ -14,8 +14,6 @@ import (
 	"context"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"cronlock/lockrun"
 )
 
@@ -156,7 +154,7 @@ func (l *Lease) TTL() time.Duration {
 // Sent calls SentFunc.
 func (l *Lease) Sent() time.Duration {
 	if l.SentFunc == nil {
-		return Boottime()
+		return lockrun.Boottime()
 	}
 	return l.SentFunc()
 }
@@ -205,14 +203,4 @@ func (l *Lease) WriteRecord(ctx context.Context, rec *lockrun.RunRecord) error {
 		return nil
 	}
 	return l.WriteRecordFunc(ctx, rec)
-}
-
-// Boottime reads CLOCK_BOOTTIME, the clock on which a real lease's Sent is read and
-// lockrun.Keeper's default clock: a fixed SentFunc takes its reading from here.
-func Boottime() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	}
-	return time.Duration(ts.Nano())
 }

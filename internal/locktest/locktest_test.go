@@ -34,7 +34,7 @@ func TestZeroValues(t *testing.T) {
 	if l.Describe() != "fake" || l.Name() != "fake" || lease.FencingToken() != 1 || lease.TTL() != 0 {
 		t.Fatalf("Describe %q, Name %q, token %d, TTL %v; want fake, fake, 1, 0", l.Describe(), l.Name(), lease.FencingToken(), lease.TTL())
 	}
-	if before, sent := locktest.Boottime(), lease.Sent(); sent < before {
+	if before, sent := lockrun.Boottime(), lease.Sent(); sent < before {
 		t.Fatalf("Sent %v, before the call (%v): want the call's instant", sent, before)
 	}
 	lease.GiveBackTick()

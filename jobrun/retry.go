@@ -107,7 +107,7 @@ func (r *runner) finishTry(res child.Result, out outcome, delay time.Duration) {
 	r.row.Status, r.row.ExitCode, r.row.Signal, r.row.Output = runstatus.Retried, out.ExitCode, out.Signal, res.Output
 	r.row.Exit = &out.Code
 	r.row.Streams = streamsOf(res)
-	r.row.Error = fmt.Sprintf("try %d of %d failed with exit %d; try %d followed after %v", r.row.Try, o.Retries+1, out.Code, r.row.Try+1, delay.Round(time.Millisecond))
+	r.row.Error = fmt.Sprintf("try %d of %d failed with exit %d; try %d to follow after %v", r.row.Try, o.Retries+1, out.Code, r.row.Try+1, delay.Round(time.Millisecond))
 	r.queueFinish()
 	// Cron mails whatever is said: a try that the next one mends is news only to a person
 	// at a terminal, or with -v.

@@ -70,6 +70,7 @@ type Options struct {
 	// Open connects the lock backend; its error is the run's (status error, exit 125).
 	Open func() (lockrun.Locker, error)
 	// OpTimeout bounds one backend operation (--redis-timeout): a renewal, the release.
+	// 0 means lockrun.DefaultTimeout.
 	OpTimeout time.Duration
 	// Warnings are said at the start of the run (e.g. a password visible in ps).
 	Warnings []string
@@ -106,6 +107,9 @@ type Options struct {
 // Run does one locked, supervised, recorded run and returns the exit code: the job's
 // own, or one of the Exit codes, or ConflictExitCode for a skipped run.
 func Run(o *Options) int {
+	if o.OpTimeout <= 0 {
+		o.OpTimeout = lockrun.DefaultTimeout
+	}
 	r := &runner{o: o, started: wallNow()}
 	code := r.run()
 	r.recordMetrics(code) // the outcome is final here: lock released, row written
@@ -263,16 +267,18 @@ func (r *runner) run() int {
 	// through at once): the release is what a waiting host is held up by, and a failed
 	// release changes neither status nor exit code.
 	r.queueFinish()
-	// "released" only for a lock that was still this run's: after a loss, another run
-	// may hold the key, and -v must not suggest this run freed it.
+	// "released" only for a lock that was still this run's: after a loss (during a try,
+	// or between two), another run may hold the key, and -v must not suggest this run
+	// freed it.
+	lost := res.LossErr != nil || (end != nil && end.Status == runstatus.LockLost)
 	switch err := <-released; {
-	case errors.Is(err, lockrun.ErrLockLost) && res.LossErr != nil:
+	case errors.Is(err, lockrun.ErrLockLost) && lost:
 		r.verbosef("did not release %s: it was lost during the run, and is no longer this run's", o.Key)
 	case errors.Is(err, lockrun.ErrLockLost):
 		r.verbosef("did not release %s: it was no longer this run's lock (%v)", o.Key, err)
 	case err != nil:
 		r.infof("releasing %s failed: %v%s", o.Key, err, freedBy(r.locker, o.TTL))
-	case res.LossErr != nil:
+	case lost:
 		// The local backend's lease still closes its descriptor of the replaced file.
 		r.verbosef("did not release %s: it was lost during the run; dropped what this run still held of it", o.Key)
 	default:

@@ -636,6 +636,7 @@ func TestRunLockLostBetweenTries(t *testing.T) {
 		// the next renewal (100ms) about once in 6000 runs; the try is then stopped by the
 		// loss, an end that is lock_lost and 125 too.
 		o.Retries, o.RetryDelay = 1, 10*time.Minute
+		o.Verbose = true // -v must not say the lost lock was released
 	})
 	if r.code != jobrun.ExitFailed {
 		t.Fatalf("exit code %d, want %d; stderr %q", r.code, jobrun.ExitFailed, r.stderr)
@@ -648,6 +649,12 @@ func TestRunLockLostBetweenTries(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "the lock was lost between tries (lockrun: lock lost); try 2 was not started") {
 		t.Fatalf("stderr %q, want it to say the lock was lost between tries", r.stderr)
+	}
+	if strings.Contains(r.stderr, "released inproc") || !strings.Contains(r.stderr, "did not release inproc") {
+		t.Fatalf("stderr %q: -v says the lock lost between tries was released", r.stderr)
+	}
+	if !strings.Contains(r.rows[0].Error, "try 2 to follow after") {
+		t.Fatalf("the retried row says %q, want the try to follow (it may never start)", r.rows[0].Error)
 	}
 	if got := readFile(t, tries); got != "1\n" {
 		t.Fatalf("tries that ran: %q, want only the first", got)

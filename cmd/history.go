@@ -307,14 +307,7 @@ func formatDuration(r history.Run) string {
 	if r.FinishedAt.IsZero() {
 		return "-"
 	}
-	d := r.Duration()
-	switch {
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	case d < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
+	return statsDuration(r.Duration())
 }
 
 // openReaped opens the history file for a history command with open (history.OpenRead

@@ -39,30 +39,22 @@ func (l *Locker) Acquire(ctx context.Context, req lockrun.Request) (lockrun.Leas
 		}
 		return lease, nil
 	}
-	deadline := time.Now().Add(req.Wait)
-	poll := l.poll
-	if poll <= 0 {
-		poll = max(min(time.Second, req.TTL/3), 10*time.Millisecond)
-	}
-	for {
-		lease, held, rev, err := l.attempt(ctx, req, false)
-		if err != nil && (!retryableEtcdError(err) || ctx.Err() != nil) {
-			return nil, err
-		}
-		if err == nil && held == nil {
-			return lease, nil
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			if err != nil {
-				return nil, err
+	var rev int64 // the lock key's revision that the last attempt saw held
+	return lockrun.Wait(ctx, req, lockrun.Waiter{
+		Attempt: func(ctx context.Context) (lockrun.Lease, *lockrun.Holder, error) {
+			lease, held, r, err := l.attempt(ctx, req, false)
+			rev = r
+			if lease == nil {
+				return nil, held, err // not a typed nil in the interface
 			}
-			return nil, &lockrun.HeldError{Key: req.Key, Holder: held}
-		}
-		if err := l.waitDelete(ctx, req.Key, rev, min(poll, left)); err != nil {
-			return nil, fmt.Errorf("wait for lock %s: %w", req.Key, err)
-		}
-	}
+			return lease, held, err
+		},
+		Retryable: retryableEtcdError,
+		Sleep: func(ctx context.Context, d time.Duration, _ *lockrun.Holder) error {
+			return l.waitDelete(ctx, req.Key, rev, d)
+		},
+		Poll: l.poll,
+	})
 }
 
 // attemptOutlasting is one attempt that rides out a leader election: the cluster's "no

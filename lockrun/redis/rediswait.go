@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"cronlock/lockrun"
@@ -13,8 +12,8 @@ import (
 
 // acquireWait is Acquire with req.Wait > 0.
 func (l *Locker) acquireWait(ctx context.Context, req lockrun.Request, token string) (lockrun.Lease, error) {
-	deadline := time.Now().Add(req.Wait)
-	wctx, cancel := context.WithDeadline(ctx, deadline)
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, req.Wait)
 	defer cancel()
 
 	// Subscribe before the first attempt, so that a release between that attempt and the
@@ -24,48 +23,39 @@ func (l *Locker) acquireWait(ctx context.Context, req lockrun.Request, token str
 	if stop := l.subscribe(wctx, req.Key, wake); stop != nil {
 		defer stop()
 	}
-
-	poll := l.poll
-	if poll <= 0 {
-		poll = min(time.Second, req.TTL/3)
-	}
-	poll = max(poll, 10*time.Millisecond)
+	req.Wait -= time.Since(start) // the wait counts from before the subscription
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	for first := true; ; first = false {
-		if !first {
-			l.followMaster(ctx, 0) // the master may have changed since the last attempt
-		}
-		// Each attempt gets the full operation time-out even when the wait is almost over.
-		lease, held, err := l.acquireOnce(ctx, req, token, "")
-		if err != nil && (!retryableRedisError(err) || ctx.Err() != nil) {
-			return nil, err
-		}
-		if err == nil && held == nil {
-			return lease, nil
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			if err != nil {
-				return nil, err // unreachable when the wait ended: that, not a holder, is the news
+	first := true
+	return lockrun.Wait(ctx, req, lockrun.Waiter{
+		Attempt: func(ctx context.Context) (lockrun.Lease, *lockrun.Holder, error) {
+			if !first {
+				l.followMaster(ctx, 0) // the master may have changed since the last attempt
 			}
-			return nil, &lockrun.HeldError{Key: req.Key, Holder: held}
-		}
-		// An unreachable server (a restart, a network blip) is asked again at the next
-		// poll until the wait ends: the waiter is there to wait. Also wake just after the
-		// holder's lease runs out: an expiry publishes nothing.
-		sleep := min(poll, left)
-		if held != nil && held.TTLLeft > 0 {
-			sleep = min(sleep, held.TTLLeft+2*time.Millisecond)
-		}
-		timer.Reset(sleep)
-		select {
-		case <-wake:
-		case <-timer.C:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("wait for lock %s: %w", req.Key, ctx.Err())
-		}
-	}
+			first = false
+			lease, held, err := l.acquireOnce(ctx, req, token, "")
+			if lease == nil {
+				return nil, held, err // not a typed nil in the interface
+			}
+			return lease, held, err
+		},
+		Retryable: retryableRedisError,
+		Sleep: func(ctx context.Context, d time.Duration, held *lockrun.Holder) error {
+			// Also wake just after the holder's lease runs out: an expiry publishes nothing.
+			if held != nil && held.TTLLeft > 0 {
+				d = min(d, held.TTLLeft+2*time.Millisecond)
+			}
+			timer.Reset(d)
+			select {
+			case <-wake:
+			case <-timer.C:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return nil
+		},
+		Poll: l.poll,
+	})
 }
 
 // subscribe listens on key's release channel and signals wake (without blocking) on each

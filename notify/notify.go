@@ -6,7 +6,7 @@
 //
 // It speaks just enough HTTP/1.1 over net and crypto/tls (one request per connection),
 // not net/http, whose package init would cost every cronlock process, with or without a
-// ping, about 70 µs and 400 KB of binary (BENCHMARKS.md). It deliberately does not
+// ping, start-up time and binary size (BENCHMARKS.md). It deliberately does not
 // follow redirects, honour HTTP(S)_PROXY, retry, or read the answer past its status
 // line: a ping is one best-effort request that must never hold up or change a run.
 package notify

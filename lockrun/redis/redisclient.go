@@ -40,9 +40,10 @@ func newRedisClient(t redisTarget, o Options, d *redisDialer) (redisClient, erro
 			// MOVED and ASK are followed by go-redis (a slot that moves mid-operation is
 			// asked again at its new node), always within the caller's deadline.
 			MaxRedirects: 8,
-			// Routing policies fetch the whole COMMAND table first (about 8 ms of a short
-			// run here) under a 5s deadline of go-redis's own, past the operation's; every
-			// command cronlock sends has a key (EVAL) or is sent to chosen nodes.
+			// Routing policies fetch the whole COMMAND table first (a round trip and a
+			// large reply: BENCHMARKS.md) under a 5s deadline of go-redis's own, past the
+			// operation's; every command cronlock sends has a key (EVAL) or is sent to
+			// chosen nodes.
 			DisableRoutingPolicies: true,
 			MaxRetries:             -1,
 			MinRetryBackoff:        -1,

@@ -17,9 +17,9 @@ import (
 )
 
 // A short restart of a Redis with AOF keeps the lock: it must not cost a running
-// job its lease, nor a --wait waiter its turn. Before the fix, go-redis's dial circuit
-// breaker answered renewals with a cached "connection refused" for up to a second after
-// the server was back, and 3 holders in 4 were killed (lock_lost, 125) by a 0.2 s restart.
+// job its lease, nor a --wait waiter its turn, although go-redis's dial circuit breaker
+// may answer renewals with a cached "connection refused" for up to a second after the
+// server is back.
 
 // shortRestart kills srv with SIGKILL, waits down, and starts it again on the same port
 // with the same data folder (its AOF).

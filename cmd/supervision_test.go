@@ -19,7 +19,7 @@ import (
 )
 
 // runWithin runs cronlock like cli.run, but fails the test when it has not ended after
-// limit: the tests below are about runs that used to hang.
+// limit: the tests below are about runs that must not hang.
 func (c *cli) runWithin(limit time.Duration, args ...string) (int, string, string) {
 	c.t.Helper()
 	cmd := c.command(args...)

@@ -9,7 +9,7 @@ import (
 )
 
 // pingDeadline bounds the pings of one run end (the wait for the start ping included);
-// only a test build shortens it (pingknob_on.go).
+// only a test build shortens it (testhooks_on.go).
 var pingDeadline = notify.DefaultDeadline
 
 // pinger is the run's Healthchecks pinger, made once the run id is known.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -114,45 +113,6 @@ func helperForeground() int {
 	return 0
 }
 
-// testSignals returns Signals fed by the returned channel instead of real signals.
-func testSignals(t *testing.T) (*Signals, chan os.Signal) {
-	t.Helper()
-	c := make(chan os.Signal, 4)
-	s := newSignals(c)
-	t.Cleanup(func() { signal.Stop(s.chld) })
-	setSubreaper()
-	return s, c
-}
-
-// supervise runs Supervise with a watchdog, so that a hang fails the test instead of
-// stalling the suite, then waits for the output (Result.WaitOutput). The duration is
-// Supervise's own.
-func supervise(t *testing.T, job Job, sig *Signals, lease Watch, started func(int)) (Result, time.Duration) {
-	t.Helper()
-	if sig == nil {
-		sig, _ = testSignals(t)
-	}
-	type out struct {
-		r Result
-		d time.Duration
-	}
-	ch := make(chan out, 1)
-	go func() {
-		t0 := time.Now()
-		r := Supervise(context.Background(), job, sig, lease, started)
-		d := time.Since(t0)
-		r.WaitOutput()
-		ch <- out{r, d}
-	}()
-	select {
-	case o := <-ch:
-		return o.r, o.d
-	case <-time.After(20 * time.Second):
-		t.Fatalf("Supervise did not return within 20s")
-	}
-	panic("unreachable")
-}
-
 // untilTrapped runs try with the argv of a job that ignores the signals sigs ("TERM INT")
 // and sleeps. Events timed from the start can reach the shell before its trap is set on a
 // loaded machine, and a job killed by such an early signal says nothing about Supervise:
@@ -172,10 +132,6 @@ func untilTrapped(t *testing.T, sigs string, try func(argv []string) (Result, ti
 	}
 }
 
-func sh(script string, args ...string) []string {
-	return append([]string{"sh", "-c", script, "sh"}, args...)
-}
-
 func writeScript(t *testing.T, name, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
@@ -183,12 +139,6 @@ func writeScript(t *testing.T, name, body string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// procGone reports whether pid has no /proc entry at all (exited and reaped).
-func procGone(pid int) bool {
-	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
-	return errors.Is(err, os.ErrNotExist)
 }
 
 func TestSuperviseExitCode(t *testing.T) {
@@ -347,20 +297,6 @@ func TestSuperviseTimeout(t *testing.T) {
 	if res.Reason != ReasonTimeout || res.Signal != syscall.SIGKILL || d < 300*time.Millisecond {
 		t.Fatalf("TERM ignored: got %+v after %v", res, d)
 	}
-}
-
-// chanWatch is a Watch fed by a test: a loss on its channel, and what Check says.
-type chanWatch struct {
-	c       chan Stop
-	expired func() bool // nil: the lease never runs out by itself
-}
-
-func (w chanWatch) Lost() <-chan Stop { return w.c }
-func (w chanWatch) Check() (Stop, bool) {
-	if w.expired != nil && w.expired() {
-		return Stop{Err: errors.New("ran out")}, true
-	}
-	return Stop{}, false
 }
 
 func TestSuperviseLockLoss(t *testing.T) {
@@ -577,54 +513,6 @@ func TestOutputForeignHolderDoesNotHang(t *testing.T) {
 	if d > 3*time.Second {
 		t.Errorf("took %v", d)
 	}
-}
-
-// sink stands for cronlock's stdout or stderr when that is a pipe (cron's mail pipe): a
-// goroutine reads everything written to w. With mark, it creates that file once bytes have
-// arrived; with countOnly, it keeps only their number.
-type sink struct {
-	w    *os.File
-	done chan struct{}
-	buf  bytes.Buffer
-	n    int64
-}
-
-func newSink(t *testing.T, mark string, countOnly bool) *sink {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := &sink{w: w, done: make(chan struct{})}
-	t.Cleanup(func() { w.Close(); <-k.done })
-	go func() {
-		defer close(k.done)
-		defer r.Close()
-		b := make([]byte, 64<<10)
-		for {
-			n, err := r.Read(b)
-			if n > 0 {
-				k.n += int64(n)
-				if !countOnly {
-					k.buf.Write(b[:n])
-				}
-				if mark != "" {
-					os.WriteFile(mark, nil, 0o644)
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return k
-}
-
-// all closes the test's write end and returns everything the sink got.
-func (k *sink) all() ([]byte, int64) {
-	k.w.Close()
-	<-k.done
-	return k.buf.Bytes(), k.n
 }
 
 // TestOutputTailBounded: 50 MB of output, a tail of exactly the last Capture bytes, all of
@@ -974,6 +862,3 @@ func TestSuperviseForeground(t *testing.T) {
 		t.Fatalf("terminal shows %q", s)
 	}
 }
-
-// errLockLost stands for the keeper's reason in a Stop.
-var errLockLost = errors.New("lock lost")

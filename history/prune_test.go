@@ -13,9 +13,6 @@ import (
 	"cronlock/runstatus"
 )
 
-// now is the injected present of the prune tests.
-var now = time.Date(2030, 6, 1, 12, 0, 0, 0, time.UTC)
-
 const day = 24 * time.Hour
 
 // pruneRow is one run of a fixture: its id says its key and age.

@@ -1,17 +1,12 @@
 package history
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
-	"os/user"
 	"path/filepath"
 	"reflect"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,31 +19,6 @@ func startHolder(t *testing.T, path, node string) (id string, kill func(), stop 
 	t.Helper()
 	id, _, kill, stop = startHelper(t, "hold", "HELPER_PATH="+path, "HELPER_NODE="+node)
 	return id, kill, stop
-}
-
-// startHelper starts helper name (one that says a run id and then waits), and returns
-// that id, the helper's pid, and functions that SIGKILL it or let it end.
-func startHelper(t *testing.T, name string, env ...string) (id string, pid int, kill func(), stop func()) {
-	t.Helper()
-	cmd := helperCmd(t, name, env...)
-	stdin, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	id = waitLine(t, bufio.NewReader(out))
-	return id, cmd.Process.Pid, func() { cmd.Process.Signal(syscall.SIGKILL); cmd.Wait() },
-		func() { stdin.Close(); cmd.Wait() }
-}
-
-func status(t *testing.T, s *Store, id string) Run {
-	t.Helper()
-	r, err := s.Get(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }
 
 func TestReapAbandoned(t *testing.T) {
@@ -180,61 +150,6 @@ func TestReapRace(t *testing.T) {
 		if _, err := s.Reap("n"); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-// otherUserOpen runs a helper as the user nobody (the tests run as root here, for whom
-// permission bits do not apply): DefaultPath must come from nobody's password entry, and
-// opening path (in a folder nobody cannot write) must fail clearly.
-func otherUserOpen(t *testing.T, path string) {
-	nobody, err := user.Lookup("nobody")
-	if err != nil {
-		t.Skip("no user nobody:", err)
-	}
-	// nobody must be able to reach the test binary and the folder.
-	exe, _ := os.Executable()
-	bindir := t.TempDir()
-	for _, d := range []string{bindir, filepath.Dir(bindir)} {
-		os.Chmod(d, 0o755)
-	}
-	for d := filepath.Dir(path); d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
-		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o005 == 0 {
-			os.Chmod(d, fi.Mode().Perm()|0o005)
-		}
-	}
-	copyExe := filepath.Join(bindir, "history.test")
-	in, _ := os.Open(exe)
-	outf, _ := os.OpenFile(copyExe, os.O_CREATE|os.O_WRONLY, 0o755)
-	io.Copy(outf, in)
-	in.Close()
-	outf.Close()
-
-	cmd := helperCmd(t, "other-user", "HELPER_PATH="+path, "HOME=/root")
-	cmd.Path = copyExe
-	cmd.Args[0] = copyExe
-	var uid, gid uint32
-	var u64 uint64
-	for _, c := range nobody.Uid {
-		u64 = u64*10 + uint64(c-'0')
-	}
-	uid = uint32(u64)
-	u64 = 0
-	for _, c := range nobody.Gid {
-		u64 = u64*10 + uint64(c-'0')
-	}
-	gid = uint32(u64)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("helper as nobody: %v", err)
-	}
-	got := string(out)
-	wantDefault := "default=" + filepath.Join(nobody.HomeDir, ".local/state/cronlock/history.db") + " err=<nil>"
-	if !strings.Contains(got, wantDefault) {
-		t.Errorf("nobody's DefaultPath: %q, want %q (from the password database, not $HOME=/root)", got, wantDefault)
-	}
-	if !strings.Contains(got, "permission denied") || !strings.Contains(got, "CRONLOCK_HISTORY") || !strings.Contains(got, path) {
-		t.Errorf("open in an unwritable folder as nobody: %q", got)
 	}
 }
 

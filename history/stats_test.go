@@ -13,9 +13,6 @@ import (
 // statsBase is the start time of the first run of every stats test.
 var statsBase = time.Date(2025, 6, 1, 9, 0, 0, 0, time.UTC)
 
-// at is the start time of a run that began m minutes after statsBase.
-func at(m int) time.Time { return statsBase.Add(time.Duration(m) * time.Minute) }
-
 // spec is one run to insert: its status, the minute it starts and how long it took.
 type spec struct {
 	status string

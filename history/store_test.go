@@ -17,19 +17,6 @@ import (
 	"cronlock/runstatus"
 )
 
-func openTemp(t testing.TB) (*Store, string) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "state", "cronlock", "history.db")
-	s, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s, path
-}
-
-func intp(i int) *int { return &i }
-
 func TestOpenCreatesPrivateFiles(t *testing.T) {
 	old := syscallUmask(0) // the modes must not depend on a permissive umask
 	defer syscallUmask(old)
@@ -84,15 +71,6 @@ func TestPathWithURIBytes(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("the database is not at the path given: %v", err)
 	}
-}
-
-func userVersion(t *testing.T, s *Store) int {
-	t.Helper()
-	var v int
-	if err := s.db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
-		t.Fatal(err)
-	}
-	return v
 }
 
 func TestSchemaMigration(t *testing.T) {
@@ -335,20 +313,6 @@ func TestQueryPlans(t *testing.T) {
 			t.Errorf("%s\nplan: %s\nwant index %s and no sort", c.q, p, c.index)
 		}
 	}
-}
-
-func countRuns(t *testing.T, path string, where string) int {
-	t.Helper()
-	s, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	var n int
-	if err := s.db.QueryRow("SELECT count(*) FROM runs " + where).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 func TestConcurrentGoroutines(t *testing.T) {

@@ -2,11 +2,17 @@ package history
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"os/user"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -200,3 +206,129 @@ func queryPlan(t testing.TB, s *Store, q string, args ...any) []string {
 	}
 	return plan
 }
+
+// now is the injected present of the prune tests.
+var now = time.Date(2030, 6, 1, 12, 0, 0, 0, time.UTC)
+
+// startHelper starts helper name (one that says a run id and then waits), and returns
+// that id, the helper's pid, and functions that SIGKILL it or let it end.
+func startHelper(t *testing.T, name string, env ...string) (id string, pid int, kill func(), stop func()) {
+	t.Helper()
+	cmd := helperCmd(t, name, env...)
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	id = waitLine(t, bufio.NewReader(out))
+	return id, cmd.Process.Pid, func() { cmd.Process.Signal(syscall.SIGKILL); cmd.Wait() },
+		func() { stdin.Close(); cmd.Wait() }
+}
+
+func status(t *testing.T, s *Store, id string) Run {
+	t.Helper()
+	r, err := s.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// otherUserOpen runs a helper as the user nobody (the tests run as root here, for whom
+// permission bits do not apply): DefaultPath must come from nobody's password entry, and
+// opening path (in a folder nobody cannot write) must fail clearly.
+func otherUserOpen(t *testing.T, path string) {
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("no user nobody:", err)
+	}
+	// nobody must be able to reach the test binary and the folder.
+	exe, _ := os.Executable()
+	bindir := t.TempDir()
+	for _, d := range []string{bindir, filepath.Dir(bindir)} {
+		os.Chmod(d, 0o755)
+	}
+	for d := filepath.Dir(path); d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o005 == 0 {
+			os.Chmod(d, fi.Mode().Perm()|0o005)
+		}
+	}
+	copyExe := filepath.Join(bindir, "history.test")
+	in, _ := os.Open(exe)
+	outf, _ := os.OpenFile(copyExe, os.O_CREATE|os.O_WRONLY, 0o755)
+	io.Copy(outf, in)
+	in.Close()
+	outf.Close()
+
+	cmd := helperCmd(t, "other-user", "HELPER_PATH="+path, "HOME=/root")
+	cmd.Path = copyExe
+	cmd.Args[0] = copyExe
+	var uid, gid uint32
+	var u64 uint64
+	for _, c := range nobody.Uid {
+		u64 = u64*10 + uint64(c-'0')
+	}
+	uid = uint32(u64)
+	u64 = 0
+	for _, c := range nobody.Gid {
+		u64 = u64*10 + uint64(c-'0')
+	}
+	gid = uint32(u64)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helper as nobody: %v", err)
+	}
+	got := string(out)
+	wantDefault := "default=" + filepath.Join(nobody.HomeDir, ".local/state/cronlock/history.db") + " err=<nil>"
+	if !strings.Contains(got, wantDefault) {
+		t.Errorf("nobody's DefaultPath: %q, want %q (from the password database, not $HOME=/root)", got, wantDefault)
+	}
+	if !strings.Contains(got, "permission denied") || !strings.Contains(got, "CRONLOCK_HISTORY") || !strings.Contains(got, path) {
+		t.Errorf("open in an unwritable folder as nobody: %q", got)
+	}
+}
+
+// at is the start time of a run that began m minutes after statsBase.
+func at(m int) time.Time { return statsBase.Add(time.Duration(m) * time.Minute) }
+
+func openTemp(t testing.TB) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "state", "cronlock", "history.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+func intp(i int) *int { return &i }
+
+func userVersion(t *testing.T, s *Store) int {
+	t.Helper()
+	var v int
+	if err := s.db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func countRuns(t *testing.T, path string, where string) int {
+	t.Helper()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var n int
+	if err := s.db.QueryRow("SELECT count(*) FROM runs " + where).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func syscallUmask(m int) int { return syscall.Umask(m) }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

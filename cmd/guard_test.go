@@ -14,19 +14,27 @@ import (
 // escapee with it: the lock is free at once, and the next run would run beside it.
 func TestGuardKillsHuntedEscapee(t *testing.T) {
 	c := newCLI(t, "")
-	pidf, termed := filepath.Join(c.dir, "escapee.pid"), filepath.Join(c.dir, "termed")
+	pidf, termed, later := filepath.Join(c.dir, "escapee.pid"), filepath.Join(c.dir, "termed"), filepath.Join(c.dir, "later")
+	// The escapee marks the hunt's SIGTERM with shell builtins only: an external touch in
+	// its trap would be one more of the job's processes outside the group, which the next
+	// look of the hunt (every 20 ms) gives its own SIGTERM, often before it made the file.
+	// Its trap is set before its pid is written, so before the hunt can begin.
+	//
+	// The hunt that finds the escapee tells the guard right after its signals (armGuard).
+	// A sleep started once the trap has run was not there for that look, so a SIGTERM that
+	// ends such a sleep (143) comes from a later look: "later" appears only once the guard
+	// has been told.
 	cmd := c.command("run", "-k", "hunted", "--grace", "60s", "--", "sh", "-c",
-		`setsid sh -c 'echo $$ > `+pidf+`; trap "touch `+termed+`" TERM; while :; do sleep 0.1; done' &
+		`setsid sh -c 'trap ": > `+termed+`" TERM; echo $$ > `+pidf+`
+			while :; do t=; [ -e `+termed+` ] && t=1; sleep 0.1; [ $? = 143 ] && [ -n "$t" ] && : > `+later+`; done' &
 		while [ ! -s `+pidf+` ]; do sleep 0.01; done`)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	pid := proctest.ReadPID(t, pidf)
 	t.Cleanup(func() { killIfAlive(pid) })
-	// The hunt's SIGTERM shows that cronlock has found the escapee; it tells the guard
-	// right after.
 	proctest.WaitFile(t, termed)
-	time.Sleep(300 * time.Millisecond)
+	proctest.WaitFile(t, later)
 	cmd.Process.Kill()
 	cmd.Wait()
 	proctest.WaitDead(t, pid, 5*time.Second, "escapee found by the hunt, after cronlock was SIGKILLed")

@@ -24,9 +24,9 @@ import (
 func TestRedisTLS(t *testing.T) {
 	dir := t.TempDir()
 	caFile, certFile, keyFile := writeTestCerts(t, dir)
-	tlsPort := redistest.FreePort(t)
-	redistest.Start(t, "--tls-port", strconv.Itoa(tlsPort), "--tls-cert-file", certFile,
-		"--tls-key-file", keyFile, "--tls-ca-cert-file", caFile, "--tls-auth-clients", "no")
+	srv := redistest.StartTLS(t, "--tls-cert-file", certFile, "--tls-key-file", keyFile,
+		"--tls-ca-cert-file", caFile, "--tls-auth-clients", "no")
+	tlsPort := srv.TLSPort
 	c := newCLI(t, "rediss://localhost:"+strconv.Itoa(tlsPort)+"/0")
 
 	code, _, stderr := c.run("run", "-k", "tls", "--", "true")
@@ -84,9 +84,9 @@ func writeTestCerts(t *testing.T, dir string) (caFile, certFile, keyFile string)
 func TestRedisTLSFailuresSayWhatToDo(t *testing.T) {
 	dir := t.TempDir()
 	caFile, certFile, keyFile := writeTestCerts(t, dir)
-	tlsPort := redistest.FreePort(t)
-	plain := redistest.Start(t, "--tls-port", strconv.Itoa(tlsPort), "--tls-cert-file", certFile,
-		"--tls-key-file", keyFile, "--tls-ca-cert-file", caFile, "--tls-auth-clients", "no")
+	plain := redistest.StartTLS(t, "--tls-cert-file", certFile, "--tls-key-file", keyFile,
+		"--tls-ca-cert-file", caFile, "--tls-auth-clients", "no")
+	tlsPort := plain.TLSPort
 	for _, tc := range []struct {
 		url, caFile, want string
 	}{

@@ -1,16 +1,32 @@
 #!/usr/bin/env bash
 # Runs cronlock's whole test suite against a real, private redis-server.
 #
+#   scripts/test.sh              the suite: what CI runs (.ci/run), and must pass every time
+#   scripts/test.sh --long       the suite, then a long fuzz run of every Fuzz target
+#   scripts/test.sh ARGS...      go test -race ARGS ./... only (e.g. -run Local, -short)
+#
 # Needs: Go with cgo (gcc) for go-sqlite3. Installs redis-server (its package brings
 # redis-cli, which the Cluster tests use to create a cluster; Sentinels are redis-server
 # --sentinel), Debian's cron and etcd-server (neither started as a service), with apt-get
 # when they are missing (as root). Starts Redis on a free loopback port with its data in a temporary
 # folder, exports CRONLOCK_TEST_REDIS_ADDR for the tests, runs `go test -race ./...`
 # (extra arguments are passed to go test), then the etcd backend's tests with the etcd
-# build tag (each starts its own etcd), then a short fuzz run of every Fuzz target
-# (both skipped when arguments are given), and stops Redis whatever happens.
+# build tag (each starts its own etcd), and stops Redis whatever happens. The Fuzz
+# targets' seeds (f.Add and every input saved in testdata/fuzz, failing ones included)
+# run as plain tests in `go test`; fuzzing itself, whose random inputs must never decide
+# whether a change lands, runs only with --long.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+long=
+if [ "${1:-}" = --long ]; then
+	shift
+	long=1
+	if [ $# -gt 0 ]; then
+		echo "test.sh: --long runs the whole suite and then fuzzes; it takes no other arguments" >&2
+		exit 2
+	fi
+fi
 
 if ! command -v redis-server >/dev/null 2>&1; then
 	echo "test.sh: redis-server is missing; installing it with apt-get" >&2
@@ -95,35 +111,61 @@ go test -race -count=1 -timeout 12m "$@" ./...
 # With arguments (e.g. -run Local) only the tests asked for run: no etcd step, no fuzzing.
 [ $# -eq 0 ] || exit 0
 
-# The etcd backend lives behind a build tag (it would slow every other run's start-up):
-# its tests, and the cmd tests' binary, need the tag. Only the tests that use etcd run
-# again; under CI=true a missing etcd fails them.
-go vet -tags etcd ./lockrun ./cmd ./internal/etcdtest
-go test -race -count=1 -timeout 12m -tags etcd -run 'Etcd' ./lockrun ./cmd
+# The etcd backend's tests, again with the etcd build tag: the packages whose files
+# differ with the tag (cmd links etcd only with it, and its tests' cronlock binary is
+# built with it too; the backend's own code may have the tag or not). Only the tests
+# that use etcd run again; under CI=true a missing etcd fails them.
+files='{{.ImportPath}} {{.GoFiles}} {{.CgoFiles}} {{.TestGoFiles}} {{.XTestGoFiles}}'
+etcd_pkgs=$(diff <(go list -f "$files" ./...) <(go list -tags etcd -f "$files" ./...) |
+	sed -n 's/^> \([^ ]*\) .*/\1/p' | sort -u || true)
+if [ -z "$etcd_pkgs" ]; then
+	echo "test.sh: no package changes with the etcd build tag; no etcd step" >&2
+else
+	echo "test.sh: etcd step, with -tags etcd:" $etcd_pkgs >&2
+	go vet -tags etcd ./...
+	# shellcheck disable=SC2086 # one package a word
+	go test -race -count=1 -timeout 12m -tags etcd -run 'Etcd' $etcd_pkgs
+fi
 
-# A short fuzz run of every Fuzz target (their seeds already ran above, as plain tests
-# under -race). Go fuzzes one target per run: `go test -c -fuzz .` builds one
-# instrumented test binary per package, which then fuzzes each of its targets in turn,
-# without -race. The budget is a count of inputs, not a duration: with go1.26 a
-# `-fuzztime 3s` run can fail at its deadline with a bare "context deadline exceeded"
-# (go.dev/issue/75804). A failing input is written to <pkg>/testdata/fuzz/<target>/
-# and fails the script.
+[ -n "$long" ] || exit 0
+
+# --long: fuzz every Fuzz target, in every package that has one (found by their source,
+# so new packages need no edit here). Go fuzzes one target per run: `go test -c -fuzz .`
+# builds one instrumented test binary per package, which then fuzzes each of its
+# targets in turn, without -race. The budget is a count of inputs, not a duration: with
+# go1.26 a `-fuzztime 3s` run can fail at its deadline with a bare "context deadline
+# exceeded" (go.dev/issue/75804). FUZZ_INPUTS sets it (default 100000; a target that
+# writes a file or SQLite each input gets a tenth). A failing input is written to
+# <pkg>/testdata/fuzz/<target>/ (commit it: it becomes a seed that every run checks);
+# every target is fuzzed whatever the others found, and the failures are listed at the end.
 fuzz_inputs() {
+	local n=${FUZZ_INPUTS:-100000}
 	case "$1" in
-	FuzzConfigFile | FuzzHistoryRender | FuzzRunJSON | FuzzStoreRoundTrip | FuzzScanRow) echo 1000 ;; # a file or SQLite write each
-	*) echo 10000 ;;
+	FuzzConfigFile | FuzzHistoryRender | FuzzRunJSON | FuzzStoreRoundTrip | FuzzScanRow) echo $((n / 10 > 0 ? n / 10 : 1)) ;;
+	*) echo "$n" ;;
 	esac
 }
-for pkg in lockrun cmd history metrics keyname procfs tty schedule crontab; do
-	go test -c -fuzz . -o "$workdir/$pkg.fuzz" "./$pkg"
-	targets=$(cd "$pkg" && "$workdir/$pkg.fuzz" -test.list '^Fuzz')
-	[ -n "$targets" ] || { echo "test.sh: no fuzz targets in ./$pkg" >&2; exit 1; }
+fuzz_dirs=$(grep -rlE --include='*_test.go' '^func Fuzz[A-Z0-9_]' . | xargs -n1 dirname | sed 's|^\./||' | sort -u)
+[ -n "$fuzz_dirs" ] || { echo "test.sh: no Fuzz targets found" >&2; exit 1; }
+failed=()
+for dir in $fuzz_dirs; do
+	bin="$workdir/$(echo "$dir" | tr / _).fuzz"
+	go test -c -fuzz . -o "$bin" "./$dir"
+	targets=$(cd "$dir" && "$bin" -test.list '^Fuzz')
+	[ -n "$targets" ] || { echo "test.sh: no fuzz targets in ./$dir" >&2; exit 1; }
 	for target in $targets; do
-		echo "test.sh: fuzzing ./$pkg $target ($(fuzz_inputs "$target") inputs)" >&2
+		echo "test.sh: fuzzing ./$dir $target ($(fuzz_inputs "$target") inputs)" >&2
 		# cd: the fuzzer reads and writes testdata/fuzz in the package's folder.
-		(cd "$pkg" && "$workdir/$pkg.fuzz" -test.run '^$' -test.fuzz "^$target\$" \
-			-test.fuzztime "$(fuzz_inputs "$target")x" -test.fuzzcachedir "$(go env GOCACHE)/fuzz/cronlock/$pkg" 2>&1 |
-			{ grep -v '^fuzz: elapsed' || true; })
+		if ! (cd "$dir" && "$bin" -test.run '^$' -test.fuzz "^$target\$" \
+			-test.fuzztime "$(fuzz_inputs "$target")x" -test.fuzzcachedir "$(go env GOCACHE)/fuzz/cronlock/$dir" 2>&1 |
+			{ grep -v '^fuzz: elapsed' || true; }); then
+			failed+=("./$dir $target")
+		fi
 	done
 done
-echo "test.sh: fuzzing done" >&2
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "test.sh: fuzzing found failures (inputs saved under each package's testdata/fuzz/):" >&2
+	printf '  %s\n' "${failed[@]}" >&2
+	exit 1
+fi
+echo "test.sh: fuzzing done, nothing found" >&2

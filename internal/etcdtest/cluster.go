@@ -2,13 +2,12 @@ package etcdtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"cronlock/internal/redistest"
 )
 
 // Cluster is a private etcd cluster of several members (plain: no TLS, no users), for
@@ -18,34 +17,52 @@ type Cluster struct {
 }
 
 // StartCluster launches n members on free loopback ports and waits until each answers;
-// they are stopped when the test ends.
+// they are stopped when the test ends. When a member could not have one of its ports
+// (another process took it after FreePort), the whole cluster starts again on new ports:
+// every member knows every peer's address from the start.
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	bin := Binary(t)
 	cl := &Cluster{}
-	var initial []string
-	peers := make([]string, n)
-	for i := range n {
-		peers[i] = fmt.Sprintf("http://127.0.0.1:%d", redistest.FreePort(t))
-		initial = append(initial, fmt.Sprintf("m%d=%s", i, peers[i]))
-	}
-	for i := range n {
+	for range n {
 		s := &Server{bin: bin, Dir: t.TempDir(), opts: Options{Prefix: "cronlock:"}, t: t}
-		s.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", redistest.FreePort(t))
 		s.log = filepath.Join(s.Dir, "etcd.log")
-		s.args = []string{"--name", fmt.Sprintf("m%d", i), "--data-dir", filepath.Join(s.Dir, "data"),
-			"--listen-client-urls", s.Endpoint, "--advertise-client-urls", s.Endpoint,
-			"--listen-peer-urls", peers[i], "--initial-advertise-peer-urls", peers[i],
-			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
-			"--logger", "zap", "--log-outputs", s.log}
-		s.launch()
 		t.Cleanup(s.Kill)
 		cl.Members = append(cl.Members, s)
 	}
-	for _, s := range cl.Members {
-		s.waitReady()
+	for try := 1; ; try++ {
+		var initial []string
+		peers := make([]string, n)
+		for i := range n {
+			peers[i] = fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+			initial = append(initial, fmt.Sprintf("m%d=%s", i, peers[i]))
+		}
+		for i, s := range cl.Members {
+			s.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+			s.args = []string{"--name", fmt.Sprintf("m%d", i), "--data-dir", filepath.Join(s.Dir, "data"),
+				"--listen-client-urls", s.Endpoint, "--advertise-client-urls", s.Endpoint,
+				"--listen-peer-urls", peers[i], "--initial-advertise-peer-urls", peers[i],
+				"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
+				"--logger", "zap", "--log-outputs", s.log}
+			s.launch()
+		}
+		var err error
+		for _, s := range cl.Members {
+			if err = s.waitReady(cl.Members...); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			return cl
+		}
+		if !errors.Is(err, errPortTaken) || try == startTries {
+			t.Fatal(err)
+		}
+		t.Logf("%v; trying other ports", err)
+		for _, s := range cl.Members {
+			s.fresh()
+		}
 	}
-	return cl
 }
 
 // Endpoints is every member's client URL, comma-separated (CRONLOCK_ETCD_ENDPOINTS).

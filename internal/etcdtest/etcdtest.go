@@ -9,7 +9,9 @@
 package etcdtest
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -53,12 +55,13 @@ type Server struct {
 	// CAFile, CertFile and KeyFile are the client's TLS files (TLS only).
 	CAFile, CertFile, KeyFile string
 
-	opts Options
-	args []string
-	bin  string
-	cmd  *exec.Cmd
-	t    testing.TB
-	log  string
+	opts   Options
+	args   []string
+	bin    string
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd has exited and been waited for
+	t      testing.TB
+	log    string
 }
 
 // missing fails the test under CI and skips it elsewhere.
@@ -93,29 +96,39 @@ func Start(t testing.TB, o Options) *Server {
 		scheme = "https"
 		s.makeCerts()
 	}
-	client, peer := redistest.FreePort(t), redistest.FreePort(t)
-	s.Endpoint = fmt.Sprintf("%s://127.0.0.1:%d", scheme, client)
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
 	s.log = filepath.Join(s.Dir, "etcd.log")
-	s.args = []string{"--name", "t", "--data-dir", filepath.Join(s.Dir, "data"),
-		"--listen-client-urls", s.Endpoint, "--advertise-client-urls", s.Endpoint,
-		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
-		"--initial-cluster", "t=" + peerURL,
-		// The compaction the README asks of every cluster that serves cronlock.
-		"--auto-compaction-mode", "periodic", "--auto-compaction-retention", "1h",
-		"--logger", "zap", "--log-outputs", s.log}
-	if o.TLS {
-		s.args = append(s.args, "--cert-file", filepath.Join(s.Dir, "server.pem"),
-			"--key-file", filepath.Join(s.Dir, "server-key.pem"),
-			"--trusted-ca-file", s.CAFile, "--client-cert-auth")
+	for try := 1; ; try++ {
+		client, peer := freePort(t), freePort(t)
+		s.Endpoint = fmt.Sprintf("%s://127.0.0.1:%d", scheme, client)
+		peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
+		s.args = []string{"--name", "t", "--data-dir", filepath.Join(s.Dir, "data"),
+			"--listen-client-urls", s.Endpoint, "--advertise-client-urls", s.Endpoint,
+			"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
+			"--initial-cluster", "t=" + peerURL,
+			// The compaction the README asks of every cluster that serves cronlock.
+			"--auto-compaction-mode", "periodic", "--auto-compaction-retention", "1h",
+			"--logger", "zap", "--log-outputs", s.log}
+		if o.TLS {
+			s.args = append(s.args, "--cert-file", filepath.Join(s.Dir, "server.pem"),
+				"--key-file", filepath.Join(s.Dir, "server-key.pem"),
+				"--trusted-ca-file", s.CAFile, "--client-cert-auth")
+		}
+		if o.QuotaBytes > 0 {
+			s.args = append(s.args, "--quota-backend-bytes", strconv.Itoa(o.QuotaBytes))
+		}
+		if o.AuthTokenTTL > 0 {
+			s.args = append(s.args, "--auth-token-ttl", strconv.Itoa(o.AuthTokenTTL))
+		}
+		err := s.start()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errPortTaken) || try == startTries {
+			t.Fatal(err)
+		}
+		t.Logf("%v; trying other ports", err)
+		s.fresh()
 	}
-	if o.QuotaBytes > 0 {
-		s.args = append(s.args, "--quota-backend-bytes", strconv.Itoa(o.QuotaBytes))
-	}
-	if o.AuthTokenTTL > 0 {
-		s.args = append(s.args, "--auth-token-ttl", strconv.Itoa(o.AuthTokenTTL))
-	}
-	s.start()
 	if o.Auth {
 		s.enableAuth()
 	}
@@ -123,36 +136,90 @@ func Start(t testing.TB, o Options) *Server {
 	return s
 }
 
-func (s *Server) start() {
-	s.t.Helper()
+// startTries is how many pairs of free ports a server is tried on before the test fails.
+const startTries = 5
+
+// errPortTaken: etcd could not have one of its ports, another process listens there.
+var errPortTaken = errors.New("port taken")
+
+func (s *Server) start() error {
 	s.launch()
-	s.waitReady()
+	return s.waitReady()
+}
+
+// fresh kills the server and empties its data folder and log, for a start on new ports.
+func (s *Server) fresh() {
+	s.Kill()
+	os.RemoveAll(filepath.Join(s.Dir, "data"))
+	os.Remove(s.log)
 }
 
 // launch starts the process without waiting for it: a cluster's member answers only once
 // a quorum of members runs.
 func (s *Server) launch() {
 	s.t.Helper()
-	s.cmd = exec.Command(s.bin, s.args...)
-	s.cmd.Env = append(os.Environ(), "ETCD_UNSUPPORTED_ARCH=")
-	if err := s.cmd.Start(); err != nil {
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Env = append(os.Environ(), "ETCD_UNSUPPORTED_ARCH=")
+	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("start etcd: %v", err)
 	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	s.cmd, s.exited = cmd, exited
 }
 
-// waitReady returns once the server answers a read; it fails the test after 15s.
-func (s *Server) waitReady() {
-	s.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+// startWithin is how long a started etcd has to answer: it starts in well under a
+// second; the margin is for a loaded two-core machine.
+const startWithin = 30 * time.Second
+
+// waitReady returns once the server answers a read from the process just launched, or
+// an error with the end of its log, which wraps errPortTaken when the process exited
+// because a port was taken ("address already in use"). It gives up as well when one of
+// others (the other members of a cluster) exited: then the error is that one's.
+func (s *Server) waitReady(others ...*Server) error {
+	deadline := time.Now().Add(startWithin)
 	for {
-		if err := s.ping(); err == nil {
-			return
-		} else if time.Now().After(deadline) {
+		for _, m := range append([]*Server{s}, others...) {
+			if err := m.exitError(); err != nil {
+				return err
+			}
+		}
+		err := s.ping()
+		if err == nil && listening(s.cmd.Process.Pid, s.Port()) {
+			return nil
+		} else if err == nil {
+			err = errors.New("the client port answers, but not from the etcd just started")
+		}
+		if time.Now().After(deadline) {
 			b, _ := os.ReadFile(s.log)
-			s.t.Fatalf("etcd at %s did not answer within 15s: %v\n%s", s.Endpoint, err, tail(b))
+			s.Kill()
+			return fmt.Errorf("etcd at %s did not answer within %v: %v\n%s", s.Endpoint, startWithin, err, tail(b))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// exitError is nil while the server launched last runs; once it has exited, it says so
+// with the end of its log, wrapping errPortTaken when the log says a port was taken.
+func (s *Server) exitError() error {
+	if s.cmd == nil {
+		return nil
+	}
+	select {
+	case <-s.exited:
+	default:
+		return nil
+	}
+	b, _ := os.ReadFile(s.log)
+	err := fmt.Errorf("etcd at %s exited (%v)", s.Endpoint, s.cmd.ProcessState)
+	if bytes.Contains(bytes.ToLower(b), []byte("address already in use")) {
+		err = fmt.Errorf("%w: %w", err, errPortTaken)
+	}
+	s.cmd = nil
+	return fmt.Errorf("%w\n%s", err, tail(b))
 }
 
 func tail(b []byte) []byte {
@@ -240,15 +307,27 @@ func (s *Server) Kill() {
 	}
 	s.cmd.Process.Signal(syscall.SIGCONT)
 	s.cmd.Process.Kill()
-	s.cmd.Wait()
+	<-s.exited
 	s.cmd = nil
 }
 
-// Restart kills the server and starts it again on the same ports and data.
+// Restart kills the server and starts it again on the same ports and data. The ports
+// stay reserved for the test (redistest.FreePort), so no other test takes them
+// meanwhile; a process from elsewhere that does is waited out for a while.
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Kill()
-	s.start()
+	deadline := time.Now().Add(startWithin)
+	for {
+		err := s.start()
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, errPortTaken) || time.Now().After(deadline) {
+			s.t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // Stop freezes the server (SIGSTOP): connections stay open and nothing answers.
@@ -287,3 +366,6 @@ func (s *Server) Port() int {
 	p, _ := strconv.Atoi(s.Endpoint[i+1:])
 	return p
 }
+
+// freePort is redistest.FreePort; a test of this package makes it return a port taken.
+var freePort = redistest.FreePort

@@ -3,7 +3,6 @@ package redistest
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,10 +32,7 @@ func StartSentinel(t testing.TB, extra ...string) *Sentinel {
 // StartSentinelReplicas is StartSentinel with n replicas.
 func StartSentinelReplicas(t testing.TB, n int, extra ...string) *Sentinel {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		missing(t, "redis-server is not installed")
-	}
+	bin := serverBinary(t)
 	d := &Sentinel{Name: "mymaster", t: t}
 	// No 5s wait for more replicas before a full sync (the default of Redis 7), on every
 	// server: a replica may become the master that the others sync from.
@@ -58,10 +54,11 @@ func StartSentinelReplicas(t testing.TB, n int, extra ...string) *Sentinel {
 		return err == nil && strings.Count(info, "state=online") == n
 	})
 	for i := 0; i < 3; i++ {
-		s := &Server{Dir: t.TempDir(), t: t, Port: FreePort(t)}
-		s.Addr = "127.0.0.1:" + strconv.Itoa(s.Port)
-		conf := filepath.Join(s.Dir, "sentinel.conf")
-		text := fmt.Sprintf(`port %d
+		s := &Server{t: t}
+		s.startOnFreePort(bin, func() {
+			s.log = filepath.Join(s.Dir, "sentinel.log")
+			conf := filepath.Join(s.Dir, "sentinel.conf")
+			text := fmt.Sprintf(`port %d
 bind 127.0.0.1
 dir %s
 logfile %s
@@ -69,13 +66,12 @@ sentinel monitor %s 127.0.0.1 %d 2
 sentinel down-after-milliseconds %s 500
 sentinel failover-timeout %s 3000
 sentinel parallel-syncs %s 1
-`, s.Port, s.Dir, filepath.Join(s.Dir, "sentinel.log"), d.Name, d.Master.Port, d.Name, d.Name, d.Name)
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		s.args = []string{conf, "--sentinel"}
-		s.start(bin)
-		t.Cleanup(s.Kill)
+`, s.Port, s.Dir, s.log, d.Name, d.Master.Port, d.Name, d.Name, d.Name)
+			if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s.args = []string{conf, "--sentinel"}
+		})
 		d.Sentinels = append(d.Sentinels, s)
 	}
 	return d

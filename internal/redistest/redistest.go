@@ -63,49 +63,158 @@ type Server struct {
 	// Password is the default user's, from a --requirepass among Start's arguments:
 	// Do authenticates with it.
 	Password string
-	args     []string
-	cmd      *exec.Cmd
-	t        testing.TB
+	// TLSPort is the --tls-port of a server from StartTLS, else 0.
+	TLSPort int
+	args    []string
+	log     string // the server's log file
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed once cmd has exited and been waited for
+	t       testing.TB
 }
 
 // Start launches a private redis-server on a free loopback port with extra config
 // arguments (e.g. "--appendonly", "yes"); it is stopped when the test ends.
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
+	return startServer(t, false, extra)
+}
+
+// StartTLS is Start with a TLS port as well (--tls-port TLSPort, free and reserved as
+// Port is): extra names the certificates (--tls-cert-file, --tls-key-file, …).
+func StartTLS(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	return startServer(t, true, extra)
+}
+
+func startServer(t testing.TB, withTLS bool, extra []string) *Server {
+	t.Helper()
+	bin := serverBinary(t)
+	s := &Server{t: t, Password: requirepass(extra)}
+	s.startOnFreePort(bin, func() {
+		s.log = filepath.Join(s.Dir, "redis.log")
+		s.args = []string{"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
+			"--dir", s.Dir, "--save", "", "--appendonly", "no", "--daemonize", "no",
+			"--logfile", s.log}
+		if withTLS {
+			s.TLSPort = freePort(t)
+			s.args = append(s.args, "--tls-port", strconv.Itoa(s.TLSPort))
+		}
+		s.args = append(s.args, extra...)
+	})
+	return s
+}
+
+func serverBinary(t testing.TB) string {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		missing(t, "redis-server is not installed")
 	}
-	s := &Server{Dir: t.TempDir(), t: t, Port: FreePort(t), Password: requirepass(extra)}
-	s.Addr = "127.0.0.1:" + strconv.Itoa(s.Port)
-	s.args = append([]string{"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
-		"--dir", s.Dir, "--save", "", "--appendonly", "no", "--daemonize", "no",
-		"--logfile", filepath.Join(s.Dir, "redis.log")}, extra...)
-	s.start(bin)
-	t.Cleanup(s.Kill)
-	return s
+	return bin
 }
 
-func (s *Server) start(bin string) {
+// startTries is how many free ports a server is tried on before the test fails.
+const startTries = 5
+
+// startOnFreePort gives s a free port (FreePort) and a new data folder, has setArgs set
+// s.log and s.args for them, and starts the server, which is killed when the test ends.
+// A server that lost one of its ports to another process between FreePort and its bind
+// is started again on other ports, in another folder (a Cluster node has written its
+// nodes.conf by then); any other failure fails the test.
+func (s *Server) startOnFreePort(bin string, setArgs func()) {
 	s.t.Helper()
-	s.cmd = exec.Command(bin, s.args...)
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
-		s.t.Fatalf("start redis-server: %v", err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		reply, err := s.Do("PING")
-		if err == nil && reply == "PONG" {
+	for try := 1; ; try++ {
+		s.Dir = s.t.TempDir()
+		s.Port = freePort(s.t)
+		s.Addr = "127.0.0.1:" + strconv.Itoa(s.Port)
+		setArgs()
+		err := s.launch(bin)
+		if err == nil {
+			s.t.Cleanup(s.Kill)
 			return
 		}
-		// A server started with --requirepass answers NOAUTH: it is up.
-		if err != nil && strings.Contains(err.Error(), "NOAUTH") {
-			return
+		if !errors.Is(err, errPortTaken) || try == startTries {
+			s.t.Fatal(err)
+		}
+		s.t.Logf("%v; trying other ports", err)
+	}
+}
+
+// errPortTaken: a server could not have its port, another process listens there.
+var errPortTaken = errors.New("port taken")
+
+// startWithin is how long a started server has to answer. redis-server answers
+// within milliseconds; the margin is for a loaded two-core machine.
+const startWithin = 30 * time.Second
+
+// launch starts the server and returns once it answers, or an error that says why not,
+// with the end of its log; the error wraps errPortTaken when a port was taken (the log
+// says "Address already in use", or another process answers on Port).
+func (s *Server) launch(bin string) error {
+	os.Remove(s.log) // what an earlier try logged must not speak for this one
+	cmd := exec.Command(bin, s.args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	s.cmd, s.exited = cmd, exited
+	deadline := time.Now().Add(startWithin)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			s.cmd = nil
+			return s.startError(fmt.Sprintf("exited (%v)", cmd.ProcessState), nil)
+		default:
+		}
+		// The server is up when it says its pid; only then is it known to be ours.
+		if pid, ok := s.serverPID(); ok {
+			if pid != cmd.Process.Pid {
+				s.Kill()
+				return s.startError(fmt.Sprintf("pid %d, not ours, answers there", pid), errPortTaken)
+			}
+			return nil
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	s.t.Fatalf("redis-server on %s did not answer PING within 10s", s.Addr)
+	s.Kill()
+	return s.startError(fmt.Sprintf("did not answer INFO within %v", startWithin), nil)
+}
+
+// startError says that the server on s.Addr did not start and why, with its log's end.
+func (s *Server) startError(why string, kind error) error {
+	b, _ := os.ReadFile(s.log)
+	if kind == nil && strings.Contains(strings.ToLower(string(b)), "address already in use") {
+		kind = errPortTaken
+	}
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	if kind == nil {
+		return fmt.Errorf("redis-server on %s %s; its log:\n%s", s.Addr, why, b)
+	}
+	return fmt.Errorf("redis-server on %s %s: %w; its log:\n%s", s.Addr, why, kind, b)
+}
+
+// serverPID is the process_id the server on s.Addr reports (INFO server), if it does.
+// A short limit: whatever else may listen on the port must not hold up the look at
+// whether the server exited.
+func (s *Server) serverPID() (int, bool) {
+	info, err := doWithin(500*time.Millisecond, s.Addr, s.Password, "INFO", "server")
+	if err != nil {
+		return 0, false
+	}
+	_, rest, found := strings.Cut(info, "process_id:")
+	if !found {
+		return 0, false
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	return pid, err == nil
 }
 
 // Kill stops the server with SIGKILL (no shutdown save) and waits for it.
@@ -114,16 +223,28 @@ func (s *Server) Kill() {
 		return
 	}
 	s.cmd.Process.Kill()
-	s.cmd.Wait()
+	<-s.exited
 	s.cmd = nil
 }
 
-// Restart kills the server and starts it again with the same arguments and data folder.
+// Restart kills the server and starts it again with the same arguments, ports and data
+// folder. The ports stay reserved for the test (FreePort), so no other test takes them
+// meanwhile; a process from elsewhere that does is waited out for a while.
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Kill()
-	bin, _ := exec.LookPath("redis-server")
-	s.start(bin)
+	bin := serverBinary(s.t)
+	deadline := time.Now().Add(startWithin)
+	for {
+		err := s.launch(bin)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, errPortTaken) || time.Now().After(deadline) {
+			s.t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // Stop and Cont pause and resume the server process (SIGSTOP/SIGCONT).
@@ -149,12 +270,17 @@ func (s *Server) Do(args ...string) (string, error) { return do(s.Addr, s.Passwo
 func Do(addr string, args ...string) (string, error) { return do(addr, "", args...) }
 
 func do(addr, password string, args ...string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+	return doWithin(5*time.Second, addr, password, args...)
+}
+
+// doWithin is do with a limit on the whole exchange.
+func doWithin(limit time.Duration, addr, password string, args ...string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, min(limit, time.Second))
 	if err != nil {
 		return "", err
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
+	c.SetDeadline(time.Now().Add(limit))
 	var b strings.Builder
 	write := func(args ...string) {
 		fmt.Fprintf(&b, "*%d\r\n", len(args))
@@ -200,13 +326,22 @@ func do(addr, password string, args ...string) (string, error) {
 	return line, nil
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago, for a server or
+// for a port where nobody listens. The port is reserved until t ends: no other FreePort
+// of these tests, in any test process, returns it meanwhile, nor the port 10000 above it
+// (a Cluster node's bus port) — so a server may be killed and restarted on it. It comes
+// from outside the kernel's range of ephemeral ports (ip_local_port_range), where no
+// outgoing connection and no listener on port 0 can take it; only a process that is not
+// one of these tests can, and a server started on it then fails to bind: Start tries
+// other ports then.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := reservePort(t)
 	if err != nil {
 		t.Fatalf("find a free port: %v", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
+
+// freePort is FreePort; a test of this package makes it return a port already taken.
+var freePort = FreePort

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"cronlock/history"
 	"cronlock/internal/redistest"
 	"cronlock/runstatus"
 )
@@ -231,25 +230,6 @@ func chownedDir(name string, uid int) func(*testing.T, *cli) {
 			t.Skipf("cannot chown (not root?): %v", err)
 		}
 	}
-}
-
-// lastRun reads the newest row of the case's history file directly, output included.
-func lastRun(t *testing.T, c *cli) history.Run {
-	t.Helper()
-	st, err := history.Open(filepath.Join(c.dir, "history.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rows, err := st.List(history.Filter{Limit: 1})
-	if err != nil || len(rows) == 0 {
-		t.Fatalf("no history row (%v)", err)
-	}
-	r, err := st.Get(rows[0].ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }
 
 // nonsenseServer listens on loopback and answers every connection with bytes that are

@@ -18,15 +18,6 @@ import (
 // checkLine is the plugin's status line: state, key, summary, perfdata in the plugin format.
 var checkLine = regexp.MustCompile(`^CRONLOCK (OK|WARNING|CRITICAL|UNKNOWN) - [^|\n]+( \| ([^'= ]+=(U|[0-9.]+)(s)?(;[0-9.]*){0,4} ?)+)?\n$`)
 
-func (h *fleetHost) check(off time.Duration, args ...string) (int, string) {
-	h.t.Helper()
-	code, out, errs := h.at(off, append([]string{"check"}, args...)...)
-	if !checkLine.MatchString(out) && !strings.HasPrefix(out, "{") {
-		h.t.Fatalf("check %v printed %q (stderr %q): want one plugin status line", args, out, errs)
-	}
-	return code, out
-}
-
 func TestCheckLocal(t *testing.T) {
 	h := newFleet(t, "local", "vmA")[0]
 	// Every minute, so that the test clock moves from tick to tick; the grace is 5m.

@@ -1,16 +1,12 @@
 package cmd
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,136 +19,6 @@ import (
 	"cronlock/runstatus"
 )
 
-// cli runs the built binary with a private history, lock folder and Redis prefix.
-type cli struct {
-	t   *testing.T
-	dir string
-	env []string
-}
-
-func newCLI(t *testing.T, redisURL string) *cli {
-	dir := t.TempDir()
-	c := &cli{t: t, dir: dir}
-	c.env = append(os.Environ(),
-		"CRONLOCK_HISTORY="+filepath.Join(dir, "history.db"),
-		"CRONLOCK_LOCK_DIR="+filepath.Join(dir, "locks"),
-		"CRONLOCK_CONFIG="+os.DevNull, // empty: the machine's own is not read
-		"CRONLOCK_PREFIX="+strings.ReplaceAll(t.Name(), "/", "-")+strconv.Itoa(os.Getpid())+":",
-		"CRONLOCK_NODE=clinode",
-		"CRONLOCK_REDIS_URL="+redisURL,
-	)
-	return c
-}
-
-func (c *cli) command(args ...string) *exec.Cmd {
-	cmd := exec.Command(cronlockBin, args...)
-	cmd.Env = c.env
-	cmd.Dir = c.dir
-	return cmd
-}
-
-// run runs cronlock to the end and returns its exit code, stdout and stderr.
-func (c *cli) run(args ...string) (int, string, string) {
-	c.t.Helper()
-	cmd := c.command(args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	return c.exitCode(cmd.Run()), out.String(), errb.String()
-}
-
-// startHolding starts `cronlock ARGS -- [WRAP...] sh -c JOB`, whose job marks that it
-// runs and then waits to be let go, and returns once the job runs: the run, cronlock's
-// stderr, and the function that lets the job end.
-func (c *cli) startHolding(args []string, wrap ...string) (*exec.Cmd, *strings.Builder, func()) {
-	c.t.Helper()
-	started, stop := filepath.Join(c.dir, "holding-started"), filepath.Join(c.dir, "holding-stop")
-	os.Remove(started)
-	os.Remove(stop)
-	argv := append(append(append(append([]string{}, args...), "--"), wrap...),
-		"sh", "-c", "touch "+started+"; while [ ! -e "+stop+" ]; do sleep 0.05; done")
-	run := c.command(argv...)
-	var errb strings.Builder
-	run.Stderr = &errb
-	if err := run.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	proctest.WaitFile(c.t, started)
-	return run, &errb, func() { os.WriteFile(stop, nil, 0o600) }
-}
-
-// startUntil starts cronlock and reads its stderr until a line that until matches. The
-// returned scanner holds the rest: read it to the end before Wait.
-func (c *cli) startUntil(until func(line string) bool, args ...string) (*exec.Cmd, *bufio.Scanner) {
-	c.t.Helper()
-	cmd := c.command(args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() && !until(sc.Text()) {
-	}
-	return cmd, sc
-}
-
-// lineHas matches a line that holds s.
-func lineHas(s string) func(string) bool {
-	return func(line string) bool { return strings.Contains(line, s) }
-}
-
-// exitCode is cronlock's exit code from the error of its Wait; a failure to run it at all
-// fails the test.
-func (c *cli) exitCode(err error) int {
-	c.t.Helper()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	if err != nil {
-		c.t.Fatalf("run cronlock: %v", err)
-	}
-	return 0
-}
-
-// historyRow is the part of `history --json` these tests read.
-type historyRow struct {
-	ID           string   `json:"id"`
-	Key          string   `json:"key"`
-	Node         string   `json:"node"`
-	PID          int      `json:"pid"`
-	Status       string   `json:"status"`
-	ExitCode     *int     `json:"exit_code"`
-	Signal       *string  `json:"signal"`
-	Error        string   `json:"error"`
-	Holder       string   `json:"holder"`
-	FencingToken uint64   `json:"fencing_token"`
-	Command      []string `json:"command"`
-	Attempt      int      `json:"attempt"`
-}
-
-func (c *cli) history(key string) []historyRow {
-	c.t.Helper()
-	code, out, errs := c.run("history", "--json", "--limit", "1000", "--key", key)
-	if code != 0 {
-		c.t.Fatalf("history exited %d: %s", code, errs)
-	}
-	var rows []historyRow
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if line == "" {
-			continue
-		}
-		var r historyRow
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			c.t.Fatalf("history line %q: %v", line, err)
-		}
-		rows = append(rows, r)
-	}
-	return rows
-}
-
 // TestConcurrentRunsOneKey starts 12 cronlocks on one key at once, on Redis and on the
 // local lock, with a job three times longer than the TTL: exactly one runs, all exit 0.
 func TestConcurrentRunsOneKey(t *testing.T) {
@@ -161,46 +27,6 @@ func TestConcurrentRunsOneKey(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			concurrentRunsOneKey(t, newCLI(t, url), "--backend", backend)
 		})
-	}
-}
-
-// concurrentRunsOneKey starts 12 cronlocks of c (with args) on one key at once, with a
-// job three times longer than the TTL, and checks that exactly one ran, renewed to its
-// end, that the others were skipped, and that all exited 0.
-func concurrentRunsOneKey(t *testing.T, c *cli, args ...string) {
-	t.Helper()
-	marks := filepath.Join(c.dir, "marks")
-	const n = 12
-	var wg sync.WaitGroup
-	codes := make([]int, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			codes[i], _, _ = c.run(append(append([]string{"run"}, args...), "-k", "busy", "--ttl", "1s", "--",
-				"sh", "-c", "echo start >> "+marks+"; sleep 3; echo end >> "+marks)...)
-		}()
-	}
-	wg.Wait()
-	for i, code := range codes {
-		if code != 0 {
-			t.Errorf("run %d exited %d, want 0", i, code)
-		}
-	}
-	if b, _ := os.ReadFile(marks); string(b) != "start\nend\n" {
-		t.Fatalf("job marks %q: want exactly one run, start then end", b)
-	}
-	var ran, skipped int
-	for _, r := range c.history("busy") {
-		switch r.Status {
-		case runstatus.Succeeded:
-			ran++
-		case runstatus.Skipped:
-			skipped++
-		}
-	}
-	if ran != 1 || skipped != n-1 {
-		t.Fatalf("history: %d succeeded, %d skipped; want 1 and %d", ran, skipped, n-1)
 	}
 }
 
@@ -337,48 +163,6 @@ func TestRedisGoneFailsClosed(t *testing.T) {
 				}
 			})
 		})
-	}
-}
-
-// failsClosed runs a job under a 2s lease on c's backend, brings the fault about once the
-// job runs, and checks that cronlock stopped the job before its lease could have ended
-// (the lease counts from before the last renewal was sent, which came before the fault,
-// so within 2s of the fault whatever --grace says): exit 125, one lock_lost row, and a
-// line that says the lock was lost.
-func failsClosed(t *testing.T, c *cli, fault func()) {
-	t.Helper()
-	pidf := filepath.Join(c.dir, "job.pid")
-	cmd := c.command("run", "-k", "gone", "--ttl", "2s", "--grace", "5s", "--redis-timeout", "300ms",
-		"--", "sh", "-c", "echo $$ > "+pidf+"; exec sleep 30")
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := proctest.ReadPID(t, pidf)
-	faultAt := time.Now()
-	died := make(chan time.Duration, 1)
-	go func() {
-		for !proctest.Dead(pid) {
-			time.Sleep(2 * time.Millisecond)
-		}
-		died <- time.Since(faultAt)
-	}()
-	fault()
-	err := cmd.Wait()
-	took := <-died
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 125 {
-		t.Fatalf("cronlock ended with %v (stderr %q), want exit 125", err, errb.String())
-	}
-	if took > 2*time.Second {
-		t.Fatalf("the job died %v after the fault, after its 2s lease could have ended", took)
-	}
-	if !strings.Contains(errb.String(), "lock was lost") {
-		t.Fatalf("stderr %q does not say the lock was lost", errb.String())
-	}
-	if rows := c.history("gone"); len(rows) != 1 || rows[0].Status != runstatus.LockLost {
-		t.Fatalf("history %+v, want one lock_lost run", rows)
 	}
 }
 

@@ -439,39 +439,3 @@ func durabHistory(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 }
-
-// durabAsNobody prepares c for a cronlock run as uid 65534: a folder of its own (c.dir moves
-// there) and a copy of the binary it can execute, since the test's temporary folders are
-// private to root.
-func durabAsNobody(t *testing.T, c *cli) (*syscall.Credential, string) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "cronlock-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	bin := filepath.Join(dir, "cronlock")
-	b, err := os.ReadFile(cronlockBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	durabWrite(t, bin, b, 0o755)
-	work := filepath.Join(dir, "work")
-	if err := os.Mkdir(work, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(work, 65534, 65534); err != nil {
-		t.Skipf("cannot chown to nobody: %v", err)
-	}
-	// Every path of the environment (lock folder, config file) moves along.
-	for i, e := range c.env {
-		if name, v, ok := strings.Cut(e, "="); ok && strings.HasPrefix(name, "CRONLOCK_") && strings.HasPrefix(v, c.dir+"/") {
-			c.env[i] = name + "=" + work + strings.TrimPrefix(v, c.dir)
-		}
-	}
-	c.dir = work
-	return &syscall.Credential{Uid: 65534, Gid: 65534}, bin
-}

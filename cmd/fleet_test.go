@@ -13,31 +13,6 @@ import (
 
 // Tests of the fleet's record through the built binary, against real Redis.
 
-// fleetRow is the part of `history --fleet --json` these tests read.
-type fleetRow struct {
-	ID           string  `json:"id"`
-	Key          string  `json:"key"`
-	Node         string  `json:"node"`
-	Status       string  `json:"status"`
-	Exit         *int    `json:"exit"`
-	ScheduledFor *string `json:"scheduled_for"`
-	StartedAt    string  `json:"started_at"`
-	FinishedAt   *string `json:"finished_at"`
-	Tries        int     `json:"tries"`
-	FencingToken uint64  `json:"fencing_token"`
-	Error        string  `json:"error"`
-	Skips        int     `json:"skips"`
-	Duplicate    bool    `json:"duplicate"`
-}
-
-// monitor is a "monitoring box": only the Redis URL and the prefix of the fleet, no
-// history file of its own (history off), another node name.
-func monitor(t *testing.T, h *fleetHost) *cli {
-	m := newCLI(t, "redis://"+redistest.Addr(t)+"/0")
-	m.env = append(m.env, "CRONLOCK_HISTORY=off", "CRONLOCK_NODE=monitor", prefixOf(h.cli))
-	return m
-}
-
 func prefixOf(c *cli) string {
 	for i := len(c.env) - 1; i >= 0; i-- {
 		if strings.HasPrefix(c.env[i], "CRONLOCK_PREFIX=") {
@@ -45,26 +20,6 @@ func prefixOf(c *cli) string {
 		}
 	}
 	return ""
-}
-
-func fleetRows(t *testing.T, c *cli, args ...string) []fleetRow {
-	t.Helper()
-	code, out, errs := c.run(append([]string{"history", "--fleet", "--json", "--limit", "0"}, args...)...)
-	if code != 0 {
-		t.Fatalf("history --fleet exited %d: %s", code, errs)
-	}
-	var rows []fleetRow
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if line == "" {
-			continue
-		}
-		var r fleetRow
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatalf("history --fleet line %q: %v", line, err)
-		}
-		rows = append(rows, r)
-	}
-	return rows
 }
 
 func runsKey(c *cli, key string) string {

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"cronlock/internal/redistest"
 	"cronlock/runstatus"
@@ -14,68 +13,6 @@ import (
 
 // Sentinel and Cluster through the built binary: every lock path of a run, and what a
 // failover does to a running job.
-
-// exerciseCLI runs the lock paths of the binary on c's Redis URL: exclusion among
-// concurrent runs, a --wait hand-off, status, unlock, a --schedule tick claimed once,
-// and the fleet's record.
-func exerciseCLI(t *testing.T, c *cli) {
-	concurrentRunsOneKey(t, c)
-	marks := filepath.Join(c.dir, "marks")
-
-	// A waiter takes over when the holder ends.
-	holder := c.command("run", "-k", "handoff", "--ttl", "2s", "--", "sh", "-c", "echo a >> "+marks+"; sleep 1; echo b >> "+marks)
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(500 * time.Millisecond)
-	code, _, errs := c.run("run", "-k", "handoff", "--wait", "20s", "--", "sh", "-c", "echo c >> "+marks)
-	if err := holder.Wait(); err != nil || code != 0 {
-		t.Fatalf("hand-off: holder %v, waiter exit %d: %s", err, code, errs)
-	}
-	if b, _ := os.ReadFile(marks); !strings.HasSuffix(string(b), "a\nb\nc\n") {
-		t.Fatalf("job marks %q: the waiter did not run after the holder", b)
-	}
-
-	// status sees a held lock; unlock --force removes it.
-	holder = c.command("run", "-k", "held", "--ttl", "5s", "--", "sleep", "30")
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Process.Kill()
-	waitUntil(t, 10*time.Second, "the lock to show in status", func() bool {
-		_, out, _ := c.run("status", "--json")
-		return strings.Contains(out, `"key":"held"`)
-	})
-	if code, out, errs := c.run("unlock", "-k", "held", "--force"); code != 0 || !strings.Contains(out+errs, "clinode") {
-		t.Fatalf("unlock --force: exit %d: %s%s", code, out, errs)
-	}
-	holder.Wait() // the holder's next renewal finds the lock gone
-	if rows := c.history("held"); len(rows) != 1 || rows[0].Status != runstatus.LockLost {
-		t.Fatalf("the unlocked run's rows: %+v, want one lock_lost", rows)
-	}
-
-	// A tick runs once; the fleet's record has it.
-	for i, want := range []int{0, 99} {
-		if code, _, errs := c.run("run", "-k", "ticked", "--schedule", "@hourly", "--conflict-exit-code", "99", "--", "true"); code != want {
-			t.Fatalf("tick run %d: exit %d, want %d: %s", i+1, code, want, errs)
-		}
-	}
-	code, out, errs := c.run("history", "--fleet", "--json")
-	if code != 0 || strings.Count(out, `"key":"ticked"`) != 1 || strings.Count(out, `"key":"handoff"`) != 2 {
-		t.Fatalf("history --fleet: exit %d: %s%s", code, out, errs)
-	}
-}
-
-func waitUntil(t *testing.T, limit time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %s waiting for %s", limit, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 func TestSentinelCLI(t *testing.T) {
 	if testing.Short() {

@@ -175,42 +175,6 @@ func TestClusterShortRunRoundTrips(t *testing.T) {
 	}
 }
 
-// clusterBehindProxies puts a faultproxy in front of every node of cl, and has each node
-// announce its proxy's port, so that CLUSTER SLOTS sends cronlock through the proxies.
-// It returns the proxies and their addresses, in the order of cl.Nodes.
-func clusterBehindProxies(t *testing.T, cl *redistest.Cluster) ([]*faultproxy.Proxy, []string) {
-	t.Helper()
-	var proxies []*faultproxy.Proxy
-	var seeds []string
-	for _, s := range cl.Nodes {
-		p, err := faultproxy.Start(s.Addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		proxies = append(proxies, p)
-		seeds = append(seeds, p.Addr)
-		if _, err := s.Do("CONFIG", "SET", "cluster-announce-port", proxyPort(t, p)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitUntil(t, 10*time.Second, "every node to know the others by their proxies", func() bool {
-		for _, s := range cl.Nodes {
-			nodes, err := s.Do("CLUSTER", "NODES")
-			if err != nil {
-				return false
-			}
-			for _, p := range proxies {
-				if !strings.Contains(nodes, p.Addr+"@") {
-					return false
-				}
-			}
-		}
-		return true
-	})
-	return proxies, seeds
-}
-
 func removeOne(s []string, v string) []string {
 	for i, x := range s {
 		if x == v {

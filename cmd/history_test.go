@@ -9,49 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"cronlock/history"
 	"cronlock/runstatus"
 )
-
-// historyFixture writes a history with a few telling rows and returns its path.
-func historyFixture(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "history.db")
-	s, err := history.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	start := time.Date(2025, 6, 1, 7, 0, 0, 0, time.UTC)
-	zero, three := 0, 3
-	for _, r := range []history.Run{
-		{ID: "01970000-0000-7000-8000-000000000001", Key: "billing", Node: "web-1", PID: 10,
-			Command: []string{"/opt/jobs/billing.sh", "--all"}, Status: runstatus.Succeeded,
-			ExitCode: &zero, StartedAt: start, FinishedAt: start.Add(1500 * time.Millisecond),
-			FencingToken: 17, Backend: "local /run/cronlock"},
-		{ID: "01970000-0000-7000-8000-000000000002", Key: "billing", Node: "evil\x1b[31m\x07",
-			PID: 11, Command: []string{"sh", "-c", "printf '\x1b]0;pwned\x07'"}, Status: runstatus.Failed,
-			ExitCode: &three, StartedAt: start.Add(time.Minute), FinishedAt: start.Add(time.Minute + 42*time.Millisecond),
-			Error: "exit status 3\x1b[2J"},
-		{ID: "01970000-0000-7000-8000-000000000003", Key: "report", Node: "web-2", PID: 12,
-			Command: []string{"true"}, Status: runstatus.Skipped, StartedAt: start.Add(2 * time.Minute),
-			FinishedAt: start.Add(2 * time.Minute), Holder: "web-1 (pid 10, run x)"},
-		{ID: "01970000-0000-7000-8000-000000000004", Key: "report", Node: "web-2", PID: 13,
-			Command: []string{"sleep", "9"}, Status: runstatus.Interrupted, Signal: "SIGTERM",
-			StartedAt: start.Add(3 * time.Minute), FinishedAt: start.Add(3*time.Minute + 2*time.Second)},
-	} {
-		if err := s.Insert(&r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// A live run of this process: running, no end.
-	live := &history.Run{ID: "01970000-0000-7000-8000-000000000005", Key: "live", Node: "web-1",
-		PID: 14, Command: []string{"sleep", "100"}, StartedAt: start.Add(4 * time.Minute)}
-	if err := s.Start(live); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 func runHistory(t *testing.T, o historyOptions) (string, string, error) {
 	t.Helper()

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,9 +11,6 @@ import (
 
 	"cronlock/runstatus"
 )
-
-// sleptRe finds the jitter run -v reports.
-var sleptRe = regexp.MustCompile(`sleeping (\S+) before asking for \S+ \(--jitter (\S+)\)`)
 
 // TestJitterSleepsWithinBound: each run sleeps a random time in [0, --jitter) before it
 // asks for the lock, and the sleeps differ.

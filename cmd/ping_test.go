@@ -1,14 +1,10 @@
 package cmd
 
 import (
-	"io"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,65 +15,6 @@ import (
 
 // pingSecret is in the path of every test's ping URL: it must never be printed.
 const pingSecret = "pingsecret-7f3a9c"
-
-// hcServer is a fake Healthchecks on loopback that records the pings it gets.
-type hcServer struct {
-	*httptest.Server
-	mu    sync.Mutex
-	pings []hcPing
-	code  int           // the answer's status
-	delay time.Duration // how long it takes to answer
-}
-
-type hcPing struct{ Method, Path, RID, Body string }
-
-func newHC(t *testing.T) *hcServer {
-	h := &hcServer{code: 200}
-	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		h.mu.Lock()
-		h.pings = append(h.pings, hcPing{r.Method, r.URL.Path, r.URL.Query().Get("rid"), string(b)})
-		code, delay := h.code, h.delay
-		h.mu.Unlock()
-		select {
-		case <-time.After(delay):
-		case <-r.Context().Done():
-		}
-		w.WriteHeader(code)
-		io.WriteString(w, "OK")
-	}))
-	t.Cleanup(h.Server.Close)
-	return h
-}
-
-// answer sets the status and delay of the server's answers. Under the lock: the pings
-// come from cronlock processes, and the race detector sees no order between this write
-// and the handler's read through the network.
-func (h *hcServer) answer(code int, delay time.Duration) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.code, h.delay = code, delay
-}
-
-func (h *hcServer) url() string { return h.URL + "/" + pingSecret }
-
-func (h *hcServer) got() []hcPing {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]hcPing(nil), h.pings...)
-}
-
-// wantPings checks the paths of the pings (after the secret) and that each carries rid.
-func wantPings(t *testing.T, got []hcPing, rid string, paths ...string) {
-	t.Helper()
-	ok := len(got) == len(paths)
-	for i := 0; ok && i < len(got); i++ {
-		ok = got[i].Path == "/"+pingSecret+paths[i] && got[i].RID == rid
-	}
-	if !ok {
-		t.Fatalf("pings %+v; want %q, each with rid=%s", got, paths, rid)
-	}
-}
 
 // noSecret fails when any of outs holds the ping URL or its secret.
 func noSecret(t *testing.T, what string, outs ...string) {

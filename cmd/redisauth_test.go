@@ -118,24 +118,3 @@ func TestReadmeACL(t *testing.T) {
 		})
 	}
 }
-
-// readmeACL is the README's ACL SETUSER line for cronlock, as words, with password.
-func readmeACL(t *testing.T, password string) []string {
-	t.Helper()
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(readme), "\n") {
-		if f := strings.Fields(line); len(f) > 2 && f[0] == "ACL" && f[1] == "SETUSER" && f[2] == "cronlock" {
-			for i, r := range f {
-				if r == ">PASSWORD" {
-					f[i] = ">" + password
-				}
-			}
-			return f
-		}
-	}
-	t.Fatal("README.md has no line ACL SETUSER cronlock …")
-	return nil
-}

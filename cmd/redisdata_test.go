@@ -17,27 +17,6 @@ import (
 	"cronlock/runstatus"
 )
 
-// prefix is the Redis key prefix newCLI gave c.
-func (c *cli) prefix() string {
-	for _, kv := range c.env {
-		if v, ok := strings.CutPrefix(kv, "CRONLOCK_PREFIX="); ok {
-			return v
-		}
-	}
-	c.t.Fatal("no CRONLOCK_PREFIX in the test environment")
-	return ""
-}
-
-// mustDo sends one command to addr and fails the test on an error.
-func mustDo(t *testing.T, addr string, args ...string) string {
-	t.Helper()
-	r, err := redistest.Do(addr, args...)
-	if err != nil {
-		t.Fatalf("%v: %v", args, err)
-	}
-	return r
-}
-
 // TestEvictingRedisRefused: a server that can evict keys is refused at acquire (exit 125,
 // one line naming the policy and the fix, no lock left, an error row) unless the user
 // allows it; noeviction, or no maxmemory at all, runs.

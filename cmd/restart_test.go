@@ -21,14 +21,6 @@ import (
 // may answer renewals with a cached "connection refused" for up to a second after the
 // server is back.
 
-// shortRestart kills srv with SIGKILL, waits down, and starts it again on the same port
-// with the same data folder (its AOF).
-func shortRestart(srv *redistest.Server, down time.Duration) {
-	srv.Kill()
-	time.Sleep(down)
-	srv.Restart()
-}
-
 // startHeld starts `cronlock run` whose job touches a marker and then sleeps, and waits
 // until the job runs (so the lock is held).
 func startHeld(t *testing.T, c *cli, key string, extra []string, sleep string) (*exec.Cmd, *bytes.Buffer) {

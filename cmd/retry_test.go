@@ -28,32 +28,6 @@ type tryRow struct {
 	Error        string `json:"error"`
 }
 
-// tries returns key's rows oldest first.
-func (c *cli) tries(key string) []tryRow {
-	c.t.Helper()
-	code, out, errs := c.run("history", "--json", "--key", key)
-	if code != 0 {
-		c.t.Fatalf("history exited %d: %s", code, errs)
-	}
-	var rows []tryRow
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var r tryRow
-		if line != "" && json.Unmarshal([]byte(line), &r) == nil {
-			rows = append([]tryRow{r}, rows...)
-		}
-	}
-	return rows
-}
-
-// statuses lists the rows' statuses in order.
-func statuses(rows []tryRow) string {
-	var s []string
-	for _, r := range rows {
-		s = append(s, r.Status)
-	}
-	return strings.Join(s, ",")
-}
-
 // TestRetriesTryAgainUnderOneRun: a job that fails twice and then succeeds is one run of
 // three tries: exit 0, three rows linked by the first try's id, CRONLOCK_TRY 1, 2, 3 with
 // the same run id and fencing token, and stats that count one successful run.

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -113,28 +112,6 @@ func TestHandshakeErrors(t *testing.T) {
 	if n, err := few.Do("DBSIZE"); err != nil || n != "0" {
 		t.Fatalf("database 0 holds %s keys (%v), want none", n, err)
 	}
-}
-
-// turnCommands names the commands of each turn (upper case, space-separated).
-func turnCommands(t *testing.T, turns []faultproxy.Turn) []string {
-	t.Helper()
-	var out []string
-	for _, tu := range turns {
-		var names []string
-		r := bufio.NewReader(bytes.NewReader(tu.Data))
-		for {
-			args, err := readRESPCommand(r)
-			if err != nil {
-				break
-			}
-			names = append(names, strings.ToUpper(args[0]))
-		}
-		if len(names) == 0 {
-			t.Fatalf("turn %q is not RESP", tu.Data)
-		}
-		out = append(out, strings.Join(names, " "))
-	}
-	return out
 }
 
 // readRESPCommand reads one command (an array of bulk strings) from r.

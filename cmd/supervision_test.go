@@ -18,29 +18,6 @@ import (
 	"cronlock/runstatus"
 )
 
-// runWithin runs cronlock like cli.run, but fails the test when it has not ended after
-// limit: the tests below are about runs that must not hang.
-func (c *cli) runWithin(limit time.Duration, args ...string) (int, string, string) {
-	c.t.Helper()
-	cmd := c.command(args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(limit):
-		cmd.Process.Kill()
-		<-done
-		c.t.Fatalf("cronlock %s had not ended after %v (stderr %q)", strings.Join(args, " "), limit, errb.String())
-	}
-	return c.exitCode(err), out.String(), errb.String()
-}
-
 // escapee is a shell line that leaves the job's process group late: after delay, a
 // TERM-ignoring subshell double-forks a setsid process that ignores SIGTERM too, writes
 // its pid to pidf and sleeps for a minute. By then the main child may be gone and the
@@ -133,15 +110,6 @@ func TestEscapeeStoppedOnLockLoss(t *testing.T) {
 	if code != 0 || out != "hostB runs\n" {
 		t.Fatalf("hostB: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
-}
-
-func envOf(env []string, name string) string {
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, name+"="); ok {
-			return v
-		}
-	}
-	return ""
 }
 
 // TestStopSignalContinuesAStoppedJob: SIGTERM forwarded to a job someone stopped with

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,95 +15,6 @@ import (
 // Tests of once per tick (`--schedule`) through the built binary. Each simulated host has its
 // own --node, history and clock (the test build's CRONLOCK_TEST_CLOCK_OFFSET); the hosts
 // of one test share the Redis prefix, or the lock folder on the local backend.
-
-// tickRow is the part of `history --json` the tick tests read.
-type tickRow struct {
-	ID           string  `json:"id"`
-	Status       string  `json:"status"`
-	Holder       string  `json:"holder"`
-	Error        string  `json:"error"`
-	Exit         *int    `json:"exit"`
-	ScheduledFor *string `json:"scheduled_for"`
-}
-
-// fleetHost is one machine of a simulated fleet: its own node name and history; on the
-// local backend the lock folder is shared (one machine's runs, several cron lines).
-type fleetHost struct {
-	*cli
-	node string
-}
-
-func newFleet(t *testing.T, backend string, nodes ...string) []*fleetHost {
-	t.Helper()
-	url := ""
-	if backend == "redis" {
-		url = "redis://" + redistest.Addr(t) + "/0"
-	}
-	locks := filepath.Join(t.TempDir(), "locks")
-	var hosts []*fleetHost
-	for _, n := range nodes {
-		c := newCLI(t, url)
-		c.env = append(c.env, "CRONLOCK_NODE="+n, "CRONLOCK_LOCK_DIR="+locks, "CRONLOCK_BACKEND="+backend)
-		hosts = append(hosts, &fleetHost{cli: c, node: n})
-	}
-	if backend == "redis" {
-		prefix := strings.ReplaceAll(t.Name(), "/", "-") + strconv.Itoa(os.Getpid()) + ":"
-		t.Cleanup(func() {
-			// The tick record lives 400 days: leave none on the shared server.
-			for _, k := range []string{"tick", "fence", "runs"} {
-				redistest.Do(redistest.Addr(t), "DEL", prefix+"{billing}:"+k)
-			}
-		})
-	}
-	return hosts
-}
-
-// at runs cronlock on h with its clock moved by off.
-func (h *fleetHost) at(off time.Duration, args ...string) (int, string, string) {
-	h.t.Helper()
-	saved := h.env
-	h.env = append(append([]string(nil), h.env...), "CRONLOCK_TEST_CLOCK_OFFSET="+off.String())
-	defer func() { h.env = saved }()
-	return h.run(args...)
-}
-
-func (h *fleetHost) rows(key string) []tickRow {
-	h.t.Helper()
-	code, out, errs := h.run("history", "--json", "--limit", "0", "--key", key)
-	if code != 0 {
-		h.t.Fatalf("%s: history exited %d: %s", h.node, code, errs)
-	}
-	var rows []tickRow
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if line == "" {
-			continue
-		}
-		var r tickRow
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			h.t.Fatalf("history line %q: %v", line, err)
-		}
-		rows = append(rows, r)
-	}
-	return rows
-}
-
-// inMinute is a clock offset, under 15 s either way, that puts the clock between 2 s and
-// 48 s into a minute: a few seconds of runs then stay inside that minute, and the offset
-// passes the skew check of an every-minute schedule (a quarter of a minute). tick is
-// that minute.
-func inMinute() (off time.Duration, tick time.Time) {
-	now := time.Now()
-	s := now.Sub(now.Truncate(time.Minute))
-	switch {
-	case s < 2*time.Second:
-		off = 2*time.Second - s
-	case s > 48*time.Second:
-		off = 48*time.Second - s
-	}
-	return off, now.Add(off).Truncate(time.Minute).UTC()
-}
-
-func rfc(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // checkRow checks the only row of a host's history.
 func checkRow(t *testing.T, h *fleetHost, status, holder string, tick time.Time) tickRow {

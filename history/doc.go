@@ -7,7 +7,7 @@
 // dies, so Reap marks a dead run abandoned even when its pid has been reused. List, Get
 // and Stats read runs back. Prune deletes old runs on request and Retain at most once a
 // day, both keeping running rows and each key's last success and last failure; each key
-// keeps only its newest TailsPerKey output tails. The file is SQLite in WAL mode with
+// keeps only its newest tailsPerKey output tails. The file is SQLite in WAL mode with
 // synchronous=NORMAL: many cronlock processes write to it at once, a crash never
 // corrupts it, and a power cut may lose only the newest rows.
 //

@@ -196,14 +196,14 @@ func FuzzStoreRoundTrip(f *testing.F) {
 			got.Output = nil
 		}
 		if got.Output == nil && want.Output != nil {
-			// The tail cap: a run that is not among its key's newest TailsPerKey with
+			// The tail cap: a run that is not among its key's newest tailsPerKey with
 			// output (the fuzzer starts runs at any time) keeps no tail.
 			var newer int
 			if err := store.db.QueryRow(`SELECT count(*) FROM run_output WHERE run_key = ? AND run_started_at >= ?`,
 				key, started).Scan(&newer); err != nil {
 				t.Fatal(err)
 			}
-			if newer < TailsPerKey {
+			if newer < tailsPerKey {
 				t.Fatalf("the tail of run %s was dropped with only %d tails of key %q as new", r.ID, newer, key)
 			}
 			want.Output, want.Streams = nil, nil

@@ -11,13 +11,13 @@ import (
 	"cronlock/runstatus"
 )
 
-// TailsPerKey is how many output tails each key keeps: writing a run with output drops
-// the tails of that key's older runs beyond its newest TailsPerKey with output (the rows
-// stay). It bounds what a chatty job costs the file to TailsPerKey × --capture (6.4 MiB
+// tailsPerKey is how many output tails each key keeps: writing a run with output drops
+// the tails of that key's older runs beyond its newest tailsPerKey with output (the rows
+// stay). It bounds what a chatty job costs the file to tailsPerKey × --capture (6.4 MiB
 // at the default 64 KiB) whatever its schedule, while still covering the last 100 runs:
 // an hour and a half of a per-minute job, and longer than the default retention for a
 // daily one.
-const TailsPerKey = 100
+const tailsPerKey = 100
 
 // DefaultRetention is how old a finished run gets before automatic retention (Retain)
 // deletes it, unless it is the last success or the last failure of its key.
@@ -32,9 +32,9 @@ func FormatAge(d time.Duration) string {
 	return d.String()
 }
 
-// RetentionInterval is how often, at most, Retain prunes one history file: a pass
+// retentionInterval is how often, at most, Retain prunes one history file: a pass
 // looks at every key, so it is done once a day, not once per run.
-const RetentionInterval = 24 * time.Hour
+const retentionInterval = 24 * time.Hour
 
 // pruneBatch is how many runs one transaction deletes: other runs wait for the write
 // lock while a transaction is open, so a large prune is cut into short ones. A variable
@@ -250,14 +250,14 @@ func queryStrings(db *sql.DB, q string, args ...any) ([]string, error) {
 	return out, rows.Err()
 }
 
-// trimTails drops the output tails of key beyond its newest TailsPerKey, inside the
+// trimTails drops the output tails of key beyond its newest tailsPerKey, inside the
 // transaction that has just written one. It walks only that key's tails, newest first,
 // in the run_output_key_started index: a few hundred index entries whatever the size of
 // the history.
 func trimTails(tx *sql.Tx, key string) error {
 	_, err := tx.Exec(`DELETE FROM run_output WHERE rowid IN (
 		SELECT rowid FROM run_output WHERE run_key = ?
-		ORDER BY run_started_at DESC, rowid DESC LIMIT -1 OFFSET ?)`, key, TailsPerKey)
+		ORDER BY run_started_at DESC, rowid DESC LIMIT -1 OFFSET ?)`, key, tailsPerKey)
 	if err != nil {
 		return fmt.Errorf("drop old output tails of %q: %w", key, err)
 	}
@@ -266,7 +266,7 @@ func trimTails(tx *sql.Tx, key string) error {
 
 // Retain is automatic retention: it deletes finished runs that started before
 // now − maxAge (keeping the last success and the last failure of each key), at most once
-// per RetentionInterval per history file. The time of the last pass lives in the meta
+// per retentionInterval per history file. The time of the last pass lives in the meta
 // table; it is checked and claimed in one immediate transaction, so that of many runs
 // that finish at once, one prunes and the others go on at once. ran reports whether
 // this call made the pass. maxAge 0 or less keeps every run. A pass that fails part way
@@ -313,7 +313,7 @@ func (s *Store) RetentionDue(now time.Time) (bool, error) {
 	return due, describe(s.path, err)
 }
 
-// retentionDue reports whether the last retention pass is RetentionInterval or more
+// retentionDue reports whether the last retention pass is retentionInterval or more
 // before now. A pass stamped more than an interval in the future (the clock was set
 // back) counts as due too, so that a clock once wrong cannot stop retention for good;
 // a stamp only a little ahead is a concurrent run that read the clock a moment later.
@@ -334,5 +334,5 @@ func retentionDue(q interface {
 		return true, nil
 	}
 	since := now.Sub(time.Unix(0, last))
-	return since >= RetentionInterval || since < -RetentionInterval, nil
+	return since >= retentionInterval || since < -retentionInterval, nil
 }

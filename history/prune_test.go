@@ -231,7 +231,7 @@ func TestPruneTailCapPerKey(t *testing.T) {
 	s, _ := openTemp(t)
 	const extra = 5
 	id := func(i int) string { return fmt.Sprintf("chatty-%03d", i) }
-	for i := range TailsPerKey + extra {
+	for i := range tailsPerKey + extra {
 		// Runs without output in between neither count nor trim.
 		if err := s.Insert(&Run{ID: fmt.Sprintf("silent-%03d", i), Key: "chatty", Status: runstatus.Skipped,
 			StartedAt: now.Add(time.Duration(i)*time.Minute + time.Second)}); err != nil {
@@ -249,12 +249,12 @@ func TestPruneTailCapPerKey(t *testing.T) {
 		}
 	}
 	got, n := tails(t, s, "chatty")
-	if len(got) != TailsPerKey || n != 2*(TailsPerKey+extra) {
-		t.Fatalf("chatty: %d tails on %d runs, want %d tails on %d runs (rows stay)", len(got), n, TailsPerKey, 2*(TailsPerKey+extra))
+	if len(got) != tailsPerKey || n != 2*(tailsPerKey+extra) {
+		t.Fatalf("chatty: %d tails on %d runs, want %d tails on %d runs (rows stay)", len(got), n, tailsPerKey, 2*(tailsPerKey+extra))
 	}
-	for i := range TailsPerKey + extra {
+	for i := range tailsPerKey + extra {
 		if want := i >= extra; got[id(i)] != want {
-			t.Errorf("run %s has a tail: %v, want %v (the newest %d keep theirs)", id(i), got[id(i)], want, TailsPerKey)
+			t.Errorf("run %s has a tail: %v, want %v (the newest %d keep theirs)", id(i), got[id(i)], want, tailsPerKey)
 		}
 	}
 	if got, _ := tails(t, s, "quiet"); len(got) != 3 {
@@ -264,7 +264,7 @@ func TestPruneTailCapPerKey(t *testing.T) {
 	if err := s.Insert(&Run{ID: "late", Key: "chatty", Status: runstatus.Failed, StartedAt: now.Add(-day), Output: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := tails(t, s, "chatty"); got["late"] || len(got) != TailsPerKey {
+	if got, _ := tails(t, s, "chatty"); got["late"] || len(got) != tailsPerKey {
 		t.Errorf("after a late run: %d tails, the late one kept: %v", len(got), got["late"])
 	}
 	// Finish (not only Insert) trims too.
@@ -276,7 +276,7 @@ func TestPruneTailCapPerKey(t *testing.T) {
 	if err := s.Finish(r); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := tails(t, s, "chatty"); !got["last"] || got[id(extra)] || len(got) != TailsPerKey {
+	if got, _ := tails(t, s, "chatty"); !got["last"] || got[id(extra)] || len(got) != tailsPerKey {
 		t.Errorf("after Finish: %d tails; newest kept %v, oldest dropped %v", len(got), got["last"], !got[id(extra)])
 	}
 }

@@ -326,8 +326,8 @@ func TestConcurrentGoroutines(t *testing.T) {
 	if got := countRuns(t, path, "WHERE status = 'succeeded'"); got != g*n {
 		t.Fatalf("%d finished rows, want %d", got, g*n)
 	}
-	// Every tail written, then the newest TailsPerKey of the key kept (prune.go).
-	if got, want := countRuns(t, path, "JOIN run_output ON run_id = id"), min(g*n, TailsPerKey); got != want {
+	// Every tail written, then the newest tailsPerKey of the key kept (prune.go).
+	if got, want := countRuns(t, path, "JOIN run_output ON run_id = id"), min(g*n, tailsPerKey); got != want {
 		t.Fatalf("%d output tails, want %d", got, want)
 	}
 }

@@ -18,8 +18,8 @@ import (
 	"cronlock/tty"
 )
 
-// MaxRetryDelay caps the delay before a try however many tries came before it.
-const MaxRetryDelay = 10 * time.Minute
+// maxRetryDelay caps the delay before a try however many tries came before it.
+const maxRetryDelay = 10 * time.Minute
 
 // tries runs the job under the lease once, and again for each --retries while its tries
 // fail by their own exit, and returns the last try's Result. The lease is kept by keeper
@@ -86,14 +86,14 @@ func (r *runner) retryable(res child.Result, out outcome) bool {
 }
 
 // retryDelay is the delay after try n (1, 2, …): --retry-delay doubled for each try
-// before, capped at MaxRetryDelay, of which a uniformly random part is taken (full
+// before, capped at maxRetryDelay, of which a uniformly random part is taken (full
 // jitter), so that the hosts of a fleet whose job failed together do not retry together.
 func (r *runner) retryDelay(n int) time.Duration {
 	d := r.o.RetryDelay
-	for i := 1; i < n && d < MaxRetryDelay; i++ {
+	for i := 1; i < n && d < maxRetryDelay; i++ {
 		d *= 2
 	}
-	d = min(d, MaxRetryDelay)
+	d = min(d, maxRetryDelay)
 	if d <= 0 {
 		return 0
 	}

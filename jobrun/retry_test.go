@@ -18,7 +18,7 @@ func TestRetryDelayDoublesAndCaps(t *testing.T) {
 		want time.Duration
 	}{
 		{1, 10 * time.Second}, {2, 20 * time.Second}, {3, 40 * time.Second},
-		{6, 320 * time.Second}, {7, MaxRetryDelay}, {60, MaxRetryDelay}, // no overflow
+		{6, 320 * time.Second}, {7, maxRetryDelay}, {60, maxRetryDelay}, // no overflow
 	} {
 		if got := r.retryDelay(tc.try); got != tc.want-1 {
 			t.Errorf("after try %d: delay %v, want just under %v", tc.try, got, tc.want)

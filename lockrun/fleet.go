@@ -22,9 +22,9 @@ import (
 // RedisOptions.FleetKeep is 0 (CRONLOCK_FLEET_KEEP).
 const DefaultFleetKeep = 200
 
-// MaxFleetEntry is the most bytes one entry of the record takes: the error and, if need
+// maxFleetEntry is the most bytes one entry of the record takes: the error and, if need
 // be, the node name are cut to fit.
-const MaxFleetEntry = 512
+const maxFleetEntry = 512
 
 // fleetErrorBytes is how much of a run's error an entry keeps at most.
 const fleetErrorBytes = 200
@@ -34,7 +34,7 @@ const fleetErrorBytes = 200
 const fleetSuffixRoom = 60
 
 // FleetEntry is one run in the fleet's record, as stored (short names keep an entry far
-// below MaxFleetEntry). Times are Redis TIME in microseconds, so that the hosts' clock skew
+// below maxFleetEntry). Times are Redis TIME in microseconds, so that the hosts' clock skew
 // cannot fake or hide an overlap; use Started, Finished and ScheduledFor for time.Time.
 // Zero values: TickUS 0 = no --schedule; Exit nil = unknown (a running or abandoned claim).
 type FleetEntry struct {
@@ -95,7 +95,7 @@ type RunRecord struct {
 }
 
 // EncodeFleetEntry is the entry of rec without its closing brace and the fields the
-// scripts add ("a", "f", "k"), cut to fit MaxFleetEntry.
+// scripts add ("a", "f", "k"), cut to fit maxFleetEntry.
 func EncodeFleetEntry(rec *RunRecord, fence uint64) string {
 	e := FleetEntry{RunID: rec.RunID, Node: rec.Node, Status: rec.Status, Signal: rec.Signal,
 		DurationMS: rec.Duration.Milliseconds(), Tries: max(rec.Tries, 1), Fence: fence,
@@ -107,7 +107,7 @@ func EncodeFleetEntry(rec *RunRecord, fence uint64) string {
 	}
 	for {
 		s := encodePrefix(e)
-		over := len(s) + fleetSuffixRoom - MaxFleetEntry
+		over := len(s) + fleetSuffixRoom - maxFleetEntry
 		if over <= 0 {
 			return s
 		}

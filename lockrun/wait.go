@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// WaitPoll is how often a waiter for a held lock asks again when nothing woke it: at
+// waitPoll is how often a waiter for a held lock asks again when nothing woke it: at
 // most every second, and often enough (a third of the TTL) to take a lock soon after a
 // holder that died lets it expire, which announces nothing.
-func WaitPoll(ttl time.Duration) time.Duration {
+func waitPoll(ttl time.Duration) time.Duration {
 	return max(min(time.Second, ttl/3), 10*time.Millisecond)
 }
 
@@ -25,7 +25,7 @@ type Waiter struct {
 	// notice), or until ctx ends, whose error it then returns. held is the last
 	// attempt's holder (nil after an error).
 	Sleep func(ctx context.Context, d time.Duration, held *Holder) error
-	// Poll bounds each Sleep (WaitPoll of the TTL when 0).
+	// Poll bounds each Sleep (waitPoll of the TTL when 0).
 	Poll time.Duration
 }
 
@@ -37,7 +37,7 @@ func Wait(ctx context.Context, req Request, w Waiter) (Lease, error) {
 	deadline := time.Now().Add(req.Wait)
 	poll := w.Poll
 	if poll <= 0 {
-		poll = WaitPoll(req.TTL)
+		poll = waitPoll(req.TTL)
 	}
 	poll = max(poll, 10*time.Millisecond)
 	for {

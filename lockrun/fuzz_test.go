@@ -10,23 +10,9 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-)
 
-// hasControl reports whether s holds a byte a terminal would act on: C0, DEL, or a C1
-// control as a rune.
-func hasControl(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] == 0x7f {
-			return true
-		}
-	}
-	for _, r := range s {
-		if 0x80 <= r && r <= 0x9f {
-			return true
-		}
-	}
-	return false
-}
+	"cronlock/internal/fuzzcheck"
+)
 
 // FuzzValidKey: an accepted key is 1–200 bytes of the charset (so it makes exactly one
 // Redis hash tag and a lock file name that stays in its folder); a refused one gets a
@@ -40,7 +26,7 @@ func FuzzValidKey(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key string) {
 		err := ValidKey(key)
 		if err != nil {
-			if err.Error() == "" || hasControl(err.Error()) || !utf8.ValidString(err.Error()) {
+			if err.Error() == "" || fuzzcheck.HasControl(err.Error()) || !utf8.ValidString(err.Error()) {
 				t.Fatalf("ValidKey(%q) error not printable: %q", key, err.Error())
 			}
 			return

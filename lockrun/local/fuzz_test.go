@@ -20,22 +20,6 @@ import (
 	"cronlock/lockrun"
 )
 
-// hasControl reports whether s holds a byte a terminal would act on: C0, DEL, or a C1
-// control as a rune.
-func hasControl(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] == 0x7f {
-			return true
-		}
-	}
-	for _, r := range s {
-		if 0x80 <= r && r <= 0x9f {
-			return true
-		}
-	}
-	return false
-}
-
 // FuzzLocalRecord: any bytes at the start of a lock file read as nil or as a record
 // whose holder prints and encodes; a record cronlock writes reads back the same.
 func FuzzLocalRecord(f *testing.F) {

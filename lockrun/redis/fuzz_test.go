@@ -13,24 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	"cronlock/internal/fuzzcheck"
 	"cronlock/lockrun"
 )
-
-// hasControl reports whether s holds a byte a terminal would act on: C0, DEL, or a C1
-// control as a rune.
-func hasControl(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] == 0x7f {
-			return true
-		}
-	}
-	for _, r := range s {
-		if 0x80 <= r && r <= 0x9f {
-			return true
-		}
-	}
-	return false
-}
 
 // FuzzKeyName: every key ValidKey accepts makes exactly one Redis hash tag, matches no
 // SCAN MATCH glob, and reads back from its lock key's name.
@@ -115,7 +100,7 @@ func FuzzParseRedisURL(f *testing.F) {
 		// Any socket path (printable, no "?", "#" or "%", no ":" before an "@") is accepted
 		// as it is: an "@" in it is not taken for a password.
 		if path, ok := strings.CutPrefix(raw, "unix://"); ok && strings.HasPrefix(path, "/") &&
-			!strings.ContainsAny(path, "?#%") && !hasControl(path) &&
+			!strings.ContainsAny(path, "?#%") && !fuzzcheck.HasControl(path) &&
 			!(strings.Contains(path, "@") && strings.Contains(path[:strings.LastIndex(path, "@")], ":")) &&
 			(err != nil || tg.addr != path) {
 			t.Fatalf("parseRedisURL(%q) = %+v, %v", raw, tg, err)

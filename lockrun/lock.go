@@ -5,8 +5,9 @@
 //
 // The backends live in packages of their own (redis, etcd, local); this package imports
 // none of them, nor anything outside the standard library but the status names of
-// runstatus. It knows nothing of flags,
-// child processes or the local history.
+// runstatus. It reads no flags or settings (cmd resolves those into a Request and each
+// backend's options) and knows nothing of child processes or the local history. Its
+// errors reach the user as they are, so they name the setting that would change them.
 package lockrun
 
 import (

@@ -5,8 +5,10 @@
 //
 // The package needs no build tag: a program links the etcd client only if it imports
 // this package, which cronlock's cmd does only in builds with the etcd tag (the client
-// adds to every start of the program; BENCHMARKS.md). It knows no flags, child
-// processes or local history.
+// adds to every start of the program; BENCHMARKS.md). It is given its settings as
+// Options and reads none itself; its errors name the flag or setting a user would
+// change, since they reach the user as they are. It knows nothing of child processes or
+// the local history.
 package etcd
 
 import (

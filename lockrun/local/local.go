@@ -9,7 +9,8 @@
 // are in localfile.go, the lease in locallease.go, the waiters' wake-up in localwait.go.
 //
 // It keeps no fleet record (a machine has its history instead) and excludes only the
-// processes of one machine that use the same folder; it knows nothing of flags.
+// processes of one machine that use the same folder. It is given its folder and reads no
+// settings itself.
 package local
 
 import (

@@ -5,7 +5,9 @@
 // each. --min-replicas waits for replicas to confirm every write.
 //
 // It answers the lockrun interfaces (Locker, Lease, FleetStore, Expiring) and nothing
-// else: it knows no flags, child processes or local history.
+// else. It is given its settings as Options and reads none itself; its errors name the
+// flag or setting a user would change, since they reach the user as they are. It knows
+// nothing of child processes or the local history.
 package redis
 
 import (

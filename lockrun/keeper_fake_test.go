@@ -36,7 +36,7 @@ func (r *renewals) renew(ctx context.Context) error {
 // runs a Keeper with a 3s lease (renewed every second, --grace 10s, so g = ttl/4) taken
 // at 0 on the bubble's clock, for at most a minute.
 func TestKeeperLoss(t *testing.T) {
-	refused := errors.New("dial tcp 10.0.0.5:6379: connect: connection refused")
+	refused := errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
 	for _, tc := range []struct {
 		name   string
 		answer func(ctx context.Context, n int) error

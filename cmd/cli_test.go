@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -109,6 +110,24 @@ func TestCronlockKilledTakesTheJobAlong(t *testing.T) {
 	}
 }
 
+// waitWatching waits until cronlock process pid watches a lock file with inotify: a
+// local --wait waiter does, and only once it waits, past setting up its signals. (A
+// fixed pause stood for this, and a -race cronlock that started slower than that on a
+// loaded machine died of the SIGTERM before it handled any.)
+func waitWatching(t *testing.T, pid int) {
+	t.Helper()
+	fdinfo := "/proc/" + strconv.Itoa(pid) + "/fdinfo"
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		fds, _ := os.ReadDir(fdinfo)
+		for _, fd := range fds {
+			if b, err := os.ReadFile(fdinfo + "/" + fd.Name()); err == nil && bytes.Contains(b, []byte("inotify wd:")) {
+				return
+			}
+		}
+	}
+	t.Fatalf("cronlock (pid %d) did not watch a lock file within 20s", pid)
+}
+
 // TestStopSignalBeforeTheChildStarts: a SIGTERM while cronlock waits for the lock ends
 // the run at once with 128+15 and status interrupted; the job never starts.
 func TestStopSignalBeforeTheChildStarts(t *testing.T) {
@@ -127,7 +146,7 @@ func TestStopSignalBeforeTheChildStarts(t *testing.T) {
 	if err := waiter.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // it is waiting for the lock now
+	waitWatching(t, waiter.Process.Pid)
 	waiter.Process.Signal(syscall.SIGTERM)
 	err := waiter.Wait()
 	var ee *exec.ExitError

@@ -361,7 +361,10 @@ func exerciseCLI(t *testing.T, c *cli) {
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	waitUntil(t, 20*time.Second, "the holder's job to start", func() bool {
+		b, _ := os.ReadFile(marks)
+		return strings.Contains(string(b), "a\n")
+	})
 	code, _, errs := c.run("run", "-k", "handoff", "--wait", "20s", "--", "sh", "-c", "echo c >> "+marks)
 	if err := holder.Wait(); err != nil || code != 0 {
 		t.Fatalf("hand-off: holder %v, waiter exit %d: %s", err, code, errs)

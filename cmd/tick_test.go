@@ -168,12 +168,8 @@ func TestStartDeadline(t *testing.T) {
 func TestStartDeadlineEndsWait(t *testing.T) {
 	hosts := newFleet(t, "local", "vmA")
 	h := hosts[0]
-	holder := h.command("run", "-k", "billing", "--", "sleep", "4")
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Wait()
-	time.Sleep(500 * time.Millisecond) // the holder has the lock (nothing else can take it)
+	holder, _, release := h.startHolding([]string{"run", "-k", "billing"})
+	defer func() { release(); holder.Wait() }()
 	now := time.Now()
 	off := now.Truncate(time.Minute).Add(time.Minute + time.Second).Sub(now) // 1 s after a tick
 	code, _, errs := h.at(off, "run", "-k", "billing", "--schedule", "* * * * *", "--wait", "1m",

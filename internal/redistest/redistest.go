@@ -171,18 +171,25 @@ func (s *Server) launch(bin string) error {
 			return s.startError(fmt.Sprintf("exited (%v)", cmd.ProcessState), nil)
 		default:
 		}
-		// The server is up when it says its pid; only then is it known to be ours.
-		if pid, ok := s.serverPID(); ok {
-			if pid != cmd.Process.Pid {
+		// Up is PONG: a server still loading its data answers LOADING (INFO, by contrast,
+		// it answers at once). A server started with --requirepass may answer NOAUTH.
+		reply, err := doWithin(500*time.Millisecond, s.Addr, s.Password, "PING")
+		up := (err == nil && reply == "PONG") || (err != nil && strings.Contains(err.Error(), "NOAUTH"))
+		// And it must be ours: the process that answers says its pid.
+		if up {
+			pid, ok := s.serverPID()
+			if ok && pid != cmd.Process.Pid {
 				s.Kill()
 				return s.startError(fmt.Sprintf("pid %d, not ours, answers there", pid), errPortTaken)
 			}
-			return nil
+			if ok {
+				return nil
+			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	s.Kill()
-	return s.startError(fmt.Sprintf("did not answer INFO within %v", startWithin), nil)
+	return s.startError(fmt.Sprintf("did not answer PING and INFO within %v", startWithin), nil)
 }
 
 // startError says that the server on s.Addr did not start and why, with its log's end.
@@ -201,8 +208,8 @@ func (s *Server) startError(why string, kind error) error {
 }
 
 // serverPID is the process_id the server on s.Addr reports (INFO server), if it does.
-// A short limit: whatever else may listen on the port must not hold up the look at
-// whether the server exited.
+// A short limit (as for launch's PING): whatever else may listen on the port must not
+// hold up the look at whether the server exited.
 func (s *Server) serverPID() (int, bool) {
 	info, err := doWithin(500*time.Millisecond, s.Addr, s.Password, "INFO", "server")
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 // of a retired job does not stay on a noeviction server.
 
 // DefaultFleetKeep is how many entries the record of one key keeps when
-// RedisOptions.FleetKeep is 0 (CRONLOCK_FLEET_KEEP).
+// a backend's Options.FleetKeep is 0 (CRONLOCK_FLEET_KEEP).
 const DefaultFleetKeep = 200
 
 // maxFleetEntry is the most bytes one entry of the record takes: the error and, if need

@@ -55,9 +55,9 @@ func RenewInterval(ttl time.Duration) time.Duration { return ttl / 3 }
 // long the lock took to get (a --wait for a busy lock), all of the TTL is left for the job.
 type Keeper struct {
 	Lease Lease
-	// Interval is the time between renewals: RenewInterval of the TTL; 0 = that of the
-	// lease's TTL. It also paces the local backend,
-	// whose lease never expires but whose file must be checked and touched.
+	// Interval is the time between renewals, RenewInterval of the TTL (0 = that of the
+	// lease's TTL). It also paces the local backend, whose lease never expires but whose
+	// file must be checked and touched.
 	Interval time.Duration
 	// Grace is --grace: the time between SIGTERM and SIGKILL when the job is stopped.
 	Grace time.Duration

@@ -8,10 +8,12 @@ import (
 	"time"
 )
 
-// DefaultTimeout is the deadline of one Redis operation when RedisOptions.Timeout is 0.
+// DefaultTimeout is the deadline of one operation on a lock server (Redis, etcd) when
+// the backend's Options.Timeout is 0 (--redis-timeout).
 const DefaultTimeout = 2 * time.Second
 
-// DefaultPrefix is the key namespace when RedisOptions.Prefix is empty.
+// DefaultPrefix is the namespace of every key a backend writes when its Options.Prefix
+// is empty (--prefix).
 const DefaultPrefix = "cronlock:"
 
 // ServerDefaults fills in and checks what a lock server's options share: the time-out
@@ -43,6 +45,8 @@ func validPrefix(p string) error {
 	return nil
 }
 
+// IsTimeout reports whether err is a deadline that ran out: the context's, or a network
+// time-out.
 func IsTimeout(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return true

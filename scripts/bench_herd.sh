@@ -6,7 +6,7 @@
 #      decision (the job's start, or the skipped process's exit), Redis commands per run
 #      and Redis CPU per 1,000 runs (INFO commandstats and cpu deltas). Three rounds, each
 #      in a new minute so that every key's tick is free.
-#   2. lockrun's BenchmarkHerd: simulated hosts each on a new connection per run, 1,000
+#   2. lockrun/redis's BenchmarkHerd: simulated hosts each on a new connection per run, 1,000
 #      keys, 100 → 10,000 at once. HERD_REDIS_URL=redis://… runs it against another
 #      server (any URL --redis takes); by default it starts its own with 19,000 clients.
 # Prints a Markdown section on stdout.
@@ -32,7 +32,7 @@ herd_bench() {
 	echo "bench.sh: BenchmarkHerd (100, 1000, 5000, 10000 simulated hosts)" >&2
 	ulimit -n "$(ulimit -Hn)"
 	CRONLOCK_BENCH_REDIS_URL="${HERD_REDIS_URL:-}" go test -run '^$' -bench '^BenchmarkHerd$' \
-		-benchtime 20000x -timeout 30m ./lockrun >"$work/herd-go.txt" 2>&1 || { cat "$work/herd-go.txt" >&2; exit 1; }
+		-benchtime 20000x -timeout 30m ./lockrun/redis >"$work/herd-go.txt" 2>&1 || { cat "$work/herd-go.txt" >&2; exit 1; }
 	BENCH_WORK="$work" python3 - <<'PY'
 import os, re, statistics
 work = os.environ["BENCH_WORK"]
@@ -85,8 +85,8 @@ print(f"- decision p50 **{pct(allv, 50):.1f} ms**, p99 **{pct(allv, 99):.1f} ms*
 cpu = statistics.median(r[3] for r in rows)
 print(f"- Redis CPU per 1,000 runs: **{cpu:.0f} ms** (goal ≤ 50 ms)")
 print("- exactly one run per key and tick: " + ("**FAIL**" if fail else "**met**"))
-print("\n`go test -run '^$' -bench '^BenchmarkHerd$' -benchtime 20000x ./lockrun` (lockrun/herd_bench_test.go): "
-      "simulated hosts, each run on a new connection (a new RedisLocker), 1,000 keys, one tick per 10 runs "
+print("\n`go test -run '^$' -bench '^BenchmarkHerd$' -benchtime 20000x ./lockrun/redis` (lockrun/redis/herd_bench_test.go): "
+      "simulated hosts, each run on a new connection (a new redis.Locker), 1,000 keys, one tick per 10 runs "
       "of a key (one winner, nine skips), 20,000 runs per level, client and Redis on the same 2 cores.\n")
 print("| hosts at once | decisions/s | p50 ms | p99 ms | Redis CPU ms / 1k runs | commands/run | failed |")
 print("|---|---|---|---|---|---|---|")
@@ -102,7 +102,7 @@ PY
 }
 
 # herd_forms FORM (sentinel, cluster, or forms for plain, Sentinel and Cluster in turn):
-# lockrun's BenchmarkHerd against a private deployment of that form that the benchmark
+# lockrun/redis's BenchmarkHerd against a private deployment of that form that the benchmark
 # starts itself with internal/redistest, the tests' own starters (Sentinel: a master, one
 # replica, three Sentinels; Cluster: three masters). HERD_HOSTS (default 100,1000) are the
 # levels of simulated hosts, HERD_RUNS (default 20000) the runs per level. Redis CPU and
@@ -116,7 +116,7 @@ herd_forms() {
 		echo "bench.sh: BenchmarkHerd through $f (${HERD_HOSTS:-100,1000} simulated hosts)" >&2
 		CRONLOCK_BENCH_REDIS_URL= CRONLOCK_BENCH_HERD_FORM=$f CRONLOCK_BENCH_HERD_HOSTS="${HERD_HOSTS:-100,1000}" \
 			go test -run '^$' -bench '^BenchmarkHerd$' -benchtime "${HERD_RUNS:-20000}x" -timeout 30m \
-			./lockrun >"$work/herd-$f.txt" 2>&1 || { cat "$work/herd-$f.txt" >&2; exit 1; }
+			./lockrun/redis >"$work/herd-$f.txt" 2>&1 || { cat "$work/herd-$f.txt" >&2; exit 1; }
 	done
 	BENCH_WORK="$work" BENCH_FORMS="${forms[*]}" python3 - <<'PY'
 import os, re

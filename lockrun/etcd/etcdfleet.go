@@ -120,7 +120,7 @@ func (l *Locker) setEntrySkips(ctx context.Context, entryKey string, value []byt
 }
 
 // Fleet returns key's newest runs across the fleet, newest first, at most limit (0 = all
-// kept), in one round trip, as RedisLocker.Fleet does.
+// kept), in one round trip, as the Redis backend's Fleet does.
 func (l *Locker) Fleet(ctx context.Context, key string, limit int) ([]lockrun.FleetEntry, error) {
 	if err := lockrun.ValidKey(key); err != nil {
 		return nil, err

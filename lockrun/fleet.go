@@ -52,6 +52,29 @@ type FleetEntry struct {
 	EndUS      int64  `json:"f"`             // Redis TIME when the lock was released (or the entry written)
 	Skips      int    `json:"k"`             // runs of other hosts skipped for this run's tick
 
+	// Fields of the ledger (SPEC §10), shared by every backend; all optional on the wire.
+	Version    string `json:"v,omitempty"`  // the cronlock version that claimed
+	Attempt    int    `json:"at,omitempty"` // tick attempt (SPEC §13); 0 = 1
+	TakeoverOf string `json:"to,omitempty"` // run id this attempt took over (SPEC §13)
+	CmdHash    string `json:"ch,omitempty"` // hash of the command, for roll-out duplicates
+	// ScheduleWas is set on a claim whose canonical EXPR or zone differs from the key's
+	// previous claim: "EXPR ZONE" of that claim. Flip is set when this claim went back to
+	// a schedule the key had within 24 hours (hosts disagree on the schedule or zone).
+	ScheduleWas string `json:"sc,omitempty"`
+	Flip        bool   `json:"fl,omitempty"`
+	// NeverFiredFrom, NeverFiredTo and NeverFired describe a never_fired entry: the first
+	// and last tick (µs) that no host claimed, and how many there were.
+	NeverFiredFrom int64 `json:"nf,omitempty"`
+	NeverFiredTo   int64 `json:"nt,omitempty"`
+	NeverFired     int   `json:"nc,omitempty"`
+	// DataLoss marks a claim that found the backend had lost the key's data (its fencing
+	// counter gone while this host knew the key): a re-run of a tick is possible.
+	DataLoss bool `json:"dl,omitempty"`
+	// Count and LastUS collapse repeated non-run outcomes of one host (a skew refusal every
+	// minute) into one entry: how many, and the backend time of the newest.
+	Count  int   `json:"c,omitempty"`
+	LastUS int64 `json:"l,omitempty"`
+
 	// Key is the lock key the entry belongs to (not stored: it is in the list's name).
 	Key string `json:"-"`
 	// Duplicate is set by MarkDuplicates: another run of the key claimed the same tick,
@@ -75,9 +98,13 @@ func usTime(us int64) time.Time {
 	return time.UnixMicro(us).UTC()
 }
 
+// NeverFiredStatus is the status of a ledger entry that records ticks no host claimed.
+// It is not a run's status (no run had it), so it lives here and not in runstatus.
+const NeverFiredStatus = "never_fired"
+
 // tookLock reports whether the run held the lock (so its interval can overlap another's).
 func (e FleetEntry) tookLock() bool {
-	return e.Status != runstatus.Missed && e.Status != runstatus.Error
+	return e.Status != runstatus.Missed && e.Status != runstatus.Error && e.Status != NeverFiredStatus
 }
 
 // RunRecord is what a run tells the backend about itself for the fleet's record. The

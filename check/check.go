@@ -43,23 +43,32 @@ func (s State) String() string {
 	return "UNKNOWN"
 }
 
-// Run is one recorded run of the key, as the verdict needs it.
+// NeverFiredStatus is the status of a ledger entry that records ticks no host claimed.
+// It is lockrun.NeverFiredStatus, repeated because this package imports no backend
+// package; a test in cmd pins the two equal.
+const NeverFiredStatus = "never_fired"
+
+// minKnown is how many recorded successes make a usual duration (their p95) worth
+// judging a run in progress by; with fewer, a run may take until the next tick.
+const minKnown = 5
+
+// Run is one recorded run of the key, as the verdict needs it: a row of the local
+// history or an entry of the fleet's ledger (which also records ticks no host fired).
 type Run struct {
-	Status       string    // running, succeeded, failed, timeout, lock_lost, interrupted, skipped, error, abandoned, missed
-	Started      time.Time // when the run started (Redis TIME in the fleet record)
-	Finished     time.Time // zero while running, and for abandoned runs
-	ScheduledFor time.Time // the --schedule tick of the run; zero without one
+	Status       string        // running, succeeded, failed, timeout, lock_lost, interrupted, skipped, error, abandoned, missed, or NeverFiredStatus
+	Started      time.Time     // when the run started (the backend's clock in the fleet's ledger); when a never_fired entry was written
+	Finished     time.Time     // zero while running, and for abandoned runs
+	ScheduledFor time.Time     // the --schedule tick of the run; zero without one
+	Duration     time.Duration // the job's run time; 0 = not recorded, Finished − Started stands in
 	Node         string
 	Duplicate    bool // the fleet reader marked it DUPLICATE (same tick, or overlapping)
-}
 
-// tick is the tick a run was for: its scheduled_for, else its start (a run recorded
-// without --schedule is taken to be for the latest tick at or before its start).
-func (r Run) tick() time.Time {
-	if !r.ScheduledFor.IsZero() {
-		return r.ScheduledFor
-	}
-	return r.Started
+	// Marks of the fleet's ledger (SPEC §10); the local history has none of them.
+	NeverFired                   int       // a NeverFiredStatus entry: how many ticks no host claimed
+	NeverFiredFrom, NeverFiredTo time.Time // the first and the last of those ticks
+	Flip                         bool      // the claim went back to a schedule or zone the key had within 24 h
+	ScheduleWas                  string    // "EXPR ZONE" of the claim before, when this claim's differed
+	DataLoss                     bool      // the claim found that the backend had lost the key's data
 }
 
 // Input is what the verdict is made from. The zero Grace is no grace; callers give the
@@ -103,12 +112,22 @@ type Result struct {
 	Due         time.Time // the tick that must have a success (zero without a schedule)
 	LastSuccess time.Time // when the newest success ended (zero: none recorded)
 	Age         time.Duration
-	Failures    int // runs that ended without success since the newest success
+	Failures    int            // runs that ended without success since the newest success
+	Duration    *time.Duration // the job's run time in the newest finished run that ran it; nil: none
+	Lateness    *time.Duration // start − tick of the newest run that ran the job for a tick; nil: none
+	Details     []string       // what the verdict saw, one fact a line, for -v
 	Perf        []Perf
 }
 
-// Line is the plugin's one output line:
-// "CRONLOCK CRITICAL - billing: no successful run … | age=3900s;;3600 failures=2".
+// Separator stands between the reasons of the status line. Not "; ": Nagios 4 turns every
+// ";" of a plugin's output into ":", so "A; B" would reach the operator as "A: B", as if
+// B explained A. Not "|", which starts the perfdata, nor ", ", which reasons use inside
+// themselves. " -- " passes Nagios, Icinga, Sensu and Zabbix as it is, and is in none of
+// Nagios's default illegal_macro_output_chars (which notifications strip).
+const Separator = " -- "
+
+// Line is the plugin's one output line: "CRONLOCK CRITICAL - billing: no successful run
+// … -- … | age=3900s;;3600 failures=2 duration=…s lateness=…s".
 func (r Result) Line() string {
 	s := "CRONLOCK " + r.State.String() + " - "
 	if r.Key != "" {
@@ -116,19 +135,44 @@ func (r Result) Line() string {
 	}
 	s += r.Summary()
 	if len(r.Perf) > 0 {
-		ps := make([]string, len(r.Perf))
-		for i, p := range r.Perf {
-			ps[i] = p.String()
-		}
-		s += " | " + strings.Join(ps, " ")
+		s += " | " + r.PerfData()
 	}
 	return s
 }
 
-// Summary is the reasons as one line of text, without "|" (which starts the perfdata)
-// and without control bytes (a node name is whatever a host called itself).
+// PerfData is the performance data of the line, after its "|".
+func (r Result) PerfData() string {
+	ps := make([]string, len(r.Perf))
+	for i, p := range r.Perf {
+		ps[i] = p.String()
+	}
+	return strings.Join(ps, " ")
+}
+
+// Summary is the reasons as one line of text, joined by Separator, without "|" (which
+// starts the perfdata), ";" (which Nagios would turn into ":") and control bytes (a node
+// name is whatever a host called itself).
 func (r Result) Summary() string {
-	return clean(strings.Join(r.Reasons, "; "))
+	cleaned := make([]string, len(r.Reasons))
+	for i, s := range r.Reasons {
+		cleaned[i] = clean(s)
+	}
+	return strings.Join(cleaned, Separator)
+}
+
+// Long is the plugin's long output (-v): every reason on a line of its own, then the
+// details, cleaned as the summary is. Nagios shows these lines below the status line.
+func (r Result) Long() []string {
+	var out []string
+	if len(r.Reasons) > 1 {
+		for _, s := range r.Reasons {
+			out = append(out, "- "+clean(s))
+		}
+	}
+	for _, s := range r.Details {
+		out = append(out, clean(s))
+	}
+	return out
 }
 
 func clean(s string) string {
@@ -136,6 +180,8 @@ func clean(s string) string {
 		switch {
 		case c == '|':
 			return '/'
+		case c == ';':
+			return ','
 		case c < 0x20 || c == 0x7f:
 			return '?'
 		}
@@ -171,12 +217,30 @@ func Evaluate(in Input) Result {
 	runs := slices.Clone(in.Runs)
 	slices.SortStableFunc(runs, func(a, b Run) int { return b.Started.Compare(a.Started) })
 	if len(runs) == 0 && !in.Seen {
-		return UnknownResult(in.Key, "no run of this key was ever recorded here; check --key (and --history or the backend), or wait for its first run")
+		return UnknownResult(in.Key, "no run of this key was ever recorded here: check --key (and --history or the backend), or wait for its first run")
 	}
 	if in.Schedule == nil && in.MaxAge <= 0 {
-		return UnknownResult(in.Key, "no schedule known for this key (no run with --schedule recorded one); give --schedule EXPR or --max-age D")
+		return UnknownResult(in.Key, "no schedule known for this key (no run with --schedule recorded one): give --schedule EXPR or --max-age D")
 	}
 	now := in.Now
+	var loc *time.Location
+	if in.Schedule != nil {
+		loc = in.Schedule.Location()
+	}
+	// tickOf is the tick a run was for: its scheduled_for, else (a run recorded without
+	// --schedule) the latest tick at or before its start.
+	tickOf := func(r Run) time.Time {
+		if !r.ScheduledFor.IsZero() {
+			return r.ScheduledFor
+		}
+		if in.Schedule != nil {
+			if p := in.Schedule.Prev(r.Started); !p.IsZero() {
+				return p
+			}
+		}
+		return r.Started
+	}
+	name := func(t time.Time) string { return tickName(t, now, loc) }
 
 	lastOK := -1
 	for i, r := range runs {
@@ -188,18 +252,17 @@ func Evaluate(in Input) Result {
 	newer := runs // the runs newer than the last success
 	if lastOK >= 0 {
 		newer = runs[:lastOK]
-		res.LastSuccess = runs[lastOK].Finished
-		if res.LastSuccess.IsZero() {
-			res.LastSuccess = runs[lastOK].Started
-		}
+		res.LastSuccess = endOf(runs[lastOK])
 		res.Age = max(now.Sub(res.LastSuccess), 0)
 	}
 	for _, r := range newer {
-		if r.Status != runstatus.Succeeded && r.Status != runstatus.Running && r.Status != runstatus.Skipped {
+		switch r.Status {
+		case runstatus.Succeeded, runstatus.Running, runstatus.Skipped, NeverFiredStatus:
+		default:
 			res.Failures++
 		}
 	}
-	p95 := usualP95(runs)
+	p95, known := usualP95(runs)
 
 	var crit, warn []string
 	var okWhy string
@@ -213,35 +276,66 @@ func Evaluate(in Input) Result {
 			break
 		}
 	}
+	// How long a run may be in progress before it is news: twice the usual p95 once
+	// minKnown successes say what usual is; with fewer, until the tick after its own (a
+	// run still going then holds up that tick); without a schedule, as long as it likes.
 	tooLong := false
 	var runningFor time.Duration
 	if running >= 0 {
-		runningFor = max(now.Sub(runs[running].Started), 0)
-		if p95 > 0 && runningFor > 2*p95 {
-			tooLong = true
-			warn = append(warn, fmt.Sprintf("the run%s has been in progress for %s, more than twice its usual p95 (%s)",
-				onNode(runs[running].Node), human(runningFor), human(p95)))
+		r := runs[running]
+		runningFor = max(now.Sub(r.Started), 0)
+		switch {
+		case known >= minKnown:
+			if runningFor > 2*p95 {
+				tooLong = true
+				warn = append(warn, fmt.Sprintf("the run%s (started %s) has been in progress for %s, more than twice its usual p95 (%s)",
+					onNode(r.Node), utcMinute(r.Started), human(runningFor), human(p95)))
+			}
+		case in.Schedule != nil:
+			if next := in.Schedule.Next(tickOf(r)); !next.IsZero() && !now.Before(next) {
+				tooLong = true
+				warn = append(warn, fmt.Sprintf("the run%s of the %s tick has been in progress for %s, past the next tick (%s), and too few successes are recorded to tell its usual duration",
+					onNode(r.Node), name(tickOf(r)), human(runningFor), name(next)))
+			}
 		}
 	}
 
+	// inProgress: the run in progress is the one that answers for the due tick (or for
+	// --max-age). Then what ended before it is history: it does not make the check
+	// CRITICAL while that run may still succeed.
+	inProgress := false
 	var windowStart time.Time
 	if in.Schedule != nil {
 		res.Due = in.Schedule.Prev(now.Add(-in.Grace))
+		if res.Due.IsZero() {
+			return UnknownResult(in.Key, fmt.Sprintf("the schedule %q has no tick in the last 100 years", in.Schedule.String()))
+		}
 		windowStart = res.Due
-		tick := tickName(res.Due, now, in.Schedule.Location())
 		interval := res.Due.Sub(in.Schedule.Prev(res.Due.Add(-time.Second)))
 		ageCrit = strconv.FormatInt(int64((interval + in.Grace).Seconds()), 10)
+		// A success for the due tick or a later one, judged by the tick it was for (not
+		// by when it ended); the line names that tick, which during the grace is a later
+		// one than the due tick.
+		okRun := -1
+		for i, r := range runs {
+			if r.Status == runstatus.Succeeded && !tickOf(r).Before(res.Due) {
+				okRun = i
+				break
+			}
+		}
 		switch {
-		case res.Due.IsZero():
-			return UnknownResult(in.Key, fmt.Sprintf("the schedule %q has no tick in the last 100 years", in.Schedule.String()))
-		case lastOK >= 0 && !runs[lastOK].tick().Before(res.Due):
-			okWhy = fmt.Sprintf("last success %s ago, for the %s tick", human(res.Age), tick)
-		case running >= 0 && !runs[running].tick().Before(res.Due):
+		case okRun >= 0:
+			okWhy = fmt.Sprintf("last success %s ago, for the %s tick", human(max(now.Sub(endOf(runs[okRun])), 0)), name(tickOf(runs[okRun])))
+			if running >= 0 && !tooLong && tickOf(runs[running]).After(tickOf(runs[okRun])) {
+				okWhy += fmt.Sprintf(", and the run of the %s tick is in progress%s for %s", name(tickOf(runs[running])), onNode(runs[running].Node), human(runningFor))
+			}
+		case running >= 0 && !tickOf(runs[running]).Before(res.Due):
+			inProgress = true
 			if !tooLong {
-				okWhy = fmt.Sprintf("the run of the %s tick is in progress%s for %s", tick, onNode(runs[running].Node), human(runningFor))
+				okWhy = fmt.Sprintf("the run of the %s tick is in progress%s for %s", name(tickOf(runs[running])), onNode(runs[running].Node), human(runningFor))
 			}
 		default:
-			crit = append(crit, fmt.Sprintf("no successful run for the %s tick (due %s + %s)", tick, res.Due.UTC().Format("2006-01-02T15:04Z"), human(in.Grace)))
+			crit = append(crit, fmt.Sprintf("no successful run for the %s tick (due %s + %s)", name(res.Due), utcMinute(res.Due), human(in.Grace)))
 		}
 	}
 	if in.MaxAge > 0 {
@@ -251,12 +345,13 @@ func Evaluate(in Input) Result {
 		}
 		switch {
 		case lastOK >= 0 && res.Age <= in.MaxAge:
-			if okWhy == "" && len(crit) == 0 {
+			if okWhy == "" && len(crit) == 0 && !inProgress {
 				okWhy = fmt.Sprintf("last success %s ago, within --max-age %s", human(res.Age), human(in.MaxAge))
 			}
 		case running >= 0 && runs[running].Started.After(now.Add(-in.MaxAge)) && in.Schedule == nil:
 			// A run in progress within --max-age answers for it, as a run of the due tick
 			// does for a schedule; one running too long is already a warning.
+			inProgress = true
 			if okWhy == "" && !tooLong {
 				okWhy = fmt.Sprintf("a run is in progress%s for %s", onNode(runs[running].Node), human(runningFor))
 			}
@@ -269,35 +364,110 @@ func Evaluate(in Input) Result {
 
 	// The newest run whose job started decides whether the job is broken now, whatever
 	// the schedule says: a manual rerun that failed after the tick's success is news.
-	for _, r := range runs {
+	// Runs that ended before the run in progress that answers for the due tick do not:
+	// that run is the job's newest, and it has not failed.
+	for i, r := range runs {
+		if inProgress && i == running {
+			break
+		}
 		if !childStarted(r.Status) {
 			continue
 		}
 		if badStatus(r.Status) {
-			where := ""
-			if r.Node != "" {
-				where = "on " + r.Node + ", "
+			var about []string
+			if !r.ScheduledFor.IsZero() {
+				about = append(about, "for the "+name(r.ScheduledFor)+" tick")
 			}
-			crit = append(crit, fmt.Sprintf("the last run (%sstarted %s) ended %s", where, r.Started.UTC().Format("2006-01-02T15:04Z"), r.Status))
+			if r.Node != "" {
+				about = append(about, "on "+r.Node)
+			}
+			about = append(about, "started "+utcMinute(r.Started))
+			crit = append(crit, fmt.Sprintf("the newest run of the job (%s) ended %s", strings.Join(about, ", "), r.Status))
 		}
 		break
 	}
 
-	// Duplicates in the window: once per tick was broken, though the job did run.
-	var dupNodes []string
+	// Marks of the ledger since the due tick (or within --max-age): once per tick was
+	// broken, or may have been, though the job did run.
+	recent := func(r Run) bool {
+		return !r.Started.Before(windowStart) || !r.ScheduledFor.IsZero() && !r.ScheduledFor.Before(windowStart)
+	}
+	var dupNodes, flipNodes, lossNodes []string
+	var flipWas string
+	var neverN int
+	var neverFrom, neverTo time.Time
+	var neverBy []string
 	for _, r := range runs {
-		if r.Duplicate && !r.tick().Before(windowStart) && !slices.Contains(dupNodes, r.Node) {
-			dupNodes = append(dupNodes, r.Node)
+		if r.Duplicate && !tickOf(r).Before(windowStart) {
+			dupNodes = addNode(dupNodes, r.Node)
+		}
+		if !recent(r) {
+			continue
+		}
+		if r.Status == NeverFiredStatus {
+			neverN += max(r.NeverFired, 1)
+			from, to := r.NeverFiredFrom, r.NeverFiredTo
+			if from.IsZero() {
+				from = to
+			}
+			if to.IsZero() {
+				to = from
+			}
+			if !from.IsZero() && (neverFrom.IsZero() || from.Before(neverFrom)) {
+				neverFrom = from
+			}
+			if to.After(neverTo) {
+				neverTo = to
+			}
+			neverBy = addNode(neverBy, r.Node)
+		}
+		if r.Flip {
+			flipNodes = addNode(flipNodes, r.Node)
+			if flipWas == "" {
+				flipWas = r.ScheduleWas
+			}
+		}
+		if r.DataLoss {
+			lossNodes = addNode(lossNodes, r.Node)
 		}
 	}
+	since := utcMinute(windowStart)
 	if len(dupNodes) > 0 {
-		warn = append(warn, fmt.Sprintf("DUPLICATE runs since %s (on %s)", windowStart.UTC().Format("2006-01-02T15:04Z"), strings.Join(dupNodes, ", ")))
+		warn = append(warn, fmt.Sprintf("DUPLICATE runs since %s (on %s)", since, strings.Join(dupNodes, ", ")))
+	}
+	if neverN > 0 {
+		which := ""
+		switch {
+		case neverFrom.IsZero():
+		case neverFrom.Equal(neverTo):
+			which = " (the " + name(neverFrom) + " tick)"
+		default:
+			which = " (the " + name(neverFrom) + " to the " + name(neverTo) + " tick)"
+		}
+		ticks := "tick"
+		if neverN > 1 {
+			ticks = "ticks"
+		}
+		warn = append(warn, fmt.Sprintf("%d %s%s never fired on any host, found since %s%s: is cron running on the hosts, and does --schedule match their crontab lines?",
+			neverN, ticks, which, since, byNodes(neverBy)))
+	}
+	if len(flipNodes) > 0 {
+		was := ""
+		if flipWas != "" {
+			was = ", away from " + flipWas
+		}
+		warn = append(warn, fmt.Sprintf("the schedule flipped back and forth since %s (claims on %s%s): hosts disagree on the schedule or the zone and may run the job twice a day, compare --schedule, --tz and /etc/localtime across them",
+			since, strings.Join(flipNodes, ", "), was))
+	}
+	if len(lossNodes) > 0 {
+		warn = append(warn, fmt.Sprintf("the backend had lost the key's data (a restart without persistence, FLUSHALL or an eviction) when a run claimed since %s (on %s): a tick may have run twice",
+			since, strings.Join(lossNodes, ", ")))
 	}
 	// An error or a missed tick newer than the last success: the job did not run when
 	// it should have, though no run of it failed.
 	for _, r := range newer {
 		if r.Status == runstatus.Error || r.Status == runstatus.Missed {
-			warn = append(warn, fmt.Sprintf("a run%s at %s ended %s", onNode(r.Node), r.Started.UTC().Format("2006-01-02T15:04Z"), r.Status))
+			warn = append(warn, fmt.Sprintf("a run%s at %s ended %s", onNode(r.Node), utcMinute(r.Started), r.Status))
 			break
 		}
 	}
@@ -314,17 +484,130 @@ func Evaluate(in Input) Result {
 	if res.State == OK {
 		res.Reasons = []string{okWhy}
 	}
+
+	// The newest finished run that ran the job: how long it took. The newest run that
+	// started its job for a tick: how late after the tick it started.
+	for _, r := range runs {
+		if childStarted(r.Status) && !r.Finished.IsZero() {
+			d := r.Duration
+			if d <= 0 {
+				d = max(r.Finished.Sub(r.Started), 0)
+			}
+			res.Duration = &d
+			break
+		}
+	}
+	for _, r := range runs {
+		if (childStarted(r.Status) || r.Status == runstatus.Running) && !r.ScheduledFor.IsZero() {
+			l := r.Started.Sub(r.ScheduledFor)
+			res.Lateness = &l
+			break
+		}
+	}
 	age := Perf{Label: "age", UOM: "s", Crit: ageCrit, Min: "0"}
 	if lastOK >= 0 {
 		age.Value = strconv.FormatInt(int64(res.Age.Seconds()), 10)
 	}
-	res.Perf = []Perf{age, {Label: "failures", Value: strconv.Itoa(res.Failures), Min: "0"}}
+	res.Perf = []Perf{age, {Label: "failures", Value: strconv.Itoa(res.Failures), Min: "0"},
+		{Label: "duration", Value: seconds(res.Duration), UOM: "s", Min: "0"},
+		{Label: "lateness", Value: seconds(res.Lateness), UOM: "s"}}
+
+	res.Details = details(in, runs, lastOK, running, p95, known, tickOf, name)
 	return res
 }
 
-// usualP95 is the 95th percentile of the durations of the newest (up to 100) succeeded
-// runs; 0 when none is recorded, and then no run in progress counts as too long.
-func usualP95(runs []Run) time.Duration {
+// details are the facts behind the verdict, for the long output of -v.
+func details(in Input, runs []Run, lastOK, running int, p95 time.Duration, known int, tickOf func(Run) time.Time, name func(time.Time) string) []string {
+	var d []string
+	if in.Schedule != nil {
+		d = append(d, fmt.Sprintf("schedule: %s in %s, due tick %s (%s, grace %s)", in.Schedule.String(), in.Schedule.Zone(),
+			name(in.Schedule.Prev(in.Now.Add(-in.Grace))), utcMinute(in.Schedule.Prev(in.Now.Add(-in.Grace))), human(in.Grace)))
+	}
+	if in.MaxAge > 0 {
+		d = append(d, "--max-age: "+human(in.MaxAge))
+	}
+	if lastOK >= 0 {
+		r := runs[lastOK]
+		d = append(d, fmt.Sprintf("last success: ended %s%s, for the %s tick", utcSecond(endOf(r)), onNode(r.Node), name(tickOf(r))))
+	} else {
+		d = append(d, "last success: none recorded")
+	}
+	if running >= 0 {
+		r := runs[running]
+		d = append(d, fmt.Sprintf("in progress: since %s%s, for the %s tick", utcSecond(r.Started), onNode(r.Node), name(tickOf(r))))
+	}
+	if known >= minKnown {
+		d = append(d, fmt.Sprintf("usual duration: p95 %s of the newest %d successes", human(p95), known))
+	} else {
+		d = append(d, fmt.Sprintf("usual duration: not judged (%d successes recorded, %d needed): a run in progress may take until the next tick", known, minKnown))
+	}
+	n := 0
+	for _, r := range runs {
+		if r.Status == runstatus.Skipped {
+			continue
+		}
+		if n == 0 {
+			d = append(d, "newest runs:")
+		}
+		if n++; n > 5 {
+			break
+		}
+		line := "  " + utcSecond(r.Started) + onNode(r.Node) + " " + r.Status
+		if r.Status == NeverFiredStatus {
+			line += fmt.Sprintf(" (%d)", max(r.NeverFired, 1))
+		} else if !r.Finished.IsZero() {
+			line += " after " + human(max(r.Finished.Sub(r.Started), 0))
+		}
+		if !r.ScheduledFor.IsZero() {
+			line += ", for the " + name(r.ScheduledFor) + " tick"
+		}
+		d = append(d, line)
+	}
+	return d
+}
+
+// endOf is when a run ended: its Finished, else (a record without an end) its start.
+func endOf(r Run) time.Time {
+	if r.Finished.IsZero() {
+		return r.Started
+	}
+	return r.Finished
+}
+
+// addNode adds node to nodes once; an unnamed node counts as "?".
+func addNode(nodes []string, node string) []string {
+	if node == "" {
+		node = "?"
+	}
+	if slices.Contains(nodes, node) {
+		return nodes
+	}
+	return append(nodes, node)
+}
+
+// byNodes is " (recorded by vmA, vmB)", or nothing.
+func byNodes(nodes []string) string {
+	if len(nodes) == 0 {
+		return ""
+	}
+	return " (recorded by " + strings.Join(nodes, ", ") + ")"
+}
+
+// seconds is d as a perfdata value in seconds, to the millisecond; "" (U) for nil.
+func seconds(d *time.Duration) string {
+	if d == nil {
+		return ""
+	}
+	return strconv.FormatFloat(d.Round(time.Millisecond).Seconds(), 'f', -1, 64)
+}
+
+// utcMinute and utcSecond write an instant in UTC, as the line names run starts.
+func utcMinute(t time.Time) string { return t.UTC().Format("2006-01-02T15:04Z") }
+func utcSecond(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
+
+// usualP95 is the 95th percentile of the durations (end − start, the measure of a run
+// in progress) of the newest (up to 100) succeeded runs, and how many there were.
+func usualP95(runs []Run) (time.Duration, int) {
 	var d []time.Duration
 	for _, r := range runs {
 		if r.Status == runstatus.Succeeded && !r.Finished.IsZero() && !r.Finished.Before(r.Started) {
@@ -335,12 +618,12 @@ func usualP95(runs []Run) time.Duration {
 		}
 	}
 	if len(d) == 0 {
-		return 0
+		return 0, 0
 	}
 	slices.Sort(d)
 	// Nearest rank: the smallest duration with at least 95% of the runs at or below it.
 	i := (95*len(d)+99)/100 - 1
-	return d[i]
+	return d[i], len(d)
 }
 
 // tickName is a tick as people read it in the schedule's zone: the time of day when it

@@ -43,9 +43,9 @@ func (s State) String() string {
 	return "UNKNOWN"
 }
 
-// NeverFiredStatus is the status of a ledger entry that records ticks no host claimed.
-// It is lockrun.NeverFiredStatus, repeated because this package imports no backend
-// package; a test in cmd pins the two equal.
+// NeverFiredStatus is the status of a Run that stands for a ledger entry recording ticks
+// no host claimed (the caller maps the backend's name to it: this package imports no
+// backend package).
 const NeverFiredStatus = "never_fired"
 
 // minKnown is how many recorded successes make a usual duration (their p95) worth
@@ -227,18 +227,20 @@ func Evaluate(in Input) Result {
 	if in.Schedule != nil {
 		loc = in.Schedule.Location()
 	}
-	// tickOf is the tick a run was for: its scheduled_for, else (a run recorded without
-	// --schedule) the latest tick at or before its start.
+	// tickOf is the tick of the schedule a run was for: the latest at or before its
+	// scheduled_for (which is that tick itself when the run had this schedule), else, for
+	// a run recorded without --schedule, at or before its start.
 	tickOf := func(r Run) time.Time {
-		if !r.ScheduledFor.IsZero() {
-			return r.ScheduledFor
+		t := r.ScheduledFor
+		if t.IsZero() {
+			t = r.Started
 		}
 		if in.Schedule != nil {
-			if p := in.Schedule.Prev(r.Started); !p.IsZero() {
+			if p := in.Schedule.Prev(t); !p.IsZero() {
 				return p
 			}
 		}
-		return r.Started
+		return t
 	}
 	name := func(t time.Time) string { return tickName(t, now, loc) }
 

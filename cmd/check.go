@@ -1,11 +1,14 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -30,6 +33,9 @@ type checkOptions struct {
 	History  string // the history file, resolved; "" = off
 	ThisNode string
 	JSON     bool
+	Verbose  int           // -v: the long output (every reason on a line, and the facts)
+	Version  bool          // -V: print the version, as the plugin guidelines reserve it
+	Timeout  time.Duration // -t: the whole check's bound, then UNKNOWN
 
 	Now            time.Time
 	LogFormat      string
@@ -39,15 +45,20 @@ type checkOptions struct {
 // checkTwins maps check's own flags to their environment/config names.
 var checkTwins = twins("check")
 
+// defaultCheckTimeout bounds a check that gives no -t: the plugins' usual 10 s, well
+// inside Nagios's own service_check_timeout (60 s), so that a slow backend is an UNKNOWN
+// that says so, not a plugin killed by its runner.
+const defaultCheckTimeout = 10 * time.Second
+
 // checkRecords is how many of the newest runs the verdict reads: enough for the usual
 // duration (p95 of the newest 100 successes) of a job that fails now and then.
 const checkRecords = 500
 
 func newCheckCmd(stdout, stderr io.Writer) *cobra.Command {
-	o := &checkOptions{Grace: 5 * time.Minute, Stdout: stdout, Stderr: stderr}
+	o := &checkOptions{Grace: 5 * time.Minute, Timeout: defaultCheckTimeout, Stdout: stdout, Stderr: stderr}
 	var flagPath string
 	c := &cobra.Command{
-		Use:   "check --key KEY [--schedule EXPR [--tz ZONE]] [--max-age D] [--grace D] [--history FILE] [--json]",
+		Use:   "check --key KEY [--schedule EXPR [--tz ZONE]] [--max-age D] [--grace D] [--history FILE] [-t D] [-v] [--json]",
 		Short: "Dead-man's switch for monitoring: did the job's last tick succeed?",
 		Long: `Check that a job ran and succeeded when it should have, as a monitoring plugin
 (Nagios, Icinga, Sensu, Zabbix): one line on stdout, and the exit code 0 OK, 1 WARNING,
@@ -56,7 +67,14 @@ func newCheckCmd(stdout, stderr io.Writer) *cobra.Command {
 The schedule is --schedule, else the one the key's last --schedule run recorded. The
 newest tick due before now - --grace must have a successful run (or one in progress,
 within twice its usual p95); without a schedule, --max-age says how old the last
-success may be. The newest run whose job started must not have failed.
+success may be. The newest run whose job started must not have failed (a run of the
+due tick in progress puts what ended before it behind it).
+
+Several reasons are joined by " -- " (Nagios turns ";" into ":"). -v adds the long
+output: every reason on a line of its own, and what the verdict saw. -t D bounds the
+whole check (default 10s; a bare number is seconds): past it, UNKNOWN. -V prints the
+version and ends UNKNOWN (3), as the Monitoring Plugins do, so that a check command
+mistakenly left with -V never shows OK.
 
 On the local backend the runs come from the history (--history FILE reads a copy).`,
 		Args: func(c *cobra.Command, args []string) error {
@@ -74,10 +92,16 @@ On the local backend the runs come from the history (--history FILE reads a copy
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := o.setUp(c, &flagPath); err != nil {
-				return checkUnknown(o, err)
+			if o.Version {
+				fmt.Fprintln(o.Stdout, versionString())
+				return &ExitError{Code: check.ExitCode(check.Unknown)}
 			}
-			return checkRun(o)
+			return showCheck(o, o.bounded(func(ctx context.Context) check.Result {
+				if err := o.setUp(c, &flagPath); err != nil {
+					return unknownOf(o, err)
+				}
+				return checkVerdict(ctx, o)
+			}))
 		},
 	}
 	f := c.Flags()
@@ -88,6 +112,9 @@ On the local backend the runs come from the history (--history FILE reads a copy
 	f.Var(durationValue{d: &o.Grace}, "grace", "how long after its tick a run may take to succeed")
 	f.StringVar(&flagPath, "history", "", "SQLite history file to read (env CRONLOCK_HISTORY; default per user)")
 	f.BoolVar(&o.JSON, "json", false, "one JSON object instead of the status line")
+	f.CountVarP(&o.Verbose, "verbose", "v", "long output: every reason on a line of its own, and the facts behind the verdict")
+	f.BoolVarP(&o.Version, "version", "V", false, "print cronlock's version and exit 3 (UNKNOWN), as monitoring plugins do")
+	f.VarP(pluginTimeout{d: &o.Timeout}, "timeout", "t", "bound of the whole check, then UNKNOWN: a duration, or seconds as a bare number (plugin style)")
 	o.backendOptions.addFlags(f)
 	c.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return checkUnknown(o, err) })
 	return c
@@ -125,18 +152,60 @@ func (o *checkOptions) setUp(c *cobra.Command, flagPath *string) error {
 	return nil
 }
 
+// pluginTimeout is -t: a duration, or a bare number of seconds as monitoring plugins
+// take it (check_http -t 10); more than 0.
+type pluginTimeout struct{ d *time.Duration }
+
+func (v pluginTimeout) String() string { return v.d.String() }
+func (v pluginTimeout) Type() string   { return "duration" }
+func (v pluginTimeout) Set(s string) error {
+	if n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 32); err == nil {
+		if n == 0 {
+			return errors.New("must be more than 0")
+		}
+		*v.d = time.Duration(n) * time.Second
+		return nil
+	}
+	return durationValue{d: v.d, positive: true}.Set(s)
+}
+
+// bounded returns verdict's result, or UNKNOWN once the -t bound has passed: a backend
+// that does not answer must not hold the plugin until its runner kills it (Nagios then
+// shows a CRITICAL "timed out" that says nothing of why). verdict gets the bound as its
+// context's deadline; a verdict still running past it is left behind (the process ends).
+func (o *checkOptions) bounded(verdict func(ctx context.Context) check.Result) check.Result {
+	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
+	defer cancel()
+	done := make(chan check.Result, 1)
+	go func() { done <- verdict(ctx) }()
+	select {
+	case r := <-done:
+		return r
+	case <-ctx.Done():
+		return check.UnknownResult(validKeyOr(o.Key), fmt.Sprintf("no verdict within -t/--timeout %s: the backend or the history did not answer in time, look at them or give a longer -t", o.Timeout))
+	}
+}
+
 // checkUnknown prints err as the plugin's UNKNOWN line and ends with exit 3.
 func checkUnknown(o *checkOptions, err error) error {
-	msg := err.Error()
 	var ee *ExitError
 	if errors.As(err, &ee) && ee.Code == check.ExitCode(check.Unknown) {
 		return err // already said
 	}
-	key := o.Key
+	return showCheck(o, unknownOf(o, err))
+}
+
+// unknownOf is err as the plugin's UNKNOWN verdict.
+func unknownOf(o *checkOptions, err error) check.Result {
+	return check.UnknownResult(validKeyOr(o.Key), err.Error())
+}
+
+// validKeyOr is key when it is a valid key, else "" (a bad one is the reason, not the name).
+func validKeyOr(key string) string {
 	if lockrun.ValidKey(key) != nil {
-		key = ""
+		return ""
 	}
-	return showCheck(o, check.UnknownResult(key, msg))
+	return key
 }
 
 // showCheck prints the verdict and returns its exit code.
@@ -146,9 +215,16 @@ func showCheck(o *checkOptions, r check.Result) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(o.Stdout, string(b))
+		fmt.Fprintln(o.Stdout, string(pluginSafeJSON(b)))
 	} else {
-		fmt.Fprintln(o.Stdout, r.Line())
+		var b strings.Builder
+		b.WriteString(r.Line() + "\n")
+		if o.Verbose > 0 {
+			for _, l := range r.Long() {
+				b.WriteString(l + "\n")
+			}
+		}
+		io.WriteString(o.Stdout, b.String())
 	}
 	if code := check.ExitCode(r.State); code != 0 {
 		return &ExitError{Code: code}
@@ -167,15 +243,39 @@ type checkJSON struct {
 	LastSuccess *time.Time `json:"last_success"` // null when none is recorded
 	AgeS        *int64     `json:"age_s"`        // null with last_success
 	Failures    int        `json:"failures"`
+	DurationS   *float64   `json:"duration_s"` // null when no finished run ran the job
+	LatenessS   *float64   `json:"lateness_s"` // null when no run of a tick started its job
 	Perfdata    string     `json:"perfdata"`
 	Line        string     `json:"line"`
+	Details     []string   `json:"details"`
+}
+
+// pluginSafeJSON writes the two characters a Nagios would damage in a plugin's output as
+// JSON escapes, which every decoder reads back as they were: "|" (Nagios cuts the output
+// there and reads the rest as perfdata) and ";" (it turns them into ":"). In JSON text
+// both occur only inside strings, where \u007c and \u003b mean the same; the text stays
+// one line, so Nagios keeps it whole as the plugin's output.
+func pluginSafeJSON(b []byte) []byte {
+	b = bytes.ReplaceAll(b, []byte("|"), []byte(`\u007c`))
+	return bytes.ReplaceAll(b, []byte(";"), []byte(`\u003b`))
 }
 
 func checkJSONOf(r check.Result) checkJSON {
 	j := checkJSON{State: r.State.String(), ExitCode: check.ExitCode(r.State), Key: r.Key,
-		Summary: r.Summary(), Reasons: r.Reasons, Failures: r.Failures, Line: r.Line()}
+		Summary: r.Summary(), Reasons: r.Reasons, Failures: r.Failures, Line: r.Line(), Details: r.Details}
 	if j.Reasons == nil {
 		j.Reasons = []string{}
+	}
+	if j.Details == nil {
+		j.Details = []string{}
+	}
+	if r.Duration != nil {
+		s := r.Duration.Round(time.Millisecond).Seconds()
+		j.DurationS = &s
+	}
+	if r.Lateness != nil {
+		s := r.Lateness.Round(time.Millisecond).Seconds()
+		j.LatenessS = &s
 	}
 	if !r.Due.IsZero() {
 		d := r.Due.UTC()
@@ -185,17 +285,13 @@ func checkJSONOf(r check.Result) checkJSON {
 		t, age := r.LastSuccess.UTC(), int64(r.Age.Seconds())
 		j.LastSuccess, j.AgeS = &t, &age
 	}
-	for i, p := range r.Perf {
-		if i > 0 {
-			j.Perfdata += " "
-		}
-		j.Perfdata += p.String()
-	}
+	j.Perfdata = r.PerfData()
 	return j
 }
 
-// checkRun gathers the key's runs and schedule, and shows the verdict.
-func checkRun(o *checkOptions) error {
+// checkVerdict gathers the key's runs and schedule, and judges them; every failure to
+// gather them is UNKNOWN.
+func checkVerdict(ctx context.Context, o *checkOptions) check.Result {
 	in := check.Input{Key: o.Key, MaxAge: o.MaxAge, Grace: o.Grace, Now: o.Now}
 	var recorded *schedule.Schedule
 	var tr *lockrun.TickRecord
@@ -207,35 +303,34 @@ func checkRun(o *checkOptions) error {
 	} else {
 		var locker lockrun.Locker
 		if locker, err = o.open(); err != nil {
-			return checkUnknown(o, err)
+			return unknownOf(o, err)
 		}
 		defer locker.Close()
 		if l, ok := locker.(lockrun.FleetStore); ok {
 			// The fleet's view: every host's runs from the fleet's record, from any host.
-			ctx := context.Background()
 			if tr, err = l.TickRecord(ctx, o.Key); err == nil {
 				in.Runs, err = fleetRuns(ctx, l, o.Key)
 			}
 		}
 	}
 	if err != nil {
-		return checkUnknown(o, err)
+		return unknownOf(o, err)
 	}
 	if tr != nil {
 		in.Seen = true
 		if tr.Expr != "" {
 			if recorded, err = schedule.Parse(tr.Expr, tr.TZ); err != nil {
-				return checkUnknown(o, fmt.Errorf("the tick record's schedule %q (%s): %v; give --schedule", tr.Expr, tr.TZ, err))
+				return unknownOf(o, fmt.Errorf("the tick record's schedule %q (%s): %v, give --schedule", tr.Expr, tr.TZ, err))
 			}
 		}
 	}
 	in.Schedule = recorded
 	if o.Schedule != "" {
 		if in.Schedule, err = schedule.Parse(o.Schedule, o.TZ); err != nil {
-			return checkUnknown(o, fmt.Errorf("--schedule: %v", err))
+			return unknownOf(o, fmt.Errorf("--schedule: %v", err))
 		}
 	}
-	return showCheck(o, check.Evaluate(in))
+	return check.Evaluate(in)
 }
 
 // localTick reads the key's tick record from the lock folder, as a reader: a monitoring
@@ -302,9 +397,20 @@ func fleetRuns(ctx context.Context, l lockrun.FleetStore, key string) ([]check.R
 	runs := make([]check.Run, 0, len(entries))
 	for _, e := range entries {
 		r := check.Run{Status: e.Status, Started: e.Started(), ScheduledFor: e.ScheduledFor(),
-			Node: e.Node, Duplicate: e.Duplicate}
+			Duration: time.Duration(e.DurationMS) * time.Millisecond, Node: e.Node, Duplicate: e.Duplicate,
+			Flip: e.Flip, ScheduleWas: e.ScheduleWas, DataLoss: e.DataLoss}
 		if e.Status != runstatus.Running && e.Status != runstatus.Abandoned {
 			r.Finished = e.Finished()
+		}
+		if e.Status == lockrun.NeverFiredStatus {
+			r.Status, r.NeverFired = check.NeverFiredStatus, e.NeverFired
+			r.NeverFiredFrom, r.NeverFiredTo = time.UnixMicro(e.NeverFiredFrom).UTC(), time.UnixMicro(e.NeverFiredTo).UTC()
+			if e.NeverFiredFrom <= 0 {
+				r.NeverFiredFrom = time.Time{}
+			}
+			if e.NeverFiredTo <= 0 {
+				r.NeverFiredTo = time.Time{}
+			}
 		}
 		runs = append(runs, r)
 	}

@@ -16,7 +16,7 @@ import (
 // The clock is the test build's CRONLOCK_TEST_CLOCK_OFFSET, which check reads as run does.
 
 // checkLine is the plugin's status line: state, key, summary, perfdata in the plugin format.
-var checkLine = regexp.MustCompile(`^CRONLOCK (OK|WARNING|CRITICAL|UNKNOWN) - [^|\n]+( \| ([^'= ]+=(U|[0-9.]+)(s)?(;[0-9.]*){0,4} ?)+)?\n$`)
+var checkLine = regexp.MustCompile(`^CRONLOCK (OK|WARNING|CRITICAL|UNKNOWN) - [^|\n]+( \| ([^'= ]+=(U|-?[0-9.]+)(s)?(;[0-9.]*){0,4} ?)+)?\n$`)
 
 func TestCheckLocal(t *testing.T) {
 	h := newFleet(t, "local", "vmA")[0]

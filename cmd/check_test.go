@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"cronlock/check"
 	"cronlock/internal/proctest"
 	"cronlock/internal/redistest"
 )
@@ -76,6 +77,10 @@ func TestCheckBadInputIsUnknown(t *testing.T) {
 		{"--key", "billing", "--schedule", "61 * * * *"},
 		{"--key", "billing", "extra"},
 		{"--key", "billing", "--history", "relative.db"},
+		{"--key", "billing", "-t", "0"},
+		{"--key", "billing", "--timeout", "soon"},
+		{"--key", "billing", "-t"},
+		{"--key", "billing", "--verbose=many"},
 	} {
 		code, out := h.check(0, args...)
 		if code != 3 || !strings.HasPrefix(out, "CRONLOCK UNKNOWN - ") {
@@ -177,5 +182,140 @@ func TestCheckScheduleZone(t *testing.T) {
 	}
 	if code, out := h.check(checkAt.Sub(now), "--key", "billing", "--tz", "Asia/Kolkata"); code != 3 || !strings.Contains(out, "--tz works only with --schedule") {
 		t.Errorf("--tz without --schedule: exit %d %q; want 3 UNKNOWN", code, out)
+	}
+}
+
+// hourAt is a clock offset that puts the host's clock m minutes and s seconds into the
+// current hour (of the real clock, so the tick it makes has come on Redis's clock too),
+// and that hour.
+func hourAt(m, s int) (time.Duration, time.Time) {
+	now := time.Now()
+	h := now.Truncate(time.Hour)
+	return h.Add(time.Duration(m)*time.Minute + time.Duration(s)*time.Second).Sub(now), h.UTC()
+}
+
+// TestCheckInProgressAfterFailure (issue 20, item 10): the run of the due tick is in
+// progress on one host after the run of the tick before failed on another. That is OK:
+// the failure ended before the run that now answers for the job; and the line never
+// calls the older run "the last run". Once the run is done and failed too, CRITICAL.
+func TestCheckInProgressAfterFailure(t *testing.T) {
+	hosts := newFleet(t, "redis", "vmA", "vmB", "mon")
+	a, b, mon := hosts[0], hosts[1], hosts[2]
+	off, hour := hourAt(30, 0)
+	sched := []string{"--schedule", "0 * * * *", "--tz", "UTC", "--max-skew", "0"}
+	if code, _, errs := a.at(off-time.Hour, append(append([]string{"run", "--key", "billing"}, sched...), "--", "false")...); code != 1 {
+		t.Fatalf("vmA's run of the tick before: exit %d %s; want 1 (failed)", code, errs)
+	}
+	if code, out := mon.check(off-time.Hour, "--key", "billing"); code != 2 || !strings.Contains(out, "ended failed") {
+		t.Fatalf("after vmA's failure: exit %d %q; want 2 CRITICAL naming it", code, out)
+	}
+	b.env = append(b.env, "CRONLOCK_TEST_CLOCK_OFFSET="+off.String())
+	run, _, release := b.startHolding(append([]string{"run", "--key", "billing"}, sched...))
+	code, out := mon.check(off, "--key", "billing")
+	want := "the run of the " + hour.Format("15:04") + " tick is in progress on vmB"
+	if code != 0 || !strings.Contains(out, want) || strings.Contains(out, "failed") || strings.Contains(out, "the last run") {
+		t.Errorf("vmB's run of the due tick in progress after vmA's failure: exit %d %q; want 0 OK with %q", code, out, want)
+	}
+	release()
+	run.Wait()
+	if code, out := mon.check(off, "--key", "billing"); code != 0 || !strings.Contains(out, "for the "+hour.Format("15:04")+" tick") {
+		t.Errorf("after vmB's success: exit %d %q; want 0 OK for its tick", code, out)
+	}
+}
+
+// TestCheckNamesTheSuccessTick (issue 20, item 11): seconds after the tick, within the
+// grace, the due tick is the one before; the OK line names the tick the success was for
+// (its scheduled_for), not the due one.
+func TestCheckNamesTheSuccessTick(t *testing.T) {
+	hosts := newFleet(t, "redis", "vmA", "mon")
+	a, mon := hosts[0], hosts[1]
+	off, hour := hourAt(0, 10)
+	if time.Until(hour.Add(20*time.Second)) > 0 {
+		off, hour = off-time.Hour, hour.Add(-time.Hour) // its tick must have come on Redis's clock
+	}
+	if code, _, errs := a.at(off, "run", "--key", "billing", "--schedule", "0 * * * *", "--tz", "UTC", "--max-skew", "0", "--", "true"); code != 0 {
+		t.Fatalf("vmA's run: exit %d %s", code, errs)
+	}
+	code, out := mon.check(off+10*time.Second, "--key", "billing")
+	want, wrong := hour.Format("15:04")+" tick", hour.Add(-time.Hour).Format("15:04")+" tick"
+	if code != 0 || !strings.Contains(out, "for the ") || !strings.Contains(out, want) || strings.Contains(out, wrong) {
+		t.Errorf("within the grace after the success: exit %d %q; want 0 OK naming the %s, not the %s (the due one)", code, out, want, wrong)
+	}
+}
+
+// TestCheckUnderNagios (issue 20, item 12): what a Nagios 4 makes of the output. The
+// reasons are separated by something it keeps (it turns ";" into ":"); perfdata has
+// duration and lateness; -v puts each reason on a long-output line; --json holds no "|"
+// (where Nagios would cut it) and no ";", and still decodes to the same line.
+func TestCheckUnderNagios(t *testing.T) {
+	hosts := newFleet(t, "redis", "vmA", "mon")
+	a, mon := hosts[0], hosts[1]
+	off, _ := hourAt(30, 0)
+	if code, _, errs := a.at(off, "run", "--key", "billing", "--schedule", "0 * * * *", "--tz", "UTC", "--max-skew", "0", "--", "sh", "-c", "exit 3"); code != 3 {
+		t.Fatalf("vmA's run: exit %d %s", code, errs)
+	}
+	// An hour on: no success for the due tick, and the newest run failed: two reasons.
+	code, out := mon.check(off+time.Hour, "--key", "billing")
+	text, perf, _ := strings.Cut(strings.TrimSuffix(out, "\n"), " | ")
+	if code != 2 || strings.Count(text, check.Separator) != 1 || strings.Contains(text, ";") {
+		t.Errorf("two reasons: exit %d %q; want 2 CRITICAL, its reasons joined by %q and no ;", code, out, check.Separator)
+	}
+	if !regexp.MustCompile(`(^| )duration=[0-9.]+s;;;0( |$)`).MatchString(perf) || !regexp.MustCompile(`(^| )lateness=-?[0-9.]+s( |$)`).MatchString(perf) {
+		t.Errorf("perfdata %q: want duration and lateness of the failed run", perf)
+	}
+
+	code, out, _ = mon.at(off+time.Hour, "check", "--key", "billing", "-v")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != 2 || len(lines) < 4 || !checkLine.MatchString(lines[0]+"\n") || !strings.HasPrefix(lines[1], "- no successful run") ||
+		!strings.HasPrefix(lines[2], "- the newest run of the job") || strings.Contains(strings.Join(lines[1:], "\n"), "|") {
+		t.Errorf("-v: exit %d %q; want the status line, then a line per reason and the facts, none with |", code, out)
+	}
+
+	code, out = mon.check(off+time.Hour, "--key", "billing", "--json")
+	var j struct {
+		State     string   `json:"state"`
+		Line      string   `json:"line"`
+		Perfdata  string   `json:"perfdata"`
+		DurationS *float64 `json:"duration_s"`
+		LatenessS *float64 `json:"lateness_s"`
+	}
+	if code != 2 || strings.ContainsAny(out, "|;") || strings.Count(out, "\n") != 1 {
+		t.Errorf("--json: exit %d %q; want one line without | or ; (Nagios cuts at |, turns ; into :)", code, out)
+	}
+	if err := json.Unmarshal([]byte(out), &j); err != nil || j.State != "CRITICAL" || !strings.Contains(j.Line, " | age=") ||
+		!strings.Contains(j.Perfdata, ";;") || j.DurationS == nil || j.LatenessS == nil {
+		t.Errorf("--json %q decodes to %+v (%v); want the line with its | and the perfdata with its ;", out, j, err)
+	}
+}
+
+// TestCheckPluginOptions (issue 20, item 12): the options the plugin guidelines reserve.
+// -V prints the version and ends UNKNOWN, as the Monitoring Plugins do (a check command
+// left with -V must not show OK); -t bounds the whole check: a Redis that accepts the
+// connection and never answers is UNKNOWN at -t, saying so, long before --redis-timeout.
+func TestCheckPluginOptions(t *testing.T) {
+	h := newFleet(t, "local", "vmA")[0]
+	for _, args := range [][]string{{"-V"}, {"--version"}, {"--key", "billing", "-V"}} {
+		code, out, errs := h.run(append([]string{"check"}, args...)...)
+		if code != 3 || !strings.HasPrefix(out, "cronlock ") || strings.Count(out, "\n") != 1 || errs != "" {
+			t.Errorf("check %v: exit %d %q %q; want 3 and one version line", args, code, out, errs)
+		}
+	}
+	if code, _, errs := h.run("run", "--key", "billing", "--", "true"); code != 0 {
+		t.Fatalf("run: %d %s", code, errs)
+	}
+	for _, args := range [][]string{{"-t", "5"}, {"--timeout", "5s"}, {"-t", "1m"}, {"-v"}, {"-vv"}, {"--verbose"}} {
+		code, out, errs := h.run(append([]string{"check", "--key", "billing", "--max-age", "1h"}, args...)...)
+		if code != 0 || !strings.HasPrefix(out, "CRONLOCK OK - billing: ") {
+			t.Errorf("check %v: exit %d %q %q; want 0 OK", args, code, out, errs)
+		}
+	}
+
+	srv := redistest.Start(t)
+	c := newCLI(t, "redis://"+srv.Addr+"/0")
+	srv.Stop() // SIGSTOP: the kernel still accepts connections, nothing answers
+	t.Cleanup(srv.Cont)
+	code, out, _ := c.run("check", "--key", "billing", "--max-age", "1h", "--redis-timeout", "60s", "-t", "1")
+	if code != 3 || !strings.HasPrefix(out, "CRONLOCK UNKNOWN - billing: no verdict within -t/--timeout 1s") {
+		t.Errorf("a Redis that never answers, -t 1: exit %d %q; want 3 UNKNOWN at the -t bound", code, out)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"cronlock/crontab"
 	"cronlock/logline"
+	"cronlock/schedule"
 	"cronlock/tty"
 )
 
@@ -172,7 +173,7 @@ func (o *crontabOptions) system() bool {
 
 func (o *crontabOptions) wrapOptions() crontab.Options {
 	sys := o.system()
-	return crontab.Options{
+	co := crontab.Options{
 		Cronlock: o.Cronlock,
 		System:   sys,
 		Local:    sys && !o.Fleet || !sys && o.Local,
@@ -187,6 +188,22 @@ func (o *crontabOptions) wrapOptions() crontab.Options {
 			return false
 		},
 	}
+	co.DaemonZone, co.RunZone, co.RunZoneFrom = lintZones()
+	return co
+}
+
+// lintZones are the zones lint compares a wrapped line's --schedule in: the one the cron
+// daemon fires in (/etc/localtime's, as schedule.Parse reads it), and CRONLOCK_TZ when
+// the settings give one, with where from. What cannot be read stays "" (lint then says
+// less, it does not fail: the zones are not what the user asked lint about).
+func lintZones() (daemon, run, runFrom string) {
+	if s, err := schedule.Parse("* * * * *", ""); err == nil {
+		daemon = s.Zone()
+	}
+	if st, err := loadSettings(); err == nil && st.vals["CRONLOCK_TZ"] != "" {
+		run, runFrom = st.vals["CRONLOCK_TZ"], "CRONLOCK_TZ, "+st.source["CRONLOCK_TZ"]
+	}
+	return daemon, run, runFrom
 }
 
 // read returns the crontab's text.

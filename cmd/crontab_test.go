@@ -1,11 +1,14 @@
 package cmd
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"cronlock/schedule"
 )
 
 const sampleCrontab = `# nightly jobs
@@ -154,5 +157,41 @@ func TestCrontabRefusals(t *testing.T) {
 	}
 	if code, out, _ := c.run("crontab", "lint", "--format", "system", file); code != 0 || out != "" {
 		t.Errorf("lint of the wrapped file: exit %d, %q", code, out)
+	}
+}
+
+// TestCrontabLintNamesZones (issue 20, item 13): a wrapped line whose --schedule reads
+// like its crontab schedule but is read in another zone than cron fires it in is
+// reported with both zones and where each came from: this machine's /etc/localtime for
+// cron, --tz or CRONLOCK_TZ (the settings) for cronlock.
+func TestCrontabLintNamesZones(t *testing.T) {
+	local, err := schedule.Parse("* * * * *", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := "Asia/Kolkata"
+	if local.Zone() == other {
+		other = "Europe/Berlin"
+	}
+	c := newCLI(t, "")
+	file := filepath.Join(c.dir, "jobs")
+	line := "PATH=/usr/bin:/bin\n0 9 * * * " + cronlockBin + " run --key k --schedule '0 9 * * *'%s -- /bin/true\n"
+	for _, tc := range []struct {
+		tz, env, want string
+	}{
+		{" --tz " + other, "", `--schedule "0 9 * * *" is read in ` + other + ` (its --tz) but cron fires the line in ` + local.Zone() + ` (the cron daemon's zone, /etc/localtime)`},
+		{"", "CRONLOCK_TZ=" + other, `--schedule "0 9 * * *" is read in ` + other + ` (CRONLOCK_TZ, environment variable CRONLOCK_TZ) but cron fires the line in ` + local.Zone()},
+		{" --tz " + local.Zone(), "CRONLOCK_TZ=" + other, ""},
+	} {
+		if err := os.WriteFile(file, []byte(fmt.Sprintf(line, tc.tz)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		saved := c.env
+		c.env = append(append([]string(nil), c.env...), "CRONLOCK_TZ="+strings.TrimPrefix(tc.env, "CRONLOCK_TZ="))
+		code, out, errs := c.run("crontab", "lint", "--format", "user", "--cron-daemon", "debian", file)
+		c.env = saved
+		if tc.want == "" && (code != 0 || out != "") || tc.want != "" && (code != 1 || !strings.Contains(out, tc.want) || strings.Count(out, "\n") != 1) {
+			t.Errorf("lint of a line with%q and %q: exit %d %q %q; want %q", tc.tz, tc.env, code, out, errs, tc.want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package crontab
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"cronlock/schedule"
 )
@@ -93,7 +94,13 @@ func relativeCommand(l *Line) string {
 	return ""
 }
 
-// scheduleMismatch compares the --schedule of a wrapped line with its crontab schedule.
+// scheduleMismatch compares the --schedule of a wrapped line with its crontab schedule,
+// each in the zone it is read in: the line's where cron fires it (a CRON_TZ= line the
+// daemon honours, else the daemon's /etc/localtime), the --schedule's where cronlock run
+// reads it (a CRON_TZ= prefix, else --tz, else CRONLOCK_TZ from a line of the crontab or
+// from the settings, else /etc/localtime). A mismatch names both zones and where each
+// came from: two schedules that read alike and differ only by zone are the case a bare
+// "is not the line's schedule" leaves a person staring at.
 func scheduleMismatch(l *Line, o Options) string {
 	cmd, _ := CronCommand(l.Command)
 	args, err := shellWordsOf(cmd)
@@ -120,23 +127,43 @@ func scheduleMismatch(l *Line, o Options) string {
 	if !have {
 		return ""
 	}
-	want := l.Schedule
+	daemonZone := orUTC(o.DaemonZone)
+	want, wantFrom := l.Schedule, "the cron daemon's zone, /etc/localtime"
 	if z, ok := l.Getenv("CRON_TZ"); ok && z != "" && o.CronTZ {
-		want = "CRON_TZ=" + z + " " + want
+		want, wantFrom = "CRON_TZ="+z+" "+want, "its CRON_TZ= line"
 	}
-	ws, werr := schedule.Parse(want, "UTC")
-	gs, gerr := schedule.Parse(got, orUTC(tz))
+	gotZone, gotFrom := daemonZone, "cronlock's default, /etc/localtime"
+	switch z, ok := l.Getenv("CRONLOCK_TZ"); {
+	case tz != "":
+		gotZone, gotFrom = tz, "its --tz"
+	case ok && z != "":
+		gotZone, gotFrom = z, "the crontab's CRONLOCK_TZ= line"
+	case o.RunZone != "":
+		gotZone, gotFrom = o.RunZone, o.RunZoneFrom
+	}
+	if hasPrefixFold(got, "CRON_TZ=") {
+		gotFrom = "its CRON_TZ= prefix"
+	}
+	ws, werr := schedule.Parse(want, daemonZone)
+	gs, gerr := schedule.Parse(got, gotZone)
 	if werr != nil || gerr != nil {
 		if strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(want), " ") {
 			return fmt.Sprintf("--schedule %q is not the line's schedule %q", got, want)
 		}
 		return ""
 	}
-	// The zone counts only where the daemon fires by it: UTC stands for "not said".
-	if ws.String() != gs.String() || ws.Zone() != gs.Zone() {
+	sameExpr, sameTZ := ws.String() == gs.String(), sameZone(ws.Location(), gs.Location())
+	switch {
+	case sameExpr && sameTZ:
+		return ""
+	case sameTZ:
 		return fmt.Sprintf("--schedule %q is not the line's schedule %q: cronlock would count ticks cron never fires", got, want)
+	case sameExpr:
+		return fmt.Sprintf("--schedule %q is read in %s (%s) but cron fires the line in %s (%s): cronlock would count ticks cron never fires, give both the same zone",
+			got, gs.Zone(), gotFrom, ws.Zone(), wantFrom)
 	}
-	return ""
+	return fmt.Sprintf("--schedule %q in %s (%s) is not the line's schedule %q in %s (%s): cronlock would count ticks cron never fires",
+		got, gs.Zone(), gotFrom, want, ws.Zone(), wantFrom)
 }
 
 func orUTC(tz string) string {
@@ -144,6 +171,45 @@ func orUTC(tz string) string {
 		return "UTC"
 	}
 	return tz
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// sameZone reports whether two zones give every instant from 1970 to 2100 the same UTC
+// offset, whatever their names (UTC and Etc/UTC, US/Eastern and America/New_York): only
+// the offset decides when cron fires. It walks the zones' transitions, a few hundred
+// steps. Past a zone file's last transition Go computes the rule a year at a time, and
+// ZoneBounds can then answer an end that is not after the instant asked about (late
+// December): the walk steps a day there, where no zone changes its offset.
+func sameZone(a, b *time.Location) bool {
+	if a.String() == b.String() {
+		return true
+	}
+	t, end := time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	for t.Before(end) {
+		ta, tb := t.In(a), t.In(b)
+		_, oa := ta.Zone()
+		_, ob := tb.Zone()
+		if oa != ob {
+			return false
+		}
+		_, ea := ta.ZoneBounds()
+		_, eb := tb.ZoneBounds()
+		next := ea
+		if next.IsZero() || !eb.IsZero() && eb.Before(next) {
+			next = eb
+		}
+		switch {
+		case next.IsZero():
+			return true // neither zone changes again
+		case !next.After(t):
+			next = t.Add(24 * time.Hour)
+		}
+		t = next
+	}
+	return true
 }
 
 // shellWordsOf splits a simple command line into words as a POSIX shell does for

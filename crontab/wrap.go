@@ -23,6 +23,14 @@ type Options struct {
 	// CronTZ says the cron daemon honours CRON_TZ= lines (cronie does, Debian's cron
 	// does not): only then does a CRON_TZ= line in force go into --schedule.
 	CronTZ bool
+	// DaemonZone is the zone the cron daemon fires lines in that no CRON_TZ= it honours
+	// covers (the name of /etc/localtime's zone); lint compares a wrapped line's
+	// --schedule in it. "" = unknown: UTC stands in.
+	DaemonZone string
+	// RunZone is the zone cronlock run reads a --schedule in that has neither CRON_TZ=
+	// nor --tz, when the settings give one (CRONLOCK_TZ), and RunZoneFrom says where
+	// from ("CRONLOCK_TZ in /etc/cronlock/cronlock.conf"). "" = /etc/localtime's, as run.
+	RunZone, RunZoneFrom string
 	// InCronPath says whether a command name is found in Debian cron's default
 	// PATH=/usr/bin:/bin; lint reports relative commands only when it is not. nil: never.
 	InCronPath func(name string) bool

@@ -141,7 +141,7 @@ func scheduleMismatch(l *Line, o Options) string {
 	case o.RunZone != "":
 		gotZone, gotFrom = o.RunZone, o.RunZoneFrom
 	}
-	if hasPrefixFold(got, "CRON_TZ=") {
+	if hasCronTZPrefix(got) {
 		gotFrom = "its CRON_TZ= prefix"
 	}
 	ws, werr := schedule.Parse(want, daemonZone)
@@ -173,8 +173,11 @@ func orUTC(tz string) string {
 	return tz
 }
 
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+// hasCronTZPrefix reports whether a --schedule starts with CRON_TZ= (in any case, as
+// schedule.Parse reads it).
+func hasCronTZPrefix(s string) bool {
+	s = strings.TrimLeft(s, " \t")
+	return len(s) >= 8 && strings.EqualFold(s[:8], "CRON_TZ=")
 }
 
 // sameZone reports whether two zones give every instant from 1970 to 2100 the same UTC

@@ -541,7 +541,7 @@ func details(in Input, runs []Run, lastOK, running int, p95 time.Duration, known
 	if known >= minKnown {
 		d = append(d, fmt.Sprintf("usual duration: p95 %s of the newest %d successes", human(p95), known))
 	} else {
-		d = append(d, fmt.Sprintf("usual duration: not judged (%d successes recorded, %d needed): a run in progress may take until the next tick", known, minKnown))
+		d = append(d, fmt.Sprintf("usual duration: not judged, fewer than %d successes recorded (%d): a run in progress may take until the next tick", minKnown, known))
 	}
 	n := 0
 	for _, r := range runs {

@@ -432,7 +432,7 @@ func TestLong(t *testing.T) {
 		"- a run on vm/B,x at 2026-12-01T09:10Z ended error",
 		"schedule: 0 9 * * * in UTC, due tick 09:00 (2026-12-01T09:00Z, grace 5m)",
 		"last success: ended 2026-11-30T09:01:01Z on vmA, for the 2026-11-30 09:00 tick",
-		"usual duration: not judged (1 successes recorded, 5 needed): a run in progress may take until the next tick",
+		"usual duration: not judged, fewer than 5 successes recorded (1): a run in progress may take until the next tick",
 		"newest runs:",
 		"  2026-12-01T09:10:00Z on vm/B,x error after 0s",
 		"  2026-12-01T09:00:01Z on vmA failed after 1m, for the 09:00 tick",

@@ -180,10 +180,15 @@ func (o *checkOptions) bounded(verdict func(ctx context.Context) check.Result) c
 	go func() { done <- verdict(ctx) }()
 	select {
 	case r := <-done:
-		return r
+		// A verdict cut short by the deadline is an error of the backend's that would
+		// blame its own time-out: say which bound ended it. The clock decides, not
+		// ctx.Err(): a socket deadline set from ctx can fire before ctx's own timer.
+		if dl, _ := ctx.Deadline(); time.Now().Before(dl) {
+			return r
+		}
 	case <-ctx.Done():
-		return check.UnknownResult(validKeyOr(o.Key), fmt.Sprintf("no verdict within -t/--timeout %s: the backend or the history did not answer in time, look at them or give a longer -t", o.Timeout))
 	}
+	return check.UnknownResult(validKeyOr(o.Key), fmt.Sprintf("no verdict within -t/--timeout %s: the backend or the history did not answer in time, look at them or give a longer -t", o.Timeout))
 }
 
 // checkUnknown prints err as the plugin's UNKNOWN line and ends with exit 3.

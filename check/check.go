@@ -407,8 +407,11 @@ func Evaluate(in Input) Result {
 			continue
 		}
 		if r.Status == NeverFiredStatus {
-			neverN += max(r.NeverFired, 1)
-			from, to := r.NeverFiredFrom, r.NeverFiredTo
+			n, from, to := r.NeverFired, r.NeverFiredFrom, r.NeverFiredTo
+			if n <= 0 && in.Schedule != nil && !to.IsZero() {
+				n, from = ticksIn(in.Schedule, from, to)
+			}
+			neverN += max(n, 1)
 			if from.IsZero() {
 				from = to
 			}
@@ -450,8 +453,12 @@ func Evaluate(in Input) Result {
 		if neverN > 1 {
 			ticks = "ticks"
 		}
-		warn = append(warn, fmt.Sprintf("%d %s%s never fired on any host, found since %s%s: is cron running on the hosts, and does --schedule match their crontab lines?",
-			neverN, ticks, which, since, byNodes(neverBy)))
+		count := strconv.Itoa(neverN)
+		if neverN >= maxCounted {
+			count = "at least " + count
+		}
+		warn = append(warn, fmt.Sprintf("%s %s%s never fired on any host, found since %s%s: is cron running on the hosts, and does --schedule match their crontab lines?",
+			count, ticks, which, since, byNodes(neverBy)))
 	}
 	if len(flipNodes) > 0 {
 		was := ""
@@ -566,6 +573,29 @@ func details(in Input, runs []Run, lastOK, running int, p95 time.Duration, known
 		d = append(d, line)
 	}
 	return d
+}
+
+// maxCounted bounds how many never-fired ticks one entry is counted to (a per-minute job
+// whose cron was off for a year has half a million): the line says "at least" beyond.
+const maxCounted = 100000
+
+// ticksIn counts the ticks of s from from to to, both included, and returns the first. A
+// never_fired entry written by a script that knows no schedule (Redis's acquire) holds
+// no count, and as its start the instant just after the last claimed tick: the reader
+// turns that into ticks with the schedule. A zero from counts to alone.
+func ticksIn(s *schedule.Schedule, from, to time.Time) (int, time.Time) {
+	if from.IsZero() || from.After(to) {
+		return 1, to
+	}
+	first := s.Next(from.Add(-time.Microsecond))
+	if first.IsZero() || first.After(to) {
+		return 1, to
+	}
+	n := 0
+	for t := first; !t.IsZero() && !t.After(to) && n < maxCounted; t = s.Next(t) {
+		n++
+	}
+	return n, first
 }
 
 // endOf is when a run ended: its Finished, else (a record without an end) its start.

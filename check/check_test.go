@@ -362,6 +362,9 @@ func TestLedgerMarks(t *testing.T) {
 	}{
 		{"never fired", []Run{good, never}, Warning, []string{"2 ticks (the 2026-11-29 09:00 to the 2026-11-30 09:00 tick) never fired on any host", "recorded by vmB"}},
 		{"never fired, one tick, no range", []Run{good, {Status: NeverFiredStatus, Started: at("2026-12-01T09:00:01Z"), NeverFired: 1}}, Warning, []string{"1 tick never fired"}},
+		{"never fired, as the acquire script writes it", []Run{good, {Status: NeverFiredStatus, Started: at("2026-12-01T09:00:00.5Z"), ScheduledFor: at("2026-11-30T09:00:00Z"),
+			NeverFiredFrom: at("2026-11-27T09:00:00.000001Z"), NeverFiredTo: at("2026-11-30T09:00:00Z"), Node: "vmB"}},
+			Warning, []string{"3 ticks (the 2026-11-28 09:00 to the 2026-11-30 09:00 tick) never fired on any host"}},
 		{"flip", []Run{flip}, Warning, []string{"the schedule flipped back and forth since 2026-12-01T09:00Z (claims on vmC, away from 0 9 * * * Europe/Berlin)"}},
 		{"data loss", []Run{loss}, Warning, []string{"the backend had lost the key's data", "(on vmD): a tick may have run twice"}},
 		{"all three, one reason each", []Run{loss, flip, never}, Warning, []string{"never fired", "flipped", "lost the key's data"}},
@@ -440,5 +443,18 @@ func TestLong(t *testing.T) {
 	}
 	if strings.Join(long, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("long output:\n%s\nwant:\n%s", strings.Join(long, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestNeverFiredCountBounded: a never_fired entry over a year of a per-minute schedule
+// is counted to a bound, and the line says "at least".
+func TestNeverFiredCountBounded(t *testing.T) {
+	now := at("2026-12-01T10:00:30Z")
+	r := Evaluate(Input{Key: "k", Schedule: sched(t, "* * * * *"), Grace: 5 * time.Minute, Now: now, Runs: []Run{
+		ok("2026-12-01T09:55:00Z", time.Second),
+		{Status: NeverFiredStatus, Started: at("2026-12-01T09:55:00.5Z"), NeverFiredFrom: at("2025-12-01T00:00:00.000001Z"), NeverFiredTo: at("2026-12-01T09:54:00Z")},
+	}})
+	if r.State != Warning || !strings.Contains(r.Line(), "at least 100000 ticks") {
+		t.Fatalf("%v %q; want WARNING with at least 100000 ticks", r.State, r.Line())
 	}
 }

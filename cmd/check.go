@@ -66,7 +66,8 @@ func newCheckCmd(stdout, stderr io.Writer) *cobra.Command {
 
 The schedule is --schedule, else the one the key's last --schedule run recorded. The
 newest tick due before now - --grace must have a successful run (or one in progress,
-within twice its usual p95); without a schedule, --max-age says how old the last
+within twice its usual p95, or until the next tick while fewer than 5 successes tell
+what usual is); without a schedule, --max-age says how old the last
 success may be. The newest run whose job started must not have failed (a run of the
 due tick in progress puts what ended before it behind it).
 

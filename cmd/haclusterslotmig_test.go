@@ -18,7 +18,9 @@ import (
 // two masters of a Cluster (CLUSTER SETSLOT … IMPORTING/MIGRATING, MIGRATE of its keys
 // in batches of ten, then SETSLOT … NODE), the way redis-cli --cluster reshard moves a
 // slot, while hosts keep running the job through the built binary: short runs, runs
-// whose renewals meet the migration, and runs with --schedule (the four-key acquire).
+// whose renewals meet the migration, runs with --min-replicas (the script and WAIT sent
+// to the slot's master by cronlock itself) and runs with --schedule (the four-key
+// acquire).
 // While the slot is half-way the source answers ASK for a key it no longer has and
 // TRYAGAIN for a script whose keys it has only some of, and the target TRYAGAIN for
 // one whose keys are not all there yet: every run must follow or wait that out within
@@ -28,7 +30,7 @@ func TestClusterSlotMigrationRunsGoOn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Redis Cluster")
 	}
-	cl := redistest.StartCluster(t)
+	cl := redistest.StartClusterReplicas(t, 1) // for the --min-replicas host
 	c := newCLI(t, cl.URL())
 	const key = "slotmig"
 	prefix := strings.ReplaceAll(t.Name(), "/", "-") + strconv.Itoa(os.Getpid()) + ":" // newCLI's
@@ -70,6 +72,12 @@ func TestClusterSlotMigrationRunsGoOn(t *testing.T) {
 				switch {
 				case w == 0 && i%4 == 3:
 					sleep = "1.5" // renewals every second meet the migration
+				case w == 1:
+					// The script and WAIT go straight to the slot's master, and follow ASK.
+					args = append(args, "--min-replicas", "1")
+					if i%4 == 3 {
+						sleep = "1.5"
+					}
 				case w == 2:
 					args = append(args, "--schedule", "* * * * *")
 				}
@@ -96,7 +104,18 @@ func TestClusterSlotMigrationRunsGoOn(t *testing.T) {
 	if err := <-migrated; err != nil {
 		t.Fatalf("migrating the slot: %v", err)
 	}
-	t.Logf("%d runs ran, %d skipped, over %d migrations of slot %s", ran.Load(), skipped.Load(), cycles.Load(), slot)
+	// What the masters answered meanwhile (TRYAGAIN, NOSCRIPT on a target new to the
+	// scripts…), for the log: the paths the runs met.
+	var stats []string
+	for _, m := range cl.Nodes[:3] {
+		info, _ := m.Do("INFO", "errorstats")
+		for _, l := range strings.Fields(info) {
+			if strings.HasPrefix(l, "errorstat_") {
+				stats = append(stats, m.Addr+" "+strings.TrimPrefix(l, "errorstat_"))
+			}
+		}
+	}
+	t.Logf("%d runs ran, %d skipped, over %d migrations of slot %s; errors answered: %s", ran.Load(), skipped.Load(), cycles.Load(), slot, strings.Join(stats, ", "))
 	if b, err := os.ReadFile(overlaps); err == nil {
 		t.Errorf("the referee saw %d overlaps", strings.Count(string(b), "overlap"))
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // upperDescriptors are descriptors in a case Debian's cron refuses ("bad time
@@ -96,6 +97,39 @@ func TestDescriptorCaseRefused(t *testing.T) {
 			if refused := strings.Contains(string(b), "bad time specifier"); refused != (d == upper) || (err == nil) != (d == lower) {
 				t.Errorf("Debian's crontab(1) on %q: %v %q; want it refused exactly when not lower case", d, err, b)
 			}
+		}
+	}
+}
+
+// TestOddOffsetZoneTicks: in a zone whose offset was not a whole number of minutes
+// (Africa/Monrovia, −0:44:30 until 1972-01-07), a run's tick is a minute boundary of the
+// zone's wall clock, 30 s past a UTC minute; and the minute that the change to 0:00 cut
+// (the wall clock jumped from 23:59:59.x to 00:44:30) ticks at the change, where Debian's
+// cron runs it. The run's clock is the test build's CRONLOCK_TEST_CLOCK_OFFSET; each
+// instant is 10 s or more after its tick, far more than a run takes to read its clock.
+func TestOddOffsetZoneTicks(t *testing.T) {
+	c := newCLI(t, "")
+	for _, tc := range []struct{ now, tick string }{
+		{"1971-06-01T11:00:45Z", "1971-06-01T11:00:30Z"},
+		{"1972-01-07T00:44:20Z", "1972-01-06T23:59:00-00:44:30"},
+		{"1972-01-07T00:44:40Z", "1972-01-07T00:44:30Z"},
+		{"1972-01-07T00:45:10Z", "1972-01-07T00:45:00Z"},
+	} {
+		at, _ := time.Parse(time.RFC3339, tc.now)
+		want, err := time.Parse("2006-01-02T15:04:05-07:00:00", tc.tick)
+		if err != nil {
+			want, _ = time.Parse(time.RFC3339, tc.tick)
+		}
+		cmd := c.command("run", "--backend", "local", "-k", "monrovia", "--schedule", "* * * * *", "--tz", "Africa/Monrovia",
+			"--", "sh", "-c", "echo $CRONLOCK_SCHEDULED_FOR")
+		cmd.Env = append(cmd.Env, "CRONLOCK_TEST_CLOCK_OFFSET="+time.Until(at).String())
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("at %s: %v", tc.now, err)
+		}
+		got, err := time.Parse(time.RFC3339, strings.TrimSpace(string(out)))
+		if err != nil || !got.Equal(want) {
+			t.Errorf("at %s: tick %q (none: skipped, its tick had run), want %s", tc.now, out, want.UTC().Format(time.RFC3339))
 		}
 	}
 }

@@ -19,9 +19,9 @@ import (
 // Parse refuses, with a one-line error that says what is wrong and what is allowed (and
 // does not repeat expr, which the caller names with its flag): a descriptor not in lower
 // case (@HOURLY, @Daily: cron refuses it, and with it the whole crontab), @reboot and
-// @every (they have no tick), seconds or year fields, a TZ= prefix, "?", a step on a single value
-// ("5/10": cron versions read it differently), backward ranges, and expressions that can
-// never match (such as 0 0 30 2 *). Refusing the last ones means every Schedule has a
+// @every (they have no tick), seconds or year fields, a TZ= prefix, "?", a step on a
+// single value ("5/10": cron versions read it differently), backward ranges, and
+// expressions that can never match (such as 0 0 30 2 *). Refusing the last ones means every Schedule has a
 // tick at least every 100 years, so Prev and Next find one.
 func Parse(expr, tz string) (*Schedule, error) {
 	fields := strings.Fields(expr)

@@ -88,9 +88,10 @@ func (s *Schedule) Next(after time.Time) time.Time {
 //   - diff 6 to 180 (daylight saving begins): the wildcard jobs of cur, and the fixed-time
 //     jobs of each minute after last up to cur, so a fixed time skipped by the change
 //     runs at the first instant after it;
-//   - diff 0 or less, down to −180 (daylight saving ends): the wildcard jobs of cur only,
+//   - diff below 0, down to −179 (daylight saving ends): the wildcard jobs of cur only,
 //     and fixed-time jobs again only after last (those of a repeated time ran already);
-//   - beyond ±180 (a clock change to cron, not daylight saving): every job of cur;
+//   - above 180 or −180 and below (a clock change to cron, not daylight saving): every
+//     job of cur;
 //   - diff 0 (the clock went back a minute): nothing; it sleeps to the next minute.
 //
 // All of these run at seg.start: the wall minutes [gapLo, gapHi] tick there (gapHi <
@@ -109,7 +110,7 @@ func (s *Schedule) transition(seg segment, wallLo int64) (newLo, gapLo, gapHi in
 		return max(wallLo, last+60), 0, -1 // cron sleeps on: that minute had its run
 	case diff >= 2 && diff <= 5, diff > 5 && diff <= large && !s.wild:
 		return wallLo, last + 60, cur
-	case diff < 0 && diff >= -large && !s.wild:
+	case diff < 0 && diff > -large && !s.wild:
 		return max(wallLo, last+60), 0, -1
 	}
 	return wallLo, cur, cur

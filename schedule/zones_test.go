@@ -26,10 +26,10 @@ import (
 //   - on waking, timeDiff = clockTime − virtualTime (the last minute it ran jobs for)
 //     decides: 1 runs every job of the new minute; 2 to 5 (woke late) every job of each
 //     minute missed; 6 to 180 (the clock went forward: daylight saving) the wildcard jobs
-//     of the new minute and the fixed-time jobs of each minute missed; 0 or less, down to
-//     −180 (the clock went back), the wildcard jobs of the new minute only, virtualTime
-//     staying until the clock has caught up; beyond ±180, every job of the new minute;
-//     and a wake within the minute it ran last (timeDiff 0 before any change) sleeps on;
+//     of the new minute and the fixed-time jobs of each minute missed; below 0 down to
+//     −179 (the clock went back), the wildcard jobs of the new minute only, virtualTime
+//     staying until the clock has caught up; above 180, or −180 and below, every job of
+//     the new minute; and a wake within the minute it ran last (timeDiff 0) sleeps on;
 //   - a job is "wildcard" when its minute or hour field starts with * (Debian sets
 //     HR_STAR for @hourly), and every job it runs on one wake starts at that wake.
 //
@@ -128,7 +128,7 @@ func debianCron(c *cronTable, loc *time.Location, start, end int64) []int64 {
 		case diff == 1:
 			virtualTime = timeRunning
 			find(virtualTime, true, true)
-		case diff > 180 || diff < -180:
+		case diff > 180 || diff <= -180: // cron.c: wakeupKind stays -1 unless diff > -180
 			virtualTime = timeRunning
 			find(timeRunning, true, true)
 		case diff > 5:

@@ -1,8 +1,10 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -49,8 +51,14 @@ func TestClusterSlotMigrationRunsGoOn(t *testing.T) {
 	var cycles atomic.Int64
 	stop := make(chan struct{})
 	migrated := make(chan error, 1)
-	var ended atomic.Int64 // runs that ended, however
-	go func() { migrated <- migrateBackAndForth(cl, src, slot, stop, &cycles, &ended) }()
+	var ended atomic.Int64    // runs that ended, however
+	var migrating atomic.Bool // until the nemesis gave up (an error)
+	migrating.Store(true)
+	go func() {
+		err := migrateBackAndForth(cl, src, slot, stop, &cycles, &ended)
+		migrating.Store(false)
+		migrated <- err
+	}()
 
 	// The referee: every job takes the flock at once or writes an overlap.
 	referee, overlaps := filepath.Join(c.dir, "referee"), filepath.Join(c.dir, "overlaps")
@@ -66,7 +74,7 @@ func TestClusterSlotMigrationRunsGoOn(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; i < perWorker || cycles.Load() < 10; i++ {
+			for i := 0; i < perWorker || (cycles.Load() < 10 && migrating.Load()); i++ {
 				args := []string{"run", "-k", key, "--ttl", "3s", "--redis-timeout", "2s", "--grace", "300ms", "--conflict-exit-code", "99"}
 				sleep := "0.02"
 				switch {
@@ -84,7 +92,17 @@ func TestClusterSlotMigrationRunsGoOn(t *testing.T) {
 				cmd := c.command(append(append(args, "--"), job(sleep)...)...)
 				var errb strings.Builder
 				cmd.Stderr = &errb
-				code := c.exitCode(cmd.Run())
+				// Not c.exitCode: it may end the test, which only the test's goroutine can.
+				code := 0
+				if err := cmd.Run(); err != nil {
+					var ee *exec.ExitError
+					if errors.As(err, &ee) {
+						code = ee.ExitCode()
+					} else {
+						code = -1
+						errb.WriteString(err.Error())
+					}
+				}
 				ended.Add(1)
 				switch {
 				case code == 0 && errb.Len() == 0:

@@ -116,7 +116,7 @@ func parseLine(t string, system bool) Line {
 	l.Command = rest
 	l.Prefix = t[:len(t)-len(rest)]
 	switch {
-	case strings.EqualFold(sched[0], "@reboot"):
+	case sched[0] == "@reboot": // cron compares with strcmp: @REBOOT is no @reboot
 		l.Kind = Reboot
 	case isWrapped(rest):
 		l.Kind = Wrapped

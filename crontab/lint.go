@@ -27,7 +27,8 @@ var shellWords = map[string]bool{
 // (unescaped %, a sixth field, a schedule cronlock cannot read), relative commands with
 // no PATH= line in force, wrapped lines whose --schedule is not the line's schedule,
 // CRON_TZ= lines a daemon that ignores them (o.CronTZ false) would not honour, and lines
-// cron itself cannot read. run-parts lines are not findings: wrap leaves them on purpose.
+// cron itself cannot read (among them a descriptor not in lower case, for which cron
+// ignores the whole file). run-parts lines are not findings: wrap leaves them on purpose.
 func Lint(lines []Line, o Options) []Finding {
 	lines = ownWrapped(lines, o)
 	var fs []Finding
@@ -56,6 +57,9 @@ func Lint(lines []Line, o Options) []Finding {
 				add(l, "not under cronlock: `cronlock crontab wrap` would put it in front")
 			}
 		case Wrapped, Reboot:
+			if why := descriptorCase(l.Schedule); why != "" {
+				add(l, "%s", why)
+			}
 			if _, pct := CronCommand(l.Command); pct {
 				add(l, "unescaped %% (cron turns it into a newline and feeds the rest to the job's stdin): write \\%% for a literal %%")
 			}

@@ -134,6 +134,25 @@ func leaveAlone(l *Line) string {
 	if why := fieldTrouble(l); why != "" {
 		return why + leftAlone
 	}
+	if why := descriptorCase(l.Schedule); why != "" {
+		return why + leftAlone
+	}
+	return ""
+}
+
+// descriptorCase says what is wrong with a descriptor written in another case than
+// cron's (@HOURLY, @Daily, @REBOOT), or "". Debian's cron and cronie compare descriptors
+// with strcmp: such a line is "bad time specifier" to them, and the crontab that holds it
+// is refused whole, so none of its jobs runs; cronlock must not read it as cron does not.
+func descriptorCase(sched string) string {
+	lower := strings.ToLower(sched)
+	if sched == lower || !strings.HasPrefix(sched, "@") {
+		return ""
+	}
+	switch lower {
+	case "@reboot", "@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly":
+		return fmt.Sprintf("%s: cron refuses a descriptor that is not in lower case (\"bad time specifier\") and then ignores the whole crontab, every line of it; write %s", sched, lower)
+	}
 	return ""
 }
 

@@ -17,10 +17,11 @@ import (
 // Europe/Berlin or UTC.
 //
 // Parse refuses, with a one-line error that says what is wrong and what is allowed (and
-// does not repeat expr, which the caller names with its flag): @reboot and @every (they
-// have no tick), seconds or year fields, a TZ= prefix, "?", a step on a single value
-// ("5/10": cron versions read it differently), backward ranges, and expressions that can
-// never match (such as 0 0 30 2 *). Refusing the last ones means every Schedule has a
+// does not repeat expr, which the caller names with its flag): a descriptor not in lower
+// case (@HOURLY, @Daily: cron refuses it, and with it the whole crontab), @reboot and
+// @every (they have no tick), seconds or year fields, a TZ= prefix, "?", a step on a
+// single value ("5/10": cron versions read it differently), backward ranges, and
+// expressions that can never match (such as 0 0 30 2 *). Refusing the last ones means every Schedule has a
 // tick at least every 100 years, so Prev and Next find one.
 func Parse(expr, tz string) (*Schedule, error) {
 	fields := strings.Fields(expr)
@@ -93,6 +94,10 @@ func parseFields(fields []string) (*Schedule, error) {
 	}
 	if strings.HasPrefix(fields[0], "@") {
 		d := strings.ToLower(fields[0])
+		if _, known := descriptor(d); (known || d == "@reboot") && d != fields[0] {
+			// Debian's cron (and cronie) compare descriptors with strcmp.
+			return nil, fmt.Errorf("descriptors are lower case only: cron refuses this one (\"bad time specifier\") and then ignores the whole crontab; write %s", d)
+		}
 		switch {
 		case d == "@reboot":
 			return nil, fmt.Errorf("@reboot has no tick (it runs once at boot): give %s", fieldHelp)

@@ -28,7 +28,6 @@ func TestPrevFields(t *testing.T) {
 		{"@daily", "2026-05-09T10:00:00Z", "2026-05-09T00:00:00Z", "2026-05-10T00:00:00Z"},
 		{"@midnight", "2026-05-09T00:00:00Z", "2026-05-09T00:00:00Z", "2026-05-10T00:00:00Z"},
 		{"@hourly", "2026-05-09T10:59:59Z", "2026-05-09T10:00:00Z", "2026-05-09T11:00:00Z"},
-		{"@DAILY", "2026-05-09T10:00:00Z", "2026-05-09T00:00:00Z", "2026-05-10T00:00:00Z"},
 		// Every minute; the tick at now itself; seconds and nanoseconds of now.
 		{"* * * * *", "2026-05-09T10:07:00Z", "2026-05-09T10:07:00Z", "2026-05-09T10:08:00Z"},
 		{"* * * * *", "2026-05-09T10:07:59.999Z", "2026-05-09T10:07:00Z", "2026-05-09T10:08:00Z"},
@@ -113,6 +112,14 @@ func TestParseRefuses(t *testing.T) {
 		{"@every 5m", "@every is not crontab(5)"},
 		{"@every", "@every is not crontab(5)"},
 		{"@fortnightly", `unknown descriptor "@fortnightly"`},
+		// Debian's cron and cronie compare descriptors with strcmp: any other case is "bad
+		// time specifier", and the whole crontab is ignored.
+		{"@HOURLY", `descriptors are lower case only: cron refuses this one ("bad time specifier") and then ignores the whole crontab; write @hourly`},
+		{"@Daily", "write @daily"},
+		{"@MIDNIGHT", "bad time specifier"},
+		{"@yEARLY", "write @yearly"},
+		{"@REBOOT", "bad time specifier"},
+		{"@Fortnightly", `unknown descriptor "@Fortnightly"`},
 		{"@daily 0", "@daily takes nothing after it"},
 		{"* * * * * *", "6 fields: cronlock takes the 5 fields"},
 		{"0 0 * * * 2026", "6 fields"},
@@ -202,7 +209,7 @@ func TestParseZoneErrors(t *testing.T) {
 func TestString(t *testing.T) {
 	tests := []struct{ expr, tz, str, zone string }{
 		{"0  9 * *\tMON-Fri", "UTC", "0 9 * * mon-fri", "UTC"},
-		{"@DAILY", "Europe/Berlin", "@daily", "Europe/Berlin"},
+		{"@daily", "Europe/Berlin", "@daily", "Europe/Berlin"},
 		{"@midnight", "UTC", "@midnight", "UTC"},
 		{"CRON_TZ=America/New_York 30 2 * * *", "Europe/Berlin", "30 2 * * *", "America/New_York"},
 		{"cron_tz=Asia/Tokyo */5 * * * 7", "", "*/5 * * * 7", "Asia/Tokyo"},

@@ -5,7 +5,10 @@
 // expression whose minute or hour field starts with "*" (and @hourly) matches wall-clock
 // times as they happen, so a repeated hour has two ticks and a skipped hour none; any
 // other expression matches each wall-clock time once, at its first occurrence, and a time
-// inside a spring-forward gap at the first instant after the gap.
+// inside a spring-forward gap at the first instant after the gap. A tick is a minute
+// boundary of the zone's own wall clock, also where the offset is not a whole number of
+// minutes (Africa/Monrovia, −0:44:30 until 1972: 30 s past each UTC minute); a minute cut
+// by an offset change ticks at the change, where cron runs it (see transition).
 //
 // The package is pure: the only I/O is reading the zone of /etc/localtime, the zone the
 // cron daemon uses, when no zone is given. It never reads $TZ (and never uses time.Local,

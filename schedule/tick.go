@@ -26,8 +26,8 @@ func (s *Schedule) Prev(now time.Time) time.Time {
 		lo := max(seg.start, limit)
 		wallLo, wallHi := ceilMinute(lo+seg.off), floorMinute(hi+seg.off)
 		gapLo, gapHi := int64(0), int64(-1)
-		if !s.wild && seg.start > limit {
-			wallLo, gapLo, gapHi = s.fixedRule(seg, wallLo)
+		if seg.start > limit {
+			wallLo, gapLo, gapHi = s.transition(seg, wallLo)
 		}
 		if c, ok := s.latest(wallLo, wallHi); ok {
 			return time.Unix(c-seg.off, 0).UTC()
@@ -58,9 +58,9 @@ func (s *Schedule) Next(after time.Time) time.Time {
 		seg := s.segmentAt(lo)
 		hi := min(seg.end-1, limit)
 		wallLo, wallHi := ceilMinute(lo+seg.off), floorMinute(hi+seg.off)
-		if !s.wild && seg.start != math.MinInt64 {
+		if seg.start != math.MinInt64 {
 			var gapLo, gapHi int64
-			wallLo, gapLo, gapHi = s.fixedRule(seg, wallLo)
+			wallLo, gapLo, gapHi = s.transition(seg, wallLo)
 			if lo == seg.start {
 				if _, ok := s.earliest(gapLo, gapHi); ok {
 					return time.Unix(seg.start, 0).UTC()
@@ -78,26 +78,42 @@ func (s *Schedule) Next(after time.Time) time.Time {
 	return time.Time{}
 }
 
-// fixedRule applies a fixed-time expression's rules at the start of seg, where the
-// zone's offset changed. If the clock went back, the wall-clock times seg repeats were
-// ticks already: wallLo is raised past them. If it went forward, the skipped times
-// [gapLo, gapHi] each tick at seg.start, the first instant after the gap; otherwise the
-// gap is empty (gapHi < gapLo). Debian's cron takes a jump of more than three hours
-// (cron wakes a minute later and finds the clock more than 180 minutes on, or back) for
-// a clock change, not daylight saving: it runs only what matches the new time, so such
-// a gap has no ticks and such a repeat ticks again.
-func (s *Schedule) fixedRule(seg segment, wallLo int64) (newLo, gapLo, gapHi int64) {
+// transition applies Debian cron's rules at the start of seg, where the zone's offset
+// changed, as cron meets them on its first wake after the change: it compares the wall
+// clock's minute then (cur) with the last minute it ran jobs for (last), in whole
+// minutes, and with diff = cur − last it runs
+//
+//   - diff 1: every job of cur (a change of less than a minute forward);
+//   - diff 2 to 5: every job of each minute after last up to cur (it thinks it woke late);
+//   - diff 6 to 180 (daylight saving begins): the wildcard jobs of cur, and the fixed-time
+//     jobs of each minute after last up to cur, so a fixed time skipped by the change
+//     runs at the first instant after it;
+//   - diff below 0, down to −179 (daylight saving ends): the wildcard jobs of cur only,
+//     and fixed-time jobs again only after last (those of a repeated time ran already);
+//   - above 180 or −180 and below (a clock change to cron, not daylight saving): every
+//     job of cur;
+//   - diff 0 (the clock went back a minute): nothing; it sleeps to the next minute.
+//
+// All of these run at seg.start: the wall minutes [gapLo, gapHi] tick there (gapHi <
+// gapLo: none), and the segment's own minutes from newLo on tick as they come. cur is a
+// minute that began before seg.start when the offsets differ by a fraction of a minute
+// (Africa/Monrovia's −0:44:30 to 0:00 in 1972 put the wall clock at 00:44:30): its
+// jobs start at seg.start, not at a minute boundary.
+func (s *Schedule) transition(seg segment, wallLo int64) (newLo, gapLo, gapHi int64) {
 	prev := s.segmentAt(seg.start - 1)
-	prevWallEnd := seg.start + prev.off // exclusive: the wall clock as prev ends
-	segWallStart := seg.start + seg.off
-	const large = 180 * 60
-	switch jump := segWallStart - prevWallEnd + 60; {
-	case jump < 0 && jump >= -large:
-		return max(wallLo, ceilMinute(prevWallEnd)), 0, -1
-	case jump > 60 && jump <= large:
-		return wallLo, ceilMinute(prevWallEnd), segWallStart - 1
+	last := floorMinute(seg.start + prev.off - 1)
+	cur := floorMinute(seg.start + seg.off)
+	const large = 180
+	diff := (cur - last) / 60
+	switch {
+	case diff == 0:
+		return max(wallLo, last+60), 0, -1 // cron sleeps on: that minute had its run
+	case diff >= 2 && diff <= 5, diff > 5 && diff <= large && !s.wild:
+		return wallLo, last + 60, cur
+	case diff < 0 && diff > -large && !s.wild:
+		return max(wallLo, last+60), 0, -1
 	}
-	return wallLo, 0, -1
+	return wallLo, cur, cur
 }
 
 // A segment is a stretch of instants [start, end) (Unix seconds) with one UTC offset,

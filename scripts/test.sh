@@ -7,7 +7,7 @@
 #
 # Needs: Go with cgo (gcc) for go-sqlite3. Installs redis-server (its package brings
 # redis-cli, which the Cluster tests use to create a cluster; Sentinels are redis-server
-# --sentinel), Debian's cron and etcd-server (neither started as a service), with apt-get
+# --sentinel), Debian's cron, tzdata and etcd-server (no service started), with apt-get
 # when they are missing (as root). Starts Redis on a free loopback port with its data in a temporary
 # folder, exports CRONLOCK_TEST_REDIS_ADDR for the tests, runs `go test -race ./...`
 # (extra arguments are passed to go test), then the etcd backend's tests with the etcd
@@ -60,6 +60,13 @@ install_quietly() {
 if [ ! -x /usr/sbin/cron ] && [ "$(id -u)" = 0 ]; then
 	echo "test.sh: installing Debian's cron (not started as a service)" >&2
 	install_quietly cron
+fi
+
+# The system's tzdata: the schedule package's ticks are compared with a model of Debian's
+# cron in every zone it has (Go's embedded copy is no stand-in: cron reads these files).
+if [ ! -e /usr/share/zoneinfo/Europe/Berlin ] && [ "$(id -u)" = 0 ]; then
+	echo "test.sh: installing tzdata" >&2
+	install_quietly tzdata
 fi
 
 # Debian's etcd-server, for the etcd backend's tests (each starts a private etcd on free

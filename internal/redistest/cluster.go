@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -155,4 +156,65 @@ func (c *Cluster) WaitPromoted(t testing.TB, key string, old *Server) *Server {
 		return true
 	})
 	return now
+}
+
+// MigrateSlot moves slot from the master from to the master to as redis-cli --cluster
+// reshard does: SETSLOT IMPORTING on to, MIGRATING on from, MIGRATE of the slot's keys
+// batch at a time, then SETSLOT NODE on to, on from and on the other masters. Before each
+// batch, between (when not nil) is told how many keys have moved: a test holds the slot
+// half-way there for a while, or leaves it so (a reshard that died) by returning false.
+// Called again on a slot left half-way, it finishes the move.
+func (c *Cluster) MigrateSlot(slot int, from, to *Server, batch int, between func(moved int) bool) error {
+	s := strconv.Itoa(slot)
+	fromID, err := from.Do("CLUSTER", "MYID")
+	if err != nil {
+		return err
+	}
+	toID, err := to.Do("CLUSTER", "MYID")
+	if err != nil {
+		return err
+	}
+	if _, err := to.Do("CLUSTER", "SETSLOT", s, "IMPORTING", fromID); err != nil {
+		return fmt.Errorf("SETSLOT IMPORTING on %s: %w", to.Addr, err)
+	}
+	if _, err := from.Do("CLUSTER", "SETSLOT", s, "MIGRATING", toID); err != nil {
+		return fmt.Errorf("SETSLOT MIGRATING on %s: %w", from.Addr, err)
+	}
+	host, port, _ := strings.Cut(to.Addr, ":")
+	for moved := 0; ; {
+		if between != nil && !between(moved) {
+			return nil
+		}
+		out, err := from.Do("CLUSTER", "GETKEYSINSLOT", s, strconv.Itoa(batch))
+		if err != nil {
+			return err
+		}
+		keys := strings.Fields(out)
+		if len(keys) == 0 {
+			break
+		}
+		args := []string{"MIGRATE", host, port, "", "0", "5000"}
+		if to.Password != "" {
+			args = append(args, "AUTH", to.Password)
+		}
+		// A key gone meanwhile is NOKEY, not an error.
+		if got, err := from.Do(append(append(args, "KEYS"), keys...)...); err != nil || (got != "OK" && got != "NOKEY") {
+			return fmt.Errorf("MIGRATE %v from %s: %q %v", keys, from.Addr, got, err)
+		}
+		moved += len(keys)
+	}
+	others := []*Server{to, from}
+	for _, n := range c.Nodes {
+		if n != to && n != from && n.cmd != nil {
+			if info, err := n.Do("INFO", "replication"); err == nil && strings.Contains(info, "role:master") {
+				others = append(others, n)
+			}
+		}
+	}
+	for _, n := range others {
+		if _, err := n.Do("CLUSTER", "SETSLOT", s, "NODE", toID); err != nil {
+			return fmt.Errorf("SETSLOT NODE on %s: %w", n.Addr, err)
+		}
+	}
+	return nil
 }

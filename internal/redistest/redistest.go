@@ -268,7 +268,8 @@ func requirepass(args []string) string {
 	return ""
 }
 
-// Do sends one command over a fresh RESP2 connection and returns a simple reply as text.
+// Do sends one command over a fresh RESP2 connection and returns a simple reply as text
+// (an array of strings as its elements, one a line).
 // It is a tiny client for fault injection (CLIENT PAUSE, DEL, FLUSHALL) that does not
 // share state with the client under test. It sends AUTH first when s has a Password.
 func (s *Server) Do(args ...string) (string, error) { return do(s.Addr, s.Password, args...) }
@@ -309,11 +310,21 @@ func doWithin(limit time.Duration, addr, password string, args ...string) (strin
 			return "", fmt.Errorf("redis: AUTH: %q %v", strings.TrimSpace(line), err)
 		}
 	}
+	return readReply(r, true)
+}
+
+// readReply reads one reply. At the top level an array of simple or bulk strings
+// (CLUSTER GETKEYSINSLOT, KEYS) comes back as its elements, one a line; nested arrays
+// are not read.
+func readReply(r *bufio.Reader, top bool) (string, error) {
 	line, err := r.ReadString('\n')
 	if err != nil {
 		return "", err
 	}
 	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", errors.New("redis: empty reply line")
+	}
 	switch line[0] {
 	case '+', ':':
 		return line[1:], nil
@@ -329,6 +340,20 @@ func doWithin(limit time.Duration, addr, password string, args ...string) (strin
 			return "", err
 		}
 		return string(buf[:n]), nil
+	case '*':
+		n, _ := strconv.Atoi(line[1:])
+		if !top || n < 0 {
+			return line, nil
+		}
+		elems := make([]string, 0, n)
+		for range n {
+			e, err := readReply(r, false)
+			if err != nil {
+				return "", err
+			}
+			elems = append(elems, e)
+		}
+		return strings.Join(elems, "\n"), nil
 	}
 	return line, nil
 }

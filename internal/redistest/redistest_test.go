@@ -158,3 +158,20 @@ func TestRestartKeepsPort(t *testing.T) {
 		t.Fatalf("GET right after Restart: %q, %v", reply, err)
 	}
 }
+
+// TestDoArrayReply: an array of strings comes back as its elements, one a line (what
+// MigrateSlot reads from CLUSTER GETKEYSINSLOT); an empty one as "".
+func TestDoArrayReply(t *testing.T) {
+	s := Start(t)
+	for _, k := range []string{"a", "b"} {
+		if _, err := s.Do("RPUSH", "l", k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := s.Do("LRANGE", "l", "0", "-1"); err != nil || got != "a\nb" {
+		t.Fatalf("LRANGE: %q, %v; want \"a\\nb\"", got, err)
+	}
+	if got, err := s.Do("LRANGE", "none", "0", "-1"); err != nil || got != "" {
+		t.Fatalf("LRANGE of nothing: %q, %v", got, err)
+	}
+}

@@ -324,6 +324,7 @@ func (l *Locker) retry(ctx context.Context, attempt func(octx context.Context) (
 	octx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	backoff := 10 * time.Millisecond
+	var moving error // the last reply that named a Cluster slot on its way (ASK, TRYAGAIN…)
 	for {
 		res, err = attempt(octx)
 		if err == nil {
@@ -333,6 +334,9 @@ func (l *Locker) retry(ctx context.Context, attempt func(octx context.Context) (
 		}
 		l.followFailover(err)
 		var rerr redis.Error
+		if errors.As(err, &rerr) && slotMoving(rerr.Error()) {
+			moving = err
+		}
 		switch {
 		case errors.As(err, &rerr) && !transientRedisError(err):
 			return nil, unknown, err // the server answered: nothing uncertain in this attempt
@@ -347,6 +351,11 @@ func (l *Locker) retry(ctx context.Context, attempt func(octx context.Context) (
 		// A connection that died with the server (EOF, reset) or a server still loading
 		// its data: try again while the operation has time.
 		if octx.Err() != nil {
+			if moving != nil && lockrun.IsTimeout(err) {
+				// The time ran out during an attempt, but what kept the operation from
+				// succeeding is the slot's move: say that.
+				err = moving
+			}
 			return nil, unknown, err
 		}
 		if dl, ok := octx.Deadline(); ok && time.Until(dl) < backoff+5*time.Millisecond {

@@ -38,7 +38,8 @@ func newRedisClient(t redisTarget, o Options, d *redisDialer) (redisClient, erro
 			PoolTimeout:           opt.PoolTimeout,
 			ContextTimeoutEnabled: true,
 			// MOVED and ASK are followed by go-redis (a slot that moves mid-operation is
-			// asked again at its new node), always within the caller's deadline.
+			// asked again at its new node), always within the caller's deadline; when
+			// they run out while a slot is half-way, eval asks again (rediserror.go).
 			MaxRedirects: 8,
 			// Routing policies fetch the whole COMMAND table first (a round trip and a
 			// large reply: BENCHMARKS.md) under a 5s deadline of go-redis's own, past the

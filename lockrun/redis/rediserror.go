@@ -15,10 +15,28 @@ import (
 // transientRedisError reports a server error that goes away by itself. READONLY is a
 // master demoted in a failover: go-redis closes that connection, and the next dial of a
 // redis-sentinel:// URL asks the Sentinels where the master is now.
+//
+// ASK, MOVED and TRYAGAIN are a Cluster slot on its way between two masters (none of
+// them ran the command): go-redis follows a redirection itself, but only MaxRedirects
+// times in a row, with no pause, and every TRYAGAIN counts as one; a script whose keys
+// are split between the two nodes gets TRYAGAIN from both until the move ends (the
+// source sends it ASK for a key it no longer has, the target TRYAGAIN while any is
+// missing), so its redirections run out within a millisecond and the last reply
+// (ASK, or TRYAGAIN) reaches the caller. Asked again later, the slot has settled.
 func transientRedisError(err error) bool {
 	msg := err.Error()
-	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN", "READONLY"} {
+	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN", "READONLY", "ASK ", "MOVED "} {
 		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// slotMoving reports a Cluster reply that names a slot on its way between two nodes.
+func slotMoving(detail string) bool {
+	for _, p := range []string{"ASK ", "MOVED ", "TRYAGAIN"} {
+		if strings.HasPrefix(detail, p) {
 			return true
 		}
 	}
@@ -83,6 +101,9 @@ func (l *Locker) userError(op string, err error) error {
 		msg = fmt.Sprintf("%s unreachable: %s (%s)", server, detail, tlsAdvice(err, l.target.host, l.target.scheme == "rediss"))
 	case isNetworkError(err):
 		msg = fmt.Sprintf("%s unreachable: %s (check --redis / CRONLOCK_REDIS_URL)", server, detail)
+	case l.target.scheme == schemeCluster && slotMoving(detail):
+		msg = fmt.Sprintf("%s: %s: the key's slot is being moved between Cluster nodes (%s) and did not settle within --redis-timeout %s: a reshard that holds a slot half-way for longer fails runs; let it finish (redis-cli --cluster fix ends one left half-way), or raise --redis-timeout / CRONLOCK_REDIS_TIMEOUT",
+			op, server, strings.TrimSpace(detail), l.timeout)
 	case kindHint(detail) != "":
 		detail, _, _ = strings.Cut(detail, ", with args beginning with") // the lock's token, keys
 		msg = fmt.Sprintf("%s: %s: %s (%s)", op, server, strings.TrimSpace(detail), kindHint(detail))

@@ -166,8 +166,9 @@ type pipeliner interface {
 	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
 }
 
-// redirected turns a MOVED or ASK reply, met by a pipeline sent straight to one Cluster
-// node, into an error that retry tries again, once the slot map is reloaded.
+// redirected reloads the slot map after a MOVED or ASK reply met by a pipeline sent
+// straight to one Cluster node, and returns err: retry asks again (transientRedisError),
+// knowing that nothing ran, and then goes to the node that serves the slot by then.
 func (l *Locker) redirected(ctx context.Context, err error) error {
 	cc, ok := l.c.(*clusterClient)
 	var rerr redis.Error
@@ -176,7 +177,6 @@ func (l *Locker) redirected(ctx context.Context, err error) error {
 	}
 	if msg := rerr.Error(); strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ") {
 		cc.ReloadState(ctx)
-		return fmt.Errorf("the lock's slot moved (%s)", msg)
 	}
 	return err
 }

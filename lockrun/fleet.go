@@ -119,6 +119,11 @@ type RunRecord struct {
 	Duration time.Duration
 	Tries    int
 	Error    string
+	// CmdHash, DataLoss, ScheduleWas and Flip are the claim's marks (see FleetEntry).
+	CmdHash     string
+	DataLoss    bool
+	ScheduleWas string
+	Flip        bool
 }
 
 // EncodeFleetEntry is the entry of rec without its closing brace and the fields the
@@ -126,7 +131,8 @@ type RunRecord struct {
 func EncodeFleetEntry(rec *RunRecord, fence uint64) string {
 	e := FleetEntry{RunID: rec.RunID, Node: rec.Node, Status: rec.Status, Signal: rec.Signal,
 		DurationMS: rec.Duration.Milliseconds(), Tries: max(rec.Tries, 1), Fence: fence,
-		Error: cutUTF8(rec.Error, fleetErrorBytes)}
+		Error: cutUTF8(rec.Error, fleetErrorBytes), CmdHash: rec.CmdHash, DataLoss: rec.DataLoss,
+		ScheduleWas: cutUTF8(rec.ScheduleWas, 80), Flip: rec.Flip}
 	x := rec.Exit
 	e.Exit = &x
 	if !rec.Tick.IsZero() {
@@ -166,8 +172,13 @@ func encodePrefix(e FleetEntry) string {
 		Tries      int    `json:"r"`
 		Fence      uint64 `json:"fe,omitempty"`
 		Error      string `json:"e,omitempty"`
+		CmdHash    string `json:"ch,omitempty"`
+		DataLoss   bool   `json:"dl,omitempty"`
+		Sched      string `json:"sc,omitempty"`
+		Flip       bool   `json:"fl,omitempty"`
 	}
-	enc.Encode(prefix{e.RunID, e.Node, e.Status, e.Exit, e.Signal, e.TickUS, e.DurationMS, e.Tries, e.Fence, e.Error})
+	enc.Encode(prefix{e.RunID, e.Node, e.Status, e.Exit, e.Signal, e.TickUS, e.DurationMS, e.Tries, e.Fence, e.Error,
+		e.CmdHash, e.DataLoss, e.ScheduleWas, e.Flip})
 	s := strings.TrimRight(b.String(), "\n")
 	return strings.TrimSuffix(s, "}")
 }

@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -125,8 +126,9 @@ type Locker struct {
 }
 
 var (
-	_ lockrun.FleetStore = (*Locker)(nil)
-	_ lockrun.Expiring   = (*Locker)(nil)
+	_ lockrun.FleetStore  = (*Locker)(nil)
+	_ lockrun.Expiring    = (*Locker)(nil)
+	_ lockrun.ServerClock = (*Locker)(nil)
 )
 
 // quietRedisLog silences go-redis's own logging, which writes to stderr (and so to cron
@@ -165,6 +167,13 @@ func New(o Options) (*Locker, error) {
 // Describe names the backend without secrets: "redis 127.0.0.1:6379/0".
 // Name names the issuer of this backend's fencing tokens: microseconds of Redis TIME.
 func (l *Locker) Name() string { return "redis" }
+
+// HasServerClock: the acquire script judges the tick and --start-deadline on TIME.
+func (l *Locker) HasServerClock() bool { return true }
+
+// Prefix is the namespace of every key the locker writes (--prefix): with Describe, it
+// names where a key's data lives.
+func (l *Locker) Prefix() string { return l.prefix }
 
 // FreedBy says that the lock's key expires by itself.
 func (l *Locker) FreedBy(ttl time.Duration) string {
@@ -240,7 +249,17 @@ func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mo
 	if !req.Tick.IsZero() {
 		keys = append(keys, l.tickKey(req.Key), l.runsKey(req.Key))
 		args = append(args, req.Tick.UnixMicro(), durMS(req.MaxSkew), req.Schedule, req.Zone, mode)
+	} else {
+		args = append(args, "", 0, "", "", "")
 	}
+	known, prev := "", ""
+	if req.Known {
+		known = "1"
+	}
+	if !req.PrevTick.IsZero() {
+		prev = strconv.FormatInt(req.PrevTick.UnixMicro(), 10)
+	}
+	args = append(args, durMS(req.StartDeadline), known, prev, req.Canonical, req.CmdHash)
 	if req.OnTry != nil {
 		req.OnTry()
 	}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cronlock/internal/redistest"
 )
 
 // Tests of the edges of once per tick (SPEC §10): the backend's clock decides the tick
@@ -81,5 +84,211 @@ func TestTickBackendClockMissed(t *testing.T) {
 	checkRow(t, hosts[0], "missed", "", tick)
 	if _, err := os.Stat(marks); err == nil {
 		t.Error("a run past its deadline on Redis's clock ran its job")
+	}
+}
+
+// edgeRow is the part of `history --fleet --json` the tests of this file read.
+type edgeRow struct {
+	ID             string  `json:"id"`
+	Node           string  `json:"node"`
+	Status         string  `json:"status"`
+	ScheduledFor   *string `json:"scheduled_for"`
+	Duplicate      bool    `json:"duplicate"`
+	DataLoss       bool    `json:"data_loss"`
+	ScheduleWas    string  `json:"schedule_was"`
+	ScheduleFlip   bool    `json:"schedule_flip"`
+	NeverFiredFrom *string `json:"never_fired_from"`
+	NeverFiredTo   *string `json:"never_fired_to"`
+	NeverFired     int     `json:"never_fired"`
+}
+
+// edgeRows reads the fleet's record of billing as a monitoring box on url would.
+func edgeRows(t *testing.T, h *fleetHost, url string) []edgeRow {
+	t.Helper()
+	m := newCLI(t, url)
+	m.env = append(m.env, "CRONLOCK_HISTORY=off", "CRONLOCK_NODE=monitor", prefixOf(h.cli))
+	code, out, errs := m.run("history", "--fleet", "--json", "--limit", "0", "--key", "billing")
+	if code != 0 {
+		t.Fatalf("history --fleet exited %d: %s", code, errs)
+	}
+	var rows []edgeRow
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r edgeRow
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("history --fleet line %q: %v", line, err)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// TestTickDataLoss: Redis restarts without persistence after vmA ran the tick; vmB,
+// whose cron fires late, runs the tick again. That cannot be prevented (the record of
+// the claim is gone), but it is never silent: vmB knows the key (it was skipped for it
+// before), finds its fencing counter gone, says so in one line, and its entry in the
+// fleet's record is marked.
+func TestTickDataLoss(t *testing.T) {
+	srv := redistest.Start(t)
+	url := "redis://" + srv.Addr + "/0"
+	hosts := newFleet(t, "redis", "vmA", "vmB")
+	for _, h := range hosts {
+		h.env = append(h.env, "CRONLOCK_REDIS_URL="+url)
+	}
+	marks := filepath.Join(t.TempDir(), "marks")
+	off, tick := inMinute()
+	args := []string{"run", "-k", "billing", "--schedule", "* * * * *", "--", "sh", "-c", "echo $CRONLOCK_NODE >> " + marks}
+	for _, h := range hosts {
+		if code, _, errs := h.at(off, args...); code != 0 || errs != "" {
+			t.Fatalf("%s: exit %d, stderr %q; want 0 and silence", h.node, code, errs)
+		}
+	}
+	checkRow(t, hosts[1], "skipped", "vmA (run ", tick)
+	srv.Restart() // no AOF, no RDB: every key is gone
+	code, _, errs := hosts[1].at(off, args...)
+	if code != 0 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "lost its data") ||
+		!strings.Contains(errs, "may have run already") {
+		t.Fatalf("vmB after the data loss: exit %d, stderr %q; want 0 and one line saying Redis lost its data", code, errs)
+	}
+	if b, _ := os.ReadFile(marks); string(b) != "vmA\nvmB\n" {
+		t.Errorf("jobs ran: %q", b)
+	}
+	rows := edgeRows(t, hosts[1], url)
+	if len(rows) != 1 || rows[0].Node != "vmB" || !rows[0].DataLoss {
+		t.Errorf("fleet's record after the data loss: %+v; want vmB's run marked data_loss", rows)
+	}
+	// The next run of vmB finds the counter again: nothing to say.
+	if code, _, errs := hosts[1].at(off+time.Minute, append([]string{"run", "-k", "billing", "--max-skew", "0"}, args[3:]...)...); code != 0 || errs != "" {
+		t.Fatalf("vmB next minute: exit %d, stderr %q; want 0 and silence", code, errs)
+	}
+}
+
+// TestTickNeverFired: a claim that finds ticks of its schedule between the last claimed
+// tick and its own records them once, as never_fired (which and how many); a tick that
+// came while a run of an earlier tick held the lock was fired (and skipped), not never
+// fired.
+func TestTickNeverFired(t *testing.T) {
+	hosts := newFleet(t, "redis", "vmA", "vmB", "vmC")
+	off, tick := inMinute()
+	args := []string{"run", "-k", "billing", "--schedule", "* * * * *", "--tz", "UTC", "--max-skew", "0", "--"}
+	run := func(h *fleetHost, min int) {
+		t.Helper()
+		if code, _, errs := h.at(off+time.Duration(min)*time.Minute, append(args, "true")...); code != 0 || errs != "" {
+			t.Fatalf("%s at +%dm: exit %d, stderr %q", h.node, min, code, errs)
+		}
+	}
+	run(hosts[0], 0)
+	run(hosts[0], 3) // nobody fired +1m and +2m
+	url := "redis://" + redistest.Addr(t) + "/0"
+	var nf []edgeRow
+	for _, r := range edgeRows(t, hosts[0], url) {
+		if r.Status == "never_fired" {
+			nf = append(nf, r)
+		}
+	}
+	if len(nf) != 1 || nf[0].NeverFired != 2 || nf[0].NeverFiredFrom == nil || *nf[0].NeverFiredFrom != rfc(tick.Add(time.Minute)) ||
+		nf[0].NeverFiredTo == nil || *nf[0].NeverFiredTo != rfc(tick.Add(2*time.Minute)) {
+		t.Fatalf("never_fired entries %+v; want one for the 2 ticks %s and %s", nf, rfc(tick.Add(time.Minute)), rfc(tick.Add(2*time.Minute)))
+	}
+
+	// vmB's run of +4m lasts past +5m: vmC's cron fires for +5m and is skipped.
+	saved := hosts[1].env
+	hosts[1].env = append(append([]string(nil), saved...), "CRONLOCK_TEST_CLOCK_OFFSET="+(off+4*time.Minute).String())
+	holder, _, release := hosts[1].startHolding(args[:len(args)-1])
+	hosts[1].env = saved
+	run(hosts[2], 5)
+	checkRow(t, hosts[2], "skipped", "vmB", tick.Add(5*time.Minute))
+	release()
+	if err := holder.Wait(); err != nil {
+		t.Fatalf("vmB's long run: %v", err)
+	}
+	run(hosts[0], 6)
+	n := 0
+	for _, r := range edgeRows(t, hosts[0], url) {
+		if r.Status == "never_fired" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d never_fired entries after a long run held the lock across a tick; want still 1", n)
+	}
+}
+
+// TestTickScheduleFlip: claims of one key compare schedules in canonical form (*/1 and *
+// are one schedule) with the zone. A change is marked in the claim's entry; a change
+// back within 24 hours (hosts that disagree on the zone run the job twice a day) is a
+// flip: one line at each such claim, and the entry says so.
+func TestTickScheduleFlip(t *testing.T) {
+	hosts := newFleet(t, "redis", "utc", "berlin")
+	off, _ := inMinute()
+	run := func(h *fleetHost, min int, expr, tz string) string {
+		t.Helper()
+		code, _, errs := h.at(off+time.Duration(min)*time.Minute, "run", "-k", "billing", "--schedule", expr, "--tz", tz,
+			"--max-skew", "0", "--", "true")
+		if code != 0 {
+			t.Fatalf("%s at +%dm: exit %d, stderr %q", h.node, min, code, errs)
+		}
+		return errs
+	}
+	for i, s := range []struct {
+		h        *fleetHost
+		expr, tz string
+		flip     bool
+	}{
+		{hosts[0], "* * * * *", "UTC", false},
+		{hosts[0], "*/1 * * * *", "UTC", false},        // the same schedule
+		{hosts[1], "* * * * *", "Europe/Berlin", false}, // a change, not yet a flip
+		{hosts[0], "* * * * *", "UTC", true},
+		{hosts[1], "* * * * *", "Europe/Berlin", true},
+	} {
+		errs := run(s.h, i, s.expr, s.tz)
+		if !s.flip && errs != "" {
+			t.Fatalf("claim %d (%s %s): stderr %q; want silence", i, s.expr, s.tz, errs)
+		}
+		if s.flip && (strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "flipped back") || !strings.Contains(errs, "Europe/Berlin")) {
+			t.Fatalf("claim %d (%s %s): stderr %q; want one line saying the schedule flipped back", i, s.expr, s.tz, errs)
+		}
+	}
+	rows := edgeRows(t, hosts[0], "redis://"+redistest.Addr(t)+"/0")
+	if len(rows) != 5 {
+		t.Fatalf("%d entries; want 5: %+v", len(rows), rows)
+	}
+	// Newest first.
+	want := []struct {
+		was  string
+		flip bool
+	}{{"* * * * * UTC", true}, {"* * * * * Europe/Berlin", true}, {"* * * * * UTC", false}, {"", false}, {"", false}}
+	for i, w := range want {
+		if rows[i].ScheduleWas != w.was || rows[i].ScheduleFlip != w.flip {
+			t.Errorf("entry %d (%s): schedule_was %q, flip %v; want %q, %v", i, rows[i].Node, rows[i].ScheduleWas, rows[i].ScheduleFlip, w.was, w.flip)
+		}
+	}
+}
+
+// TestRolloutDuplicate: during a roll-out one host runs the line with --schedule and
+// another still without it; both run the job between two ticks: DUPLICATE, as two claims
+// of one tick are. A run of another command in that minute is not.
+func TestRolloutDuplicate(t *testing.T) {
+	hosts := newFleet(t, "redis", "new", "old", "other")
+	// Real time (the record's) well inside a minute, for both runs to fall in it.
+	switch s := time.Since(time.Now().Truncate(time.Minute)); {
+	case s < 2*time.Second:
+		time.Sleep(2*time.Second - s)
+	case s > 45*time.Second:
+		time.Sleep(time.Minute + 2*time.Second - s)
+	}
+	job := []string{"--", "sh", "-c", "true"}
+	if code, _, errs := hosts[0].run(append([]string{"run", "-k", "billing", "--schedule", "* * * * *", "--tz", "UTC"}, job...)...); code != 0 {
+		t.Fatalf("new: exit %d, %s", code, errs)
+	}
+	if code, _, errs := hosts[1].run(append([]string{"run", "-k", "billing"}, job...)...); code != 0 {
+		t.Fatalf("old: exit %d, %s", code, errs)
+	}
+	if code, _, errs := hosts[2].run("run", "-k", "billing", "--", "sh", "-c", "exit 0"); code != 0 {
+		t.Fatalf("other: exit %d, %s", code, errs)
+	}
+	for _, r := range edgeRows(t, hosts[0], "redis://"+redistest.Addr(t)+"/0") {
+		if want := r.Node != "other"; r.Duplicate != want {
+			t.Errorf("%s: duplicate %v; want %v", r.Node, r.Duplicate, want)
+		}
 	}
 }

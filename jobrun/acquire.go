@@ -83,12 +83,10 @@ func (r *runner) acquire(sig *child.Signals) (lease lockrun.Lease, code int, don
 	var missed *lockrun.MissedError
 	switch {
 	case res.err == nil:
-		if r.rec != nil && r.histPath != "" {
-			path, ident := r.histPath, r.keyIdent()
-			r.rec.do(func(*history.Store) error { history.RememberKey(path, ident); return nil })
-		}
+		r.rememberKey()
 		return res.lease, 0, false
 	case errors.As(res.err, &tick):
+		r.rememberKey() // the backend had the key's tick record
 		return nil, r.tickSkip(tick), true
 	case errors.As(res.err, &missed):
 		// Judged on the backend's clock, which claimed the tick as missed for this run.
@@ -97,6 +95,7 @@ func (r *runner) acquire(sig *child.Signals) (lease lockrun.Lease, code int, don
 		// The wait ran out at tick + --start-deadline, not at --wait: the run is missed.
 		return nil, r.missed(), true
 	case errors.As(res.err, &held):
+		r.rememberKey() // the backend had the key's lock
 		r.row.Status = runstatus.Skipped
 		if held.Holder != nil {
 			r.row.Holder = held.Holder.String()
@@ -175,6 +174,16 @@ func (r *runner) keyIdent() string {
 		ident += "\x00" + p.Prefix()
 	}
 	return ident
+}
+
+// rememberKey notes, on the recorder's goroutine (off the run's path), that the backend
+// had this key: from now on, a backend without its fencing counter has lost its data.
+func (r *runner) rememberKey() {
+	if r.rec == nil || r.histPath == "" {
+		return
+	}
+	path, ident := r.histPath, r.keyIdent()
+	r.rec.do(func(*history.Store) error { history.RememberKey(path, ident); return nil })
 }
 
 // knowsKey reports whether this host claimed the key on this backend before: one stat

@@ -223,12 +223,24 @@ func PendingEntry(key, lockV, tickV string, ids map[string]bool) (FleetEntry, bo
 	return e, true
 }
 
+// TickOf gives, for a key, the latest tick of its schedule at or before at; ok is false
+// when the key's schedule is not known. Readers build it from the tick record with the
+// schedule package (lockrun imports only the standard library).
+type TickOf func(key string, at time.Time) (tick time.Time, ok bool)
+
 // MarkDuplicates sets Duplicate on the entries of one key that ran the same tick, or
 // held the lock in overlapping intervals of the Redis clock: the job ran twice. Entries
 // of one run (the same run id) never mark each other, nor do runs that never held the
 // lock (missed, error). A running entry's interval is open-ended; an abandoned one's end
 // is unknown, so it is a duplicate only by its tick.
-func MarkDuplicates(es []FleetEntry) {
+//
+// With tickOf (optional, at most one), two runs of the same command hash between one
+// tick of the key's schedule and the next, one of them without --schedule, are
+// duplicates too: a roll-out in which one host still runs the line without --schedule.
+func MarkDuplicates(es []FleetEntry, tickOf ...TickOf) {
+	if len(tickOf) > 0 && tickOf[0] != nil {
+		markRollouts(es, tickOf[0])
+	}
 	idx := make([]int, 0, len(es))
 	byTick := map[string]int{}
 	for i := range es {
@@ -275,4 +287,45 @@ func (e FleetEntry) end() int64 {
 		return 1<<63 - 1
 	}
 	return e.StartUS
+}
+
+// markRollouts marks runs of one command hash in one tick interval of which one ran
+// without --schedule (see MarkDuplicates).
+func markRollouts(es []FleetEntry, tickOf TickOf) {
+	type group struct {
+		unscheduled bool // one of its runs had no --schedule
+		runs        map[string]bool
+	}
+	groups := map[string]*group{}
+	idx := map[string][]int{}
+	for i := range es {
+		e := &es[i]
+		if !e.tookLock() || e.CmdHash == "" || e.StartUS == 0 {
+			continue
+		}
+		tick := e.ScheduledFor()
+		if tick.IsZero() {
+			t, ok := tickOf(e.Key, e.Started())
+			if !ok {
+				continue
+			}
+			tick = t
+		}
+		k := e.Key + "\x00" + e.CmdHash + "\x00" + strconv.FormatInt(tick.UnixMicro(), 10)
+		g := groups[k]
+		if g == nil {
+			g = &group{runs: map[string]bool{}}
+			groups[k] = g
+		}
+		g.runs[e.RunID] = true
+		g.unscheduled = g.unscheduled || e.TickUS == 0
+		idx[k] = append(idx[k], i)
+	}
+	for k, g := range groups {
+		if g.unscheduled && len(g.runs) > 1 {
+			for _, i := range idx[k] {
+				es[i].Duplicate = true
+			}
+		}
+	}
 }

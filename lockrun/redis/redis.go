@@ -90,6 +90,11 @@ type Options struct {
 	// SentinelPassword authenticates to the Sentinels of a redis-sentinel:// URL
 	// (CRONLOCK_REDIS_SENTINEL_PASSWORD_FILE); "" = none.
 	SentinelPassword string
+	// PrevTick reads a key's schedule for the fleet's readers: the latest tick of expr in
+	// zone tz at or before a time, nil when expr cannot be read. With it, Fleet marks a
+	// roll-out's duplicates (lockrun.MarkDuplicates); nil = none are marked. cmd gives it
+	// the schedule package's (this package does not read schedules).
+	PrevTick func(expr, tz string) func(time.Time) time.Time
 }
 
 // redisClient is the part of go-redis the locker uses; tests wrap it to inject faults.
@@ -117,6 +122,7 @@ type Locker struct {
 	dialer        *redisDialer
 	keep          int // entries of the fleet's record kept per key; 0 = DefaultFleetKeep
 	minReplicas   int // replicas that must acknowledge acquire and renewal (WAIT)
+	prevTick      func(expr, tz string) func(time.Time) time.Time // Options.PrevTick
 
 	// poll overrides the waiters' polling period (default min(1s, ttl/3)); tests raise it
 	// to prove that a release wakes a waiter through pub/sub alone.
@@ -161,7 +167,7 @@ func New(o Options) (*Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Locker{c: c, target: t, timeout: to, prefix: o.Prefix, allowEviction: o.AllowEviction, dialer: d, keep: o.FleetKeep, minReplicas: o.MinReplicas}, nil
+	return &Locker{c: c, target: t, timeout: to, prefix: o.Prefix, allowEviction: o.AllowEviction, dialer: d, keep: o.FleetKeep, minReplicas: o.MinReplicas, prevTick: o.PrevTick}, nil
 }
 
 // Describe names the backend without secrets: "redis 127.0.0.1:6379/0".

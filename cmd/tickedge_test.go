@@ -235,7 +235,7 @@ func TestTickScheduleFlip(t *testing.T) {
 		flip     bool
 	}{
 		{hosts[0], "* * * * *", "UTC", false},
-		{hosts[0], "*/1 * * * *", "UTC", false},        // the same schedule
+		{hosts[0], "*/1 * * * *", "UTC", false},         // the same schedule
 		{hosts[1], "* * * * *", "Europe/Berlin", false}, // a change, not yet a flip
 		{hosts[0], "* * * * *", "UTC", true},
 		{hosts[1], "* * * * *", "Europe/Berlin", true},

@@ -301,6 +301,9 @@ func fleetRuns(ctx context.Context, l lockrun.FleetStore, key string) ([]check.R
 	}
 	runs := make([]check.Run, 0, len(entries))
 	for _, e := range entries {
+		if e.Status == lockrun.NeverFiredStatus {
+			continue // ticks nobody claimed: not a run, and not a failure of one
+		}
 		r := check.Run{Status: e.Status, Started: e.Started(), ScheduledFor: e.ScheduledFor(),
 			Node: e.Node, Duplicate: e.Duplicate}
 		if e.Status != runstatus.Running && e.Status != runstatus.Abandoned {

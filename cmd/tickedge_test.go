@@ -218,7 +218,13 @@ func TestTickNeverFired(t *testing.T) {
 // back within 24 hours (hosts that disagree on the zone run the job twice a day) is a
 // flip: one line at each such claim, and the entry says so.
 func TestTickScheduleFlip(t *testing.T) {
-	hosts := newFleet(t, "redis", "utc", "berlin")
+	for _, backend := range []string{"redis", "local"} {
+		t.Run(backend, func(t *testing.T) { testScheduleFlip(t, backend) })
+	}
+}
+
+func testScheduleFlip(t *testing.T, backend string) {
+	hosts := newFleet(t, backend, "utc", "berlin")
 	off, _ := inMinute()
 	run := func(h *fleetHost, min int, expr, tz string) string {
 		t.Helper()
@@ -247,6 +253,9 @@ func TestTickScheduleFlip(t *testing.T) {
 		if s.flip && (strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "flipped back") || !strings.Contains(errs, "Europe/Berlin")) {
 			t.Fatalf("claim %d (%s %s): stderr %q; want one line saying the schedule flipped back", i, s.expr, s.tz, errs)
 		}
+	}
+	if backend != "redis" {
+		return // no fleet's record: the lines are what the local backend says
 	}
 	rows := edgeRows(t, hosts[0], "redis://"+redistest.Addr(t)+"/0")
 	if len(rows) != 5 {
@@ -290,5 +299,39 @@ func TestRolloutDuplicate(t *testing.T) {
 		if want := r.Node != "other"; r.Duplicate != want {
 			t.Errorf("%s: duplicate %v; want %v", r.Node, r.Duplicate, want)
 		}
+	}
+}
+
+// TestTickDataLossLocal: on the local backend the lock file is the key's record. Deleted
+// since this host's last claim in this boot (by hand, or a cleaner of old files in /tmp),
+// its tick record is gone and the tick runs again: one line says so. (A lock folder in
+// /run emptied by a reboot is no news: only claims since this boot count.)
+func TestTickDataLossLocal(t *testing.T) {
+	h := newFleet(t, "local", "vmA")[0]
+	marks := filepath.Join(t.TempDir(), "marks")
+	off, _ := inMinute()
+	args := []string{"run", "-k", "billing", "--schedule", "* * * * *", "--", "sh", "-c", "echo ran >> " + marks}
+	if code, _, errs := h.at(off, args...); code != 0 || errs != "" {
+		t.Fatalf("first run: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := h.at(off, args...); code != 0 || errs != "" {
+		t.Fatalf("second run of the tick: exit %d, stderr %q; want a silent skip", code, errs)
+	}
+	var dir string
+	for _, kv := range h.env { // the last setting wins
+		if v, ok := strings.CutPrefix(kv, "CRONLOCK_LOCK_DIR="); ok {
+			dir = v
+		}
+	}
+	lock := filepath.Join(dir, "billing.lock")
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := h.at(off, args...)
+	if code != 0 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "lost its data") || !strings.Contains(errs, lock) {
+		t.Fatalf("after the lock file was deleted: exit %d, stderr %q; want 0 and one line naming the lost file", code, errs)
+	}
+	if b, _ := os.ReadFile(marks); string(b) != "ran\nran\n" {
+		t.Errorf("jobs ran: %q", b)
 	}
 }

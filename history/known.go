@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // Keys this host has claimed, per backend: one empty file per (backend, key) in the
@@ -23,17 +24,28 @@ func keyStamp(path, ident string) string {
 	return filepath.Join(abs+"-keys", hex.EncodeToString(sum[:16]))
 }
 
-// KnowsKey reports whether RememberKey was called for ident with the history file path.
-func KnowsKey(path, ident string) bool {
-	_, err := os.Lstat(keyStamp(path, ident))
-	return err == nil
+// KnowsKey reports whether RememberKey was called for ident with the history file path,
+// and when it was last noted after a boot (the stamp's time; see RememberKey).
+func KnowsKey(path, ident string) (known bool, noted time.Time) {
+	st, err := os.Lstat(keyStamp(path, ident))
+	if err != nil {
+		return false, time.Time{}
+	}
+	return true, st.ModTime()
 }
 
-// RememberKey notes that this host claimed ident, once: a stamp that exists is left as it
-// is. Errors are ignored: a host that cannot note a key only loses the data-loss check.
-func RememberKey(path, ident string) {
+// RememberKey notes that this host claimed ident: a stamp is made once, and its time is
+// moved to now when it is older than boot, so that a caller can tell a key known since
+// this boot (the local backend's lock folder, /run, is emptied at every boot, which is
+// no data loss). Errors are ignored: a host that cannot note a key only loses the
+// data-loss check.
+func RememberKey(path, ident string, boot time.Time) {
 	name := keyStamp(path, ident)
-	if _, err := os.Lstat(name); err == nil {
+	if st, err := os.Lstat(name); err == nil {
+		if st.ModTime().Before(boot) {
+			now := time.Now()
+			os.Chtimes(name, now, now)
+		}
 		return
 	}
 	if os.MkdirAll(filepath.Dir(name), 0o700) != nil {

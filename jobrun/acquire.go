@@ -183,13 +183,30 @@ func (r *runner) rememberKey() {
 		return
 	}
 	path, ident := r.histPath, r.keyIdent()
-	r.rec.do(func(*history.Store) error { history.RememberKey(path, ident); return nil })
+	r.rec.do(func(*history.Store) error { history.RememberKey(path, ident, bootTime()); return nil })
 }
 
 // knowsKey reports whether this host claimed the key on this backend before: one stat
-// of a stamp beside the history, no round trip.
+// of a stamp beside the history, no round trip. On the local backend, only a claim since
+// this boot counts: its lock folder (/run) is emptied at every boot by design.
 func (r *runner) knowsKey() bool {
-	return r.rec != nil && r.histPath != "" && history.KnowsKey(r.histPath, r.keyIdent())
+	if r.rec == nil || r.histPath == "" {
+		return false
+	}
+	known, noted := history.KnowsKey(r.histPath, r.keyIdent())
+	if known && r.locker.Name() == "local" {
+		return noted.After(bootTime())
+	}
+	return known
+}
+
+// bootTime is when this machine booted, from CLOCK_BOOTTIME (the zero time if unknown).
+func bootTime() time.Time {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) != nil {
+		return time.Time{}
+	}
+	return time.Now().Add(-time.Duration(ts.Nano()))
 }
 
 // reportSkip says a run was skipped only where someone wants to hear it: cron would

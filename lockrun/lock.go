@@ -173,12 +173,18 @@ func (e *MissedError) Error() string {
 type DataLossError struct {
 	Key     string
 	Backend string // "redis 127.0.0.1:6379/0"
-	What    string // what is missing: "its fencing counter"
+	What    string // what is missing: "its fencing counter cronlock:{billing}:fence"
+	Cause   string // what may have done it: "a restart without persistence, FLUSHALL or an eviction"
+	Marked  bool   // the claim's entry in the fleet's record is marked
 }
 
 func (e *DataLossError) Error() string {
-	return fmt.Sprintf("%s: %s lost its data (%s is gone, although this host claimed the key there before: a restart without persistence, FLUSHALL or an eviction?): this tick may have run already, and fencing tokens restart from the server's clock; the claim is marked data loss in the fleet's record",
-		e.Key, e.Backend, e.What)
+	marked := ""
+	if e.Marked {
+		marked = "; the claim is marked data loss in the fleet's record"
+	}
+	return fmt.Sprintf("%s: %s lost its data (%s is gone, although this host claimed the key there before: %s?): this tick may have run already, and fencing tokens go on from the clock%s",
+		e.Key, e.Backend, e.What, e.Cause, marked)
 }
 
 // ScheduleFlipError is passed to Request.Warn when a claim's schedule or zone differs from

@@ -120,8 +120,8 @@ type Locker struct {
 	// allowEviction skips the eviction check of the acquire script.
 	allowEviction bool
 	dialer        *redisDialer
-	keep          int // entries of the fleet's record kept per key; 0 = DefaultFleetKeep
-	minReplicas   int // replicas that must acknowledge acquire and renewal (WAIT)
+	keep          int                                             // entries of the fleet's record kept per key; 0 = DefaultFleetKeep
+	minReplicas   int                                             // replicas that must acknowledge acquire and renewal (WAIT)
 	prevTick      func(expr, tz string) func(time.Time) time.Time // Options.PrevTick
 
 	// poll overrides the waiters' polling period (default min(1s, ttl/3)); tests raise it

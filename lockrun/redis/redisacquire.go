@@ -171,7 +171,8 @@ func (l *Locker) claimMarks(req lockrun.Request, v any) lockrun.FleetEntry {
 	}
 	if req.Warn != nil {
 		if m.DataLoss {
-			req.Warn(&lockrun.DataLossError{Key: req.Key, Backend: l.Describe(), What: "its fencing counter " + l.fenceKey(req.Key)})
+			req.Warn(&lockrun.DataLossError{Key: req.Key, Backend: l.Describe(), What: "its fencing counter " + l.fenceKey(req.Key),
+				Cause: "a restart without persistence, FLUSHALL or an eviction", Marked: true})
 		}
 		if m.Flip {
 			req.Warn(&lockrun.ScheduleFlipError{Key: req.Key, Was: m.ScheduleWas, Now: req.Canonical})

@@ -63,7 +63,10 @@ type FleetEntry struct {
 	ScheduleWas string `json:"sc,omitempty"`
 	Flip        bool   `json:"fl,omitempty"`
 	// NeverFiredFrom, NeverFiredTo and NeverFired describe a never_fired entry: the first
-	// and last tick (µs) that no host claimed, and how many there were.
+	// and last tick (µs) that no host claimed, and how many there were. The acquire script
+	// cannot read a schedule: it writes From as just after the last claimed (or held) tick
+	// and no count, and readers turn that into the first tick and the count with the key's
+	// schedule (cmd's countNeverFired).
 	NeverFiredFrom int64 `json:"nf,omitempty"`
 	NeverFiredTo   int64 `json:"nt,omitempty"`
 	NeverFired     int   `json:"nc,omitempty"`

@@ -164,11 +164,23 @@ func (l *Locker) acquireReply(ctx context.Context, req lockrun.Request, token st
 // claimMarks reads the marks acquire.lua set on a claim, and says through req.Warn what
 // the run must tell: a data loss, a schedule that flipped back.
 func (l *Locker) claimMarks(req lockrun.Request, v any) lockrun.FleetEntry {
+	// nf and nt are decimal strings in marks: cjson would write a µs number as 1.8e+15.
+	var j struct {
+		SC string `json:"sc"`
+		FL bool   `json:"fl"`
+		NF string `json:"nf"`
+		NT string `json:"nt"`
+		DL bool   `json:"dl"`
+		CH string `json:"ch"`
+	}
 	var m lockrun.FleetEntry
 	s, _ := v.(string)
-	if s == "" || json.Unmarshal([]byte(s), &m) != nil {
+	if s == "" || json.Unmarshal([]byte(s), &j) != nil {
 		return m
 	}
+	m.ScheduleWas, m.Flip, m.DataLoss, m.CmdHash = j.SC, j.FL, j.DL, j.CH
+	m.NeverFiredFrom, _ = strconv.ParseInt(j.NF, 10, 64)
+	m.NeverFiredTo, _ = strconv.ParseInt(j.NT, 10, 64)
 	if req.Warn != nil {
 		if m.DataLoss {
 			req.Warn(&lockrun.DataLossError{Key: req.Key, Backend: l.Describe(), What: "its fencing counter " + l.fenceKey(req.Key),

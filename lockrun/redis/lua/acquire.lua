@@ -25,6 +25,8 @@
 -- the last 24 h), nf/nt (the ticks never claimed: nf just after the last claimed or held
 -- tick, nt the last of them; count them with the schedule), dl (the fencing counter was
 -- gone although this host knew the key: the server lost its data), ch (command hash).
+-- nf and nt are decimal strings (cjson writes a µs number as 1.8e+15): whoever puts
+-- marks into an entry writes them as digits ('"nf":' .. marks.nf), as FleetEntry reads.
 --
 -- The order is SPEC §9's: refusals that write nothing, the clock skew, the tick, the lock.
 --

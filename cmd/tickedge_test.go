@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -333,5 +334,36 @@ func TestTickDataLossLocal(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(marks); string(b) != "ran\nran\n" {
 		t.Errorf("jobs ran: %q", b)
+	}
+}
+
+// TestTickBackendClockEarlyInterrupted: a stop signal during the sleep for a tick that
+// has not come on Redis's clock ends the run as interrupted; the job never starts and the
+// tick stays unclaimed, for the hosts whose cron fires at it.
+func TestTickBackendClockEarlyInterrupted(t *testing.T) {
+	h := newFleet(t, "redis", "fast")[0]
+	marker := filepath.Join(t.TempDir(), "ran")
+	now := time.Now()
+	tick := now.Truncate(time.Minute).Add(time.Minute)
+	if tick.Sub(now) < 5*time.Second {
+		tick = tick.Add(time.Minute)
+	}
+	saved := h.env
+	h.env = append(append([]string(nil), saved...), "CRONLOCK_TEST_CLOCK_OFFSET="+tick.Add(time.Second).Sub(now).String())
+	cmd, sc := h.startUntil(lineHas("has not come yet"), "run", "-v", "-k", "billing", "--schedule", dailyAt(tick), "--tz", "UTC",
+		"--max-skew", "2m", "--", "touch", marker)
+	h.env = saved
+	cmd.Process.Signal(syscall.SIGTERM)
+	for sc.Scan() {
+	}
+	if code := h.exitCode(cmd.Wait()); code != 128+15 {
+		t.Fatalf("exit %d, want 143", code)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the job ran although the run was stopped while it waited for its tick")
+	}
+	checkRow(t, h, "interrupted", "", tick)
+	if v, _ := redistest.Do(redistest.Addr(t), "GET", strings.TrimPrefix(prefixOf(h.cli), "CRONLOCK_PREFIX=")+"{billing}:tick"); v != "" {
+		t.Errorf("the tick record after the interrupted run: %s; want none", v)
 	}
 }

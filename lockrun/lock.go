@@ -34,7 +34,8 @@ type Request struct {
 	// for every retry after finding it held while waiting (the run's attempt count).
 	OnTry func()
 	// Warn, when set, gets what the caller should hear although the lock was taken (an
-	// *EvictionCheckError); it is called on Acquire's goroutine. nil drops them.
+	// *EvictionCheckError, a *DataLossError, a *ScheduleFlipError); it is called on
+	// Acquire's goroutine. nil drops them.
 	Warn func(error)
 
 	// Tick is the schedule tick this run is for (--schedule); zero = none. Acquire then

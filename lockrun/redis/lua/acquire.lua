@@ -181,8 +181,8 @@ local function neverFiredEntry()
   if not marks.nt or not KEYS[4] then return end
   local e = '{"id":"' .. ARGV[5] .. '-nf","n":' .. cjson.encode(ARGV[3]) .. ',"s":"never_fired","t":' .. marks.nt ..
     ',"d":0,"r":0,"nf":' .. marks.nf .. ',"nt":' .. marks.nt .. ',"a":' .. nowS .. ',"f":' .. nowS .. ',"k":0}'
+  -- No LTRIM: the keep count (CRONLOCK_FLEET_KEEP) is the release's, which trims.
   redis.pcall('LPUSH', KEYS[4], e)
-  redis.pcall('LTRIM', KEYS[4], 0, 199)
   redis.pcall('PEXPIRE', KEYS[4], 34560000000)
 end
 

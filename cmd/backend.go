@@ -15,6 +15,7 @@ import (
 	"cronlock/lockrun/local"
 	"cronlock/lockrun/redis"
 	"cronlock/logline"
+	"cronlock/schedule"
 )
 
 // backendOptions are the settings that choose and reach a lock backend; run, status and
@@ -141,7 +142,8 @@ func (o *backendOptions) open() (lockrun.Locker, error) {
 	if o.Backend == "etcd" {
 		return o.openEtcd()
 	}
-	ro := redis.Options{URL: o.RedisURL, Timeout: o.RedisTimeout, Prefix: o.Prefix, AllowEviction: o.AllowEviction, FleetKeep: o.FleetKeep}
+	ro := redis.Options{URL: o.RedisURL, Timeout: o.RedisTimeout, Prefix: o.Prefix, AllowEviction: o.AllowEviction, FleetKeep: o.FleetKeep,
+		PrevTick: prevTickOf}
 	if o.PasswordFile != "" {
 		pw, err := readPasswordFile(o.PasswordFile, "Redis", "--redis-password-file / CRONLOCK_REDIS_PASSWORD_FILE")
 		if err != nil {
@@ -191,4 +193,14 @@ func (v yesNoValue) Set(s string) error {
 		return errors.New("use yes or no")
 	}
 	return nil
+}
+
+// prevTickOf reads a schedule from a tick record for the fleet's readers (roll-out
+// duplicates): nil when it cannot be read.
+func prevTickOf(expr, tz string) func(time.Time) time.Time {
+	s, err := schedule.Parse(expr, tz)
+	if err != nil {
+		return nil
+	}
+	return s.Prev
 }

@@ -13,6 +13,7 @@ import (
 
 	"cronlock/history"
 	"cronlock/lockrun"
+	"cronlock/schedule"
 	"cronlock/tty"
 )
 
@@ -45,6 +46,7 @@ func readFleet(l lockrun.FleetStore, key string, limit int) ([]lockrun.FleetEntr
 		if err != nil {
 			return nil, exitf(ExitFailed, "%v", err)
 		}
+		countNeverFired(l, es)
 		return es, nil
 	}
 	keys, err := l.FleetKeys(ctx)
@@ -62,7 +64,44 @@ func readFleet(l lockrun.FleetStore, key string, limit int) ([]lockrun.FleetEntr
 		}
 	}
 	sort.SliceStable(all, func(a, b int) bool { return all[a].StartUS > all[b].StartUS })
+	countNeverFired(l, all)
 	return all, nil
+}
+
+// countNeverFired turns the range of each never_fired entry (from just after the last
+// claimed tick to the last tick nobody claimed: the acquire script cannot read a
+// schedule) into its first tick and count, with the key's schedule from its tick record
+// (the claim that found them had the same schedule). One read per key that has such an
+// entry; an entry whose schedule cannot be read keeps its range and a count of 0.
+func countNeverFired(l lockrun.FleetStore, es []lockrun.FleetEntry) {
+	scheds := map[string]*schedule.Schedule{}
+	for i := range es {
+		e := &es[i]
+		if e.Status != lockrun.NeverFiredStatus || e.NeverFired > 0 || e.NeverFiredTo == 0 {
+			continue
+		}
+		s, seen := scheds[e.Key]
+		if !seen {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if tr, err := l.TickRecord(ctx, e.Key); err == nil && tr != nil {
+				s, _ = schedule.Parse(tr.Expr, tr.TZ)
+			}
+			cancel()
+			scheds[e.Key] = s
+		}
+		if s == nil {
+			continue
+		}
+		to := time.UnixMicro(e.NeverFiredTo)
+		first := s.Next(time.UnixMicro(e.NeverFiredFrom).Add(-time.Microsecond))
+		n := 0
+		for t := first; !t.After(to) && n < 1000000; t = s.Next(t) {
+			n++
+		}
+		if n > 0 {
+			e.NeverFiredFrom, e.NeverFired = first.UnixMicro(), n
+		}
+	}
 }
 
 // historyFleetRun is `cronlock history --fleet`: every host's runs from the record in
@@ -134,6 +173,14 @@ type fleetJSON struct {
 	Error        string  `json:"error,omitempty"`
 	Skips        int     `json:"skips"`
 	Duplicate    bool    `json:"duplicate"`
+	// The claim's marks (SPEC §10): the backend had lost its data; the schedule before a
+	// change ("EXPR ZONE"), and whether it flipped back; the ticks nobody claimed.
+	DataLoss       bool    `json:"data_loss,omitempty"`
+	ScheduleWas    string  `json:"schedule_was,omitempty"`
+	ScheduleFlip   bool    `json:"schedule_flip,omitempty"`
+	NeverFiredFrom *string `json:"never_fired_from,omitempty"`
+	NeverFiredTo   *string `json:"never_fired_to,omitempty"`
+	NeverFired     int     `json:"never_fired,omitempty"`
 }
 
 func writeFleetJSON(w io.Writer, es []lockrun.FleetEntry) error {
@@ -149,7 +196,12 @@ func writeFleetJSON(w io.Writer, es []lockrun.FleetEntry) error {
 			Signal: e.Signal, ScheduledFor: when(e.ScheduledFor()),
 			StartedAt: e.Started().Format(time.RFC3339Nano), FinishedAt: when(e.Finished()),
 			DurationMS: e.DurationMS, Tries: e.Tries, FencingToken: e.Fence, Error: e.Error,
-			Skips: e.Skips, Duplicate: e.Duplicate}
+			Skips: e.Skips, Duplicate: e.Duplicate, DataLoss: e.DataLoss, ScheduleWas: e.ScheduleWas,
+			ScheduleFlip: e.Flip, NeverFired: e.NeverFired}
+		if e.NeverFiredTo != 0 {
+			j.NeverFiredFrom = when(time.UnixMicro(e.NeverFiredFrom))
+			j.NeverFiredTo = when(time.UnixMicro(e.NeverFiredTo))
+		}
 		// The record is written by every host.
 		if err := writeJSONLine(w, j); err != nil {
 			return err
@@ -179,6 +231,17 @@ func writeFleetTable(o *historyOptions, es []lockrun.FleetEntry) error {
 		var note []string
 		if e.Duplicate {
 			note = append(note, "DUPLICATE")
+		}
+		if e.DataLoss {
+			note = append(note, "DATA LOSS before this claim: the tick may have run twice")
+		}
+		if e.Flip {
+			note = append(note, "SCHEDULE FLIP from "+e.ScheduleWas)
+		} else if e.ScheduleWas != "" {
+			note = append(note, "schedule changed from "+e.ScheduleWas)
+		}
+		if e.Status == lockrun.NeverFiredStatus {
+			note = append(note, neverFiredNote(e, loc))
 		}
 		if e.Skips > 0 {
 			note = append(note, fmt.Sprintf("%d skipped", e.Skips))
@@ -219,6 +282,9 @@ func historyStatsFleetRun(c *cobra.Command, o *historyStatsOptions, bo *backendO
 			!o.Filter.Until.IsZero() && !st.Before(o.Filter.Until):
 			continue
 		}
+		if e.Status == lockrun.NeverFiredStatus {
+			continue // not a run
+		}
 		if _, ok := byKey[e.Key]; !ok {
 			keys = append(keys, e.Key)
 		}
@@ -245,4 +311,17 @@ func historyStatsFleetRun(c *cobra.Command, o *historyStatsOptions, bo *backendO
 		return writeStatsJSON(o.Stdout, stats)
 	}
 	return writeStatsTable(o, stats)
+}
+
+// neverFiredNote says which ticks nobody claimed.
+func neverFiredNote(e lockrun.FleetEntry, loc *time.Location) string {
+	from := time.UnixMicro(e.NeverFiredFrom).In(loc).Format("2006-01-02 15:04 MST")
+	to := time.UnixMicro(e.NeverFiredTo).In(loc).Format("2006-01-02 15:04 MST")
+	switch {
+	case e.NeverFired == 1:
+		return "1 tick never fired: " + to
+	case e.NeverFired > 1:
+		return fmt.Sprintf("%d ticks never fired: %s to %s", e.NeverFired, from, to)
+	}
+	return "ticks never fired up to " + to
 }

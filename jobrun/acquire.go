@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cronlock/child"
+	"cronlock/history"
 	"cronlock/lockrun"
 	"cronlock/logline"
 	"cronlock/runstatus"
@@ -21,6 +22,11 @@ import (
 
 // The steps before the job starts: the --jitter sleep, taking the lock (or being skipped),
 // and a stop signal meanwhile.
+
+// maxEarly bounds how many times a run sleeps for a tick that has not come on the
+// backend's clock: once is the rule (the script says how early); more means the
+// server's clock went back meanwhile.
+const maxEarly = 3
 
 // acquire takes the lock, giving way to a stop signal. done means the run ends here
 // with code (skipped, failed or interrupted), its row already recorded.
@@ -36,56 +42,60 @@ func (r *runner) acquire(sig *child.Signals) (lease lockrun.Lease, code int, don
 		}
 	}
 	// The lock was taken without the eviction check (an ACL without +info): every run
-	// would say so, and cron would mail each one; once an hour says it as well.
+	// would say so, and cron would mail each one; once an hour says it as well. A data
+	// loss and a schedule flip are news of this claim: said each time (after the acquire).
+	var news []error
 	req.Warn = func(err error) {
-		if !o.Quiet && r.shouldWarn("redis", r.row.Backend, err) { // on Acquire's goroutine: no status
+		var dl *lockrun.DataLossError
+		var fl *lockrun.ScheduleFlipError
+		switch {
+		case errors.As(err, &dl) || errors.As(err, &fl):
+			news = append(news, err) // read after Acquire returned, on the run's goroutine
+		case !o.Quiet && r.shouldWarn("redis", r.row.Backend, err): // on Acquire's goroutine: no status
 			r.say(logline.Warn, false, "warning: "+err.Error()+r.repeatNote())
 		}
 	}
-	type result struct {
-		lease lockrun.Lease
-		err   error
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch := make(chan result, 1)
-	go func() {
-		l, err := r.locker.Acquire(ctx, req)
-		ch <- result{l, err}
-	}()
-	var res result
-	for waiting := true; waiting; {
-		select {
-		case res = <-ch:
-			waiting = false
-			r.row.Attempt = max(1, int(tries.Load()))
-		case s := <-sig.C:
-			if !child.IsStopSignal(s) {
-				continue // USR1/USR2 before the child exists: nobody to forward them to
-			}
-			cancel()
-			res = <-ch
-			r.row.Attempt = max(1, int(tries.Load()))
-			if res.lease != nil {
-				rctx, c2 := context.WithTimeout(context.Background(), o.OpTimeout)
-				res.lease.GiveBackTick() // the job never started
-				res.lease.Release(rctx)
-				c2()
-			}
+	var res acquireResult
+	for round := 0; ; round++ {
+		var stop os.Signal
+		res, stop = r.tryAcquire(sig, req)
+		r.row.Attempt = max(1, int(tries.Load()))
+		if stop != nil {
+			return nil, r.interrupted(stop), true
+		}
+		var early *lockrun.EarlyError
+		if !errors.As(res.err, &early) || round >= maxEarly {
+			break
+		}
+		// This host's clock is ahead of the backend's (within --max-skew): the tick has
+		// not come there yet. Claiming it now would run the job early, or call the tick
+		// missed before it came; sleep until it has, then ask again.
+		r.verbosef("the %s tick of %s has not come yet on %s's clock: waiting %s", r.tickName(), o.Key, r.row.Backend, early.Early)
+		if s := sleepOrStop(sig, early.Early); s != nil {
 			return nil, r.interrupted(s), true
 		}
 	}
+	for _, err := range news {
+		r.errorf("%v", err)
+	}
 	var held *lockrun.HeldError
 	var tick *lockrun.TickError
+	var missed *lockrun.MissedError
 	switch {
 	case res.err == nil:
+		r.rememberKey()
 		return res.lease, 0, false
 	case errors.As(res.err, &tick):
+		r.rememberKey() // the backend had the key's tick record
 		return nil, r.tickSkip(tick), true
+	case errors.As(res.err, &missed):
+		// Judged on the backend's clock, which claimed the tick as missed for this run.
+		return nil, r.recordMissed(missed.Late), true
 	case errors.As(res.err, &held) && cut:
 		// The wait ran out at tick + --start-deadline, not at --wait: the run is missed.
 		return nil, r.missed(), true
 	case errors.As(res.err, &held):
+		r.rememberKey() // the backend had the key's lock
 		r.row.Status = runstatus.Skipped
 		if held.Holder != nil {
 			r.row.Holder = held.Holder.String()
@@ -101,6 +111,102 @@ func (r *runner) acquire(sig *child.Signals) (lease lockrun.Lease, code int, don
 		r.refused = lockrun.IsRefusal(res.err)
 		return nil, r.fail(ExitFailed, "%v", res.err), true
 	}
+}
+
+type acquireResult struct {
+	lease lockrun.Lease
+	err   error
+}
+
+// tryAcquire asks the backend once (with req.Wait), giving way to a stop signal: then a
+// lock taken meanwhile is let go with its tick, and the signal is returned.
+func (r *runner) tryAcquire(sig *child.Signals, req lockrun.Request) (acquireResult, os.Signal) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := make(chan acquireResult, 1)
+	go func() {
+		l, err := r.locker.Acquire(ctx, req)
+		ch <- acquireResult{l, err}
+	}()
+	for {
+		select {
+		case res := <-ch:
+			return res, nil
+		case s := <-sig.C:
+			if !child.IsStopSignal(s) {
+				continue // USR1/USR2 before the child exists: nobody to forward them to
+			}
+			cancel()
+			res := <-ch
+			if res.lease != nil {
+				rctx, c2 := context.WithTimeout(context.Background(), r.o.OpTimeout)
+				res.lease.GiveBackTick() // the job never started
+				res.lease.Release(rctx)
+				c2()
+			}
+			return res, s
+		}
+	}
+}
+
+// sleepOrStop sleeps d, or returns the stop signal that came first.
+func sleepOrStop(sig *child.Signals, d time.Duration) os.Signal {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return nil
+		case s := <-sig.C:
+			if child.IsStopSignal(s) {
+				return s
+			}
+			// USR1/USR2 before the child exists: nobody to forward them to.
+		}
+	}
+}
+
+// keyIdent names the key where its backend keeps it (server, prefix), for the stamps
+// of keys this host has claimed (history.KnowsKey).
+func (r *runner) keyIdent() string {
+	ident := r.row.Backend + "\x00" + r.o.Key
+	if p, ok := r.locker.(interface{ Prefix() string }); ok {
+		ident += "\x00" + p.Prefix()
+	}
+	return ident
+}
+
+// rememberKey notes, on the recorder's goroutine (off the run's path), that the backend
+// had this key: from now on, a backend without its fencing counter has lost its data.
+func (r *runner) rememberKey() {
+	if r.rec == nil || r.histPath == "" {
+		return
+	}
+	path, ident := r.histPath, r.keyIdent()
+	r.rec.do(func(*history.Store) error { history.RememberKey(path, ident, bootTime()); return nil })
+}
+
+// knowsKey reports whether this host claimed the key on this backend before: one stat
+// of a stamp beside the history, no round trip. On the local backend, only a claim since
+// this boot counts: its lock folder (/run) is emptied at every boot by design.
+func (r *runner) knowsKey() bool {
+	if r.rec == nil || r.histPath == "" {
+		return false
+	}
+	known, noted := history.KnowsKey(r.histPath, r.keyIdent())
+	if known && r.locker.Name() == "local" {
+		return noted.After(bootTime())
+	}
+	return known
+}
+
+// bootTime is when this machine booted, from CLOCK_BOOTTIME (the zero time if unknown).
+func bootTime() time.Time {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) != nil {
+		return time.Time{}
+	}
+	return time.Now().Add(-time.Duration(ts.Nano()))
 }
 
 // reportSkip says a run was skipped only where someone wants to hear it: cron would
@@ -161,19 +267,10 @@ func (r *runner) jitter(sig *child.Signals) (code int, done bool) {
 	}
 	d := randN(r.o.Jitter)
 	r.verbosef("sleeping %v before asking for %s (--jitter %v)", d, r.o.Key, r.o.Jitter)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			return 0, false
-		case s := <-sig.C:
-			if child.IsStopSignal(s) {
-				return r.interrupted(s), true
-			}
-			// USR1/USR2 before the child exists: nobody to forward them to.
-		}
+	if s := sleepOrStop(sig, d); s != nil {
+		return r.interrupted(s), true
 	}
+	return 0, false
 }
 
 // interrupted records a run that a stop signal ended before its job started, and says so:

@@ -17,7 +17,7 @@ const outputSettle = 20 * time.Millisecond
 // fleetRecord is this run's entry for the fleet's record.
 func (r *runner) fleetRecord(out outcome, res *child.Result) *lockrun.RunRecord {
 	rec := &lockrun.RunRecord{RunID: r.runID, Node: r.o.Node, Status: out.Status, Exit: out.Code,
-		Signal: out.Signal, Tick: r.tick, Tries: max(r.row.Try, 1), Error: out.Message}
+		Signal: out.Signal, Tick: r.tick, Tries: max(r.row.Try, 1), Error: out.Message, CmdHash: cmdHash(r.o.Command)}
 	if res != nil && res.Started {
 		rec.Duration = res.Duration
 	}

@@ -132,6 +132,7 @@ type runner struct {
 	locker        lockrun.Locker
 	tick          time.Time // the run's schedule tick (UTC); zero without --schedule
 	refused       bool      // the backend answered the acquire with a refusal (status error)
+	known         bool      // this host claimed the key on this backend before (history.KnowsKey)
 	ping          *notify.Pinger
 }
 
@@ -177,9 +178,10 @@ func (r *runner) run() int {
 	if code, done := r.jitter(sig); done {
 		return code
 	}
-	if r.pastDeadline(wallNow()) {
+	if r.pastDeadline(wallNow()) && !r.serverJudges() {
 		return r.missed()
 	}
+	r.known = r.knowsKey()
 	lease, code, done := r.acquire(sig)
 	if done {
 		return code

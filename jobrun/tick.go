@@ -2,6 +2,8 @@ package jobrun
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -22,7 +24,7 @@ const lateSkip = time.Minute
 func (r *runner) request() lockrun.Request {
 	o := r.o
 	req := lockrun.Request{Key: o.Key, TTL: o.TTL, Wait: o.Wait, MinHold: o.MinHold,
-		Node: o.Node, PID: os.Getpid(), RunID: r.runID, Now: wallNow}
+		Node: o.Node, PID: os.Getpid(), RunID: r.runID, Now: wallNow, Known: r.known, CmdHash: cmdHash(o.Command)}
 	if o.Schedule != nil {
 		req.Tick, req.Schedule, req.Zone = r.tick, o.Schedule.String(), o.Schedule.Zone()
 		// A clock ahead by a quarter of the interval could claim the next tick early:
@@ -31,8 +33,35 @@ func (r *runner) request() lockrun.Request {
 		if next := o.Schedule.Next(r.tick); o.MaxSkew > 0 && next.After(r.tick) {
 			req.MaxSkew = min(o.MaxSkew, next.Sub(r.tick)/4)
 		}
+		req.StartDeadline = o.StartDeadline
+		req.PrevTick = o.Schedule.Prev(r.tick.Add(-time.Nanosecond)).UTC()
+		req.Canonical = o.Schedule.Canonical() + " " + o.Schedule.Zone()
 	}
 	return req
+}
+
+// cmdHash names the command for the fleet's record: two runs of one command between two
+// ticks, one of them without --schedule, are a roll-out's DUPLICATE. 64 bits of SHA-256
+// of the argv, NUL-separated.
+func cmdHash(argv []string) string {
+	h := sha256.New()
+	for _, a := range argv {
+		h.Write([]byte(a))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// serverJudges reports whether the backend judges the tick and --start-deadline on its
+// own clock (Redis TIME, with the skew check on): a host whose clock is ahead must then
+// neither claim the tick before it has come nor call it missed before tick + deadline.
+// Without it (--max-skew 0, the local and etcd backends) the host's clock decides.
+func (r *runner) serverJudges() bool {
+	if r.tick.IsZero() || r.o.MaxSkew <= 0 {
+		return false
+	}
+	c, ok := r.locker.(lockrun.ServerClock)
+	return ok && c.HasServerClock()
 }
 
 // waitFor is how long the acquire may wait for a held lock: --wait, cut short at
@@ -43,6 +72,11 @@ func (r *runner) waitFor() (wait time.Duration, cut bool) {
 		return o.Wait, false
 	}
 	left := r.tick.Add(o.StartDeadline).Sub(wallNow())
+	if r.serverJudges() {
+		// The acquire script ends the wait as missed at tick + deadline on the backend's
+		// clock; this host's may be off by up to the skew allowed.
+		left += r.request().MaxSkew
+	}
 	if left < o.Wait {
 		return max(left, 0), true
 	}
@@ -71,6 +105,13 @@ func (r *runner) missed() int {
 	case err != nil:
 		return r.fail(ExitFailed, "%v", err)
 	}
+	return r.recordMissed(late)
+}
+
+// recordMissed records and says a missed run whose tick is claimed (as missed) for it;
+// late is how long after the tick it would have started.
+func (r *runner) recordMissed(late time.Duration) int {
+	o := r.o
 	r.row.Status = runstatus.Missed
 	r.row.Error = fmt.Sprintf("%s: missed the %s tick: it would start %s after it, later than --start-deadline %s; the job was not run (was cron or this host down or busy?)",
 		o.Key, r.tickName(), heldFor(late), shortDuration(o.StartDeadline))

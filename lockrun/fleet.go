@@ -63,7 +63,10 @@ type FleetEntry struct {
 	ScheduleWas string `json:"sc,omitempty"`
 	Flip        bool   `json:"fl,omitempty"`
 	// NeverFiredFrom, NeverFiredTo and NeverFired describe a never_fired entry: the first
-	// and last tick (µs) that no host claimed, and how many there were.
+	// and last tick (µs) that no host claimed, and how many there were. The acquire script
+	// cannot read a schedule: it writes From as just after the last claimed (or held) tick
+	// and no count, and readers turn that into the first tick and the count with the key's
+	// schedule (cmd's countNeverFired).
 	NeverFiredFrom int64 `json:"nf,omitempty"`
 	NeverFiredTo   int64 `json:"nt,omitempty"`
 	NeverFired     int   `json:"nc,omitempty"`
@@ -119,6 +122,11 @@ type RunRecord struct {
 	Duration time.Duration
 	Tries    int
 	Error    string
+	// CmdHash, DataLoss, ScheduleWas and Flip are the claim's marks (see FleetEntry).
+	CmdHash     string
+	DataLoss    bool
+	ScheduleWas string
+	Flip        bool
 }
 
 // EncodeFleetEntry is the entry of rec without its closing brace and the fields the
@@ -126,7 +134,8 @@ type RunRecord struct {
 func EncodeFleetEntry(rec *RunRecord, fence uint64) string {
 	e := FleetEntry{RunID: rec.RunID, Node: rec.Node, Status: rec.Status, Signal: rec.Signal,
 		DurationMS: rec.Duration.Milliseconds(), Tries: max(rec.Tries, 1), Fence: fence,
-		Error: cutUTF8(rec.Error, fleetErrorBytes)}
+		Error: cutUTF8(rec.Error, fleetErrorBytes), CmdHash: rec.CmdHash, DataLoss: rec.DataLoss,
+		ScheduleWas: cutUTF8(rec.ScheduleWas, 80), Flip: rec.Flip}
 	x := rec.Exit
 	e.Exit = &x
 	if !rec.Tick.IsZero() {
@@ -166,8 +175,13 @@ func encodePrefix(e FleetEntry) string {
 		Tries      int    `json:"r"`
 		Fence      uint64 `json:"fe,omitempty"`
 		Error      string `json:"e,omitempty"`
+		CmdHash    string `json:"ch,omitempty"`
+		DataLoss   bool   `json:"dl,omitempty"`
+		Sched      string `json:"sc,omitempty"`
+		Flip       bool   `json:"fl,omitempty"`
 	}
-	enc.Encode(prefix{e.RunID, e.Node, e.Status, e.Exit, e.Signal, e.TickUS, e.DurationMS, e.Tries, e.Fence, e.Error})
+	enc.Encode(prefix{e.RunID, e.Node, e.Status, e.Exit, e.Signal, e.TickUS, e.DurationMS, e.Tries, e.Fence, e.Error,
+		e.CmdHash, e.DataLoss, e.ScheduleWas, e.Flip})
 	s := strings.TrimRight(b.String(), "\n")
 	return strings.TrimSuffix(s, "}")
 }
@@ -212,12 +226,24 @@ func PendingEntry(key, lockV, tickV string, ids map[string]bool) (FleetEntry, bo
 	return e, true
 }
 
+// TickOf gives, for a key, the latest tick of its schedule at or before at; ok is false
+// when the key's schedule is not known. Readers build it from the tick record with the
+// schedule package (lockrun imports only the standard library).
+type TickOf func(key string, at time.Time) (tick time.Time, ok bool)
+
 // MarkDuplicates sets Duplicate on the entries of one key that ran the same tick, or
 // held the lock in overlapping intervals of the Redis clock: the job ran twice. Entries
 // of one run (the same run id) never mark each other, nor do runs that never held the
 // lock (missed, error). A running entry's interval is open-ended; an abandoned one's end
 // is unknown, so it is a duplicate only by its tick.
-func MarkDuplicates(es []FleetEntry) {
+//
+// With tickOf (optional, at most one), two runs of the same command hash between one
+// tick of the key's schedule and the next, one of them without --schedule, are
+// duplicates too: a roll-out in which one host still runs the line without --schedule.
+func MarkDuplicates(es []FleetEntry, tickOf ...TickOf) {
+	if len(tickOf) > 0 && tickOf[0] != nil {
+		markRollouts(es, tickOf[0])
+	}
 	idx := make([]int, 0, len(es))
 	byTick := map[string]int{}
 	for i := range es {
@@ -264,4 +290,45 @@ func (e FleetEntry) end() int64 {
 		return 1<<63 - 1
 	}
 	return e.StartUS
+}
+
+// markRollouts marks runs of one command hash in one tick interval of which one ran
+// without --schedule (see MarkDuplicates).
+func markRollouts(es []FleetEntry, tickOf TickOf) {
+	type group struct {
+		unscheduled bool // one of its runs had no --schedule
+		runs        map[string]bool
+	}
+	groups := map[string]*group{}
+	idx := map[string][]int{}
+	for i := range es {
+		e := &es[i]
+		if !e.tookLock() || e.CmdHash == "" || e.StartUS == 0 {
+			continue
+		}
+		tick := e.ScheduledFor()
+		if tick.IsZero() {
+			t, ok := tickOf(e.Key, e.Started())
+			if !ok {
+				continue
+			}
+			tick = t
+		}
+		k := e.Key + "\x00" + e.CmdHash + "\x00" + strconv.FormatInt(tick.UnixMicro(), 10)
+		g := groups[k]
+		if g == nil {
+			g = &group{runs: map[string]bool{}}
+			groups[k] = g
+		}
+		g.runs[e.RunID] = true
+		g.unscheduled = g.unscheduled || e.TickUS == 0
+		idx[k] = append(idx[k], i)
+	}
+	for k, g := range groups {
+		if g.unscheduled && len(g.runs) > 1 {
+			for _, i := range idx[k] {
+				es[i].Duplicate = true
+			}
+		}
+	}
 }

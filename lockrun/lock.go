@@ -34,7 +34,8 @@ type Request struct {
 	// for every retry after finding it held while waiting (the run's attempt count).
 	OnTry func()
 	// Warn, when set, gets what the caller should hear although the lock was taken (an
-	// *EvictionCheckError); it is called on Acquire's goroutine. nil drops them.
+	// *EvictionCheckError, a *DataLossError, a *ScheduleFlipError); it is called on
+	// Acquire's goroutine. nil drops them.
 	Warn func(error)
 
 	// Tick is the schedule tick this run is for (--schedule); zero = none. Acquire then
@@ -50,6 +51,30 @@ type Request struct {
 	// Now is this host's wall clock (the skew check, the holder's "since"); nil =
 	// time.Now.
 	Now func() time.Time
+
+	// StartDeadline is --start-deadline. With a Tick and MaxSkew > 0, a backend with a
+	// server clock (Redis TIME) judges it on that clock: past Tick + StartDeadline there
+	// it claims the tick as missed, takes no lock and returns *MissedError; and before
+	// Tick has come there it writes nothing and returns *EarlyError, for the caller to
+	// sleep and ask again. With MaxSkew 0 the caller judges both on its own clock.
+	StartDeadline time.Duration
+	// PrevTick is the schedule's tick before Tick (zero = none). A claim that finds the
+	// key's last claimed (or held) tick of the same Canonical schedule older than it
+	// marks the ticks in between as never fired.
+	PrevTick time.Time
+	// Canonical is the schedule in canonical form with its zone, "0 0 * * * Europe/Berlin"
+	// (@daily and 0 0 * * * are one schedule): a claim whose Canonical differs from the
+	// key's previous claim is marked as a schedule change, and a change back to one the
+	// key had within 24 hours as a flip (*ScheduleFlipError through Warn).
+	Canonical string
+	// Known: this host has claimed the key on this backend before (its lock file or
+	// history says so). A claim that then finds the key's fencing counter missing reports
+	// *DataLossError through Warn: the backend lost its data, and the tick may be run a
+	// second time.
+	Known bool
+	// CmdHash is a hash of the command, stored with the claim: two runs of one command
+	// between two ticks, one of them without --schedule, are a roll-out's DUPLICATE.
+	CmdHash string
 }
 
 // WallNow is the request's wall clock: Now, or time.Now when Now is nil.
@@ -115,6 +140,66 @@ func (e *SkewError) Error() string {
 	}
 	return fmt.Sprintf("%s: this host's clock is %s %s %s's, more than the %s allowed (--max-skew, and at most a quarter of the time between ticks), so it could claim the wrong tick; sync the clock with NTP (timedatectl timesync-status, chronyc tracking)",
 		e.Key, d, dir, e.Server, e.Max)
+}
+
+// EarlyError is returned by Acquire when the run's tick has not come yet on the
+// backend's clock (this host's clock is ahead, within --max-skew): nothing was written;
+// sleep Early and ask again. A host 25 s fast would otherwise run the 09:00 job at
+// 08:59:35, or call the tick missed before it came and leave it to nobody.
+type EarlyError struct {
+	Key   string
+	Early time.Duration
+}
+
+func (e *EarlyError) Error() string {
+	return fmt.Sprintf("%s: the tick has not come yet on the backend's clock (%s early)", e.Key, e.Early)
+}
+
+// MissedError is returned by Acquire when the backend's clock says the run starts more
+// than StartDeadline after its tick: the tick was claimed as missed for this run, and no
+// lock was taken.
+type MissedError struct {
+	Key  string
+	Late time.Duration // how long after the tick, on the backend's clock
+}
+
+func (e *MissedError) Error() string {
+	return fmt.Sprintf("%s: %s after its tick on the backend's clock: missed", e.Key, e.Late)
+}
+
+// DataLossError is passed to Request.Warn when a claim found the key's persistent state
+// gone (Redis restarted without persistence, FLUSHALL, an eviction; a local lock file
+// lost with /run at a reboot) although this host had claimed the key there before: the
+// tick records went with it, so this tick may have run already.
+type DataLossError struct {
+	Key     string
+	Backend string // "redis 127.0.0.1:6379/0"
+	What    string // what is missing: "its fencing counter cronlock:{billing}:fence"
+	Cause   string // what may have done it: "a restart without persistence, FLUSHALL or an eviction"
+	Marked  bool   // the claim's entry in the fleet's record is marked
+}
+
+func (e *DataLossError) Error() string {
+	marked := ""
+	if e.Marked {
+		marked = "; the claim is marked data loss in the fleet's record"
+	}
+	return fmt.Sprintf("%s: %s lost its data (%s is gone, although this host claimed the key there before: %s?): this tick may have run already, and fencing tokens go on from the clock%s",
+		e.Key, e.Backend, e.What, e.Cause, marked)
+}
+
+// ScheduleFlipError is passed to Request.Warn when a claim's schedule or zone differs from
+// the key's previous claim and goes back to one the key had within 24 hours: hosts
+// disagree on the schedule (one VM with another /etc/localtime, --tz on some), and such
+// a job runs twice a day.
+type ScheduleFlipError struct {
+	Key      string
+	Was, Now string // "EXPR ZONE"
+}
+
+func (e *ScheduleFlipError) Error() string {
+	return fmt.Sprintf("%s: the schedule flipped back from %q to %q within 24 hours: the hosts disagree on --schedule or the zone (--tz, CRON_TZ, /etc/localtime), so the job runs at both times; make them agree",
+		e.Key, e.Was, e.Now)
 }
 
 // Holder describes who holds a lock, as the backend recorded it when it was acquired.
@@ -241,6 +326,13 @@ type FleetStore interface {
 	TickRecord(ctx context.Context, key string) (*TickRecord, error)
 	// RecordRun adds the entry of a run that never held the lock (missed, error).
 	RecordRun(ctx context.Context, key string, rec *RunRecord) error
+}
+
+// ServerClock is a backend with a clock of its own (Redis TIME) on which Acquire judges
+// a request's tick and StartDeadline (see Request.StartDeadline). The caller then leaves
+// both to Acquire instead of judging them on the host's clock.
+type ServerClock interface {
+	HasServerClock() bool
 }
 
 // Expiring is a backend whose locks free themselves when their lease ends (Redis, etcd).

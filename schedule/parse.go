@@ -149,6 +149,7 @@ func parseFields(fields []string) (*Schedule, error) {
 	}
 	s.dow = uint8(bits)
 	s.wild = fields[0][0] == '*' || fields[1][0] == '*'
+	s.minStar, s.hourStar, s.monthStar = fields[0][0] == '*', fields[1][0] == '*', fields[3][0] == '*'
 	s.domStar = fields[2][0] == '*'
 	s.dowStar = fields[4][0] == '*'
 	if err := s.checkSatisfiable(); err != nil {

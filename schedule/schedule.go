@@ -17,6 +17,7 @@
 package schedule
 
 import (
+	"strconv"
 	"strings"
 	"time"
 )
@@ -40,6 +41,8 @@ type Schedule struct {
 	domStar, dowStar bool
 	// wild is Vixie cron's MIN_STAR|HR_STAR: it decides the daylight-saving rule.
 	wild bool
+	// minStar, hourStar and monthStar: the field's text starts with "*" (Canonical).
+	minStar, hourStar, monthStar bool
 }
 
 // String returns the expression as Parse read it, normalised: lowercase, fields separated
@@ -63,4 +66,59 @@ func (s *Schedule) Wildcard() bool { return s.wild }
 
 func normalise(fields []string) string {
 	return strings.ToLower(strings.Join(fields, " "))
+}
+
+// Canonical returns the expression in a canonical form, so that two spellings of one
+// schedule compare equal: descriptors become their five fields (@daily is 0 0 * * *),
+// names become numbers, 7 becomes 0, and each field is written from the values it
+// matches ("*", "*/n" where the text began with "*", else a list of values and ranges).
+// A field's leading "*" is kept because it changes what cron does (the day fields are
+// then AND-ed, not OR-ed; daylight saving). The zone is not part of it (Zone).
+func (s *Schedule) Canonical() string {
+	f := []string{
+		canonField(s.minute, 0, 59, s.minStar),
+		canonField(uint64(s.hour), 0, 23, s.hourStar),
+		canonField(uint64(s.dom), 1, 31, s.domStar),
+		canonField(uint64(s.month), 1, 12, s.monthStar),
+		canonField(uint64(s.dow), 0, 6, s.dowStar),
+	}
+	return strings.Join(f, " ")
+}
+
+// canonField writes the values of bits in lo..hi.
+func canonField(bits uint64, lo, hi int, star bool) string {
+	if star {
+		for n := 1; n <= hi-lo+1; n++ {
+			var want uint64
+			for v := lo; v <= hi; v += n {
+				want |= 1 << v
+			}
+			if want == bits {
+				if n == 1 {
+					return "*"
+				}
+				return "*/" + strconv.Itoa(n)
+			}
+		}
+	}
+	var out []string
+	for v := lo; v <= hi; v++ {
+		if bits&(1<<v) == 0 {
+			continue
+		}
+		end := v
+		for end+1 <= hi && bits&(1<<(end+1)) != 0 {
+			end++
+		}
+		switch {
+		case end == v:
+			out = append(out, strconv.Itoa(v))
+		case end == v+1:
+			out = append(out, strconv.Itoa(v), strconv.Itoa(end))
+		default:
+			out = append(out, strconv.Itoa(v)+"-"+strconv.Itoa(end))
+		}
+		v = end
+	}
+	return strings.Join(out, ",")
 }

@@ -288,9 +288,17 @@ func (l *Locker) newLease(fd int, path string, req lockrun.Request, sent time.Du
 			token = r.FencingToken + 1
 		}
 		tick = r.Tick // a run without --schedule leaves the claim as it was
+	} else if req.Known && req.Warn != nil {
+		// A claim since this boot left a record here: the file was deleted since.
+		req.Warn(&lockrun.DataLossError{Key: req.Key, Backend: l.Describe(), What: "its lock file " + path,
+			Cause: "deleted by hand or by a cleaner of old files"})
 	}
 	if !req.Tick.IsZero() {
+		prev := tick
 		tick = claimTick(tick, req, false)
+		if was, flip := scheduleChange(prev, tick, req); flip && req.Warn != nil {
+			req.Warn(&lockrun.ScheduleFlipError{Key: req.Key, Was: was, Now: req.Canonical})
+		}
 	}
 	rec := &localRecord{
 		FencingToken: token,
@@ -360,7 +368,9 @@ func (l *Locker) ClaimMissed(ctx context.Context, req lockrun.Request) error {
 		writeLocalRecord(fd, r)
 		return r.Tick.tickError(req)
 	}
-	r.Tick = claimTick(r.Tick, req, true)
+	prev := r.Tick
+	r.Tick = claimTick(prev, req, true)
+	scheduleChange(prev, r.Tick, req) // said by the claim that runs its job
 	if err := writeLocalRecord(fd, r); err != nil {
 		return fmt.Errorf("write lock file %s: %w; free space in that folder, or set --lock-dir or CRONLOCK_LOCK_DIR to another one", path, err)
 	}

@@ -73,6 +73,48 @@ type localTick struct {
 	RunID  string `json:"run_id"`
 	Skips  int    `json:"skips"`
 	Missed bool   `json:"missed"`
+	// Cx is the claim's schedule in canonical form with its zone; Sched the schedules
+	// claimed within the last 24 hours, for telling a flip (see scheduleChange).
+	Cx    string       `json:"cx,omitempty"`
+	Sched []localSched `json:"sched,omitempty"`
+}
+
+// localSched is a schedule the key was claimed with, and when last.
+type localSched struct {
+	Cx string `json:"cx"`
+	US int64  `json:"us"`
+}
+
+// scheduleChange compares the claim t of req with the one before it, prev, as Redis's
+// acquire script does: was is prev's schedule when it differs from t's, and flip
+// reports that t's schedule is one the key had within 24 hours (hosts, or crontab
+// lines, that disagree on the schedule or zone). It keeps t.Sched up to date.
+func scheduleChange(prev, t *localTick, req lockrun.Request) (was string, flip bool) {
+	if req.Canonical == "" {
+		return "", false
+	}
+	now := time.Now()
+	t.Cx = req.Canonical
+	var seen bool
+	if prev != nil {
+		for _, s := range prev.Sched {
+			if now.Sub(time.UnixMicro(s.US)) > 24*time.Hour {
+				continue
+			}
+			if s.Cx == req.Canonical {
+				seen = true
+				continue
+			}
+			if len(t.Sched) < 7 {
+				t.Sched = append(t.Sched, s)
+			}
+		}
+		if prev.RunID != req.RunID && prev.Cx != "" && prev.Cx != req.Canonical {
+			was, flip = prev.Cx, seen
+		}
+	}
+	t.Sched = append(t.Sched, localSched{Cx: req.Canonical, US: now.UnixMicro()})
+	return was, flip
 }
 
 // claimedFor reports whether t records a claim of req's tick or a later one by another

@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -89,6 +90,11 @@ type Options struct {
 	// SentinelPassword authenticates to the Sentinels of a redis-sentinel:// URL
 	// (CRONLOCK_REDIS_SENTINEL_PASSWORD_FILE); "" = none.
 	SentinelPassword string
+	// PrevTick reads a key's schedule for the fleet's readers: the latest tick of expr in
+	// zone tz at or before a time, nil when expr cannot be read. With it, Fleet marks a
+	// roll-out's duplicates (lockrun.MarkDuplicates); nil = none are marked. cmd gives it
+	// the schedule package's (this package does not read schedules).
+	PrevTick func(expr, tz string) func(time.Time) time.Time
 }
 
 // redisClient is the part of go-redis the locker uses; tests wrap it to inject faults.
@@ -114,8 +120,9 @@ type Locker struct {
 	// allowEviction skips the eviction check of the acquire script.
 	allowEviction bool
 	dialer        *redisDialer
-	keep          int // entries of the fleet's record kept per key; 0 = DefaultFleetKeep
-	minReplicas   int // replicas that must acknowledge acquire and renewal (WAIT)
+	keep          int                                             // entries of the fleet's record kept per key; 0 = DefaultFleetKeep
+	minReplicas   int                                             // replicas that must acknowledge acquire and renewal (WAIT)
+	prevTick      func(expr, tz string) func(time.Time) time.Time // Options.PrevTick
 
 	// poll overrides the waiters' polling period (default min(1s, ttl/3)); tests raise it
 	// to prove that a release wakes a waiter through pub/sub alone.
@@ -125,8 +132,9 @@ type Locker struct {
 }
 
 var (
-	_ lockrun.FleetStore = (*Locker)(nil)
-	_ lockrun.Expiring   = (*Locker)(nil)
+	_ lockrun.FleetStore  = (*Locker)(nil)
+	_ lockrun.Expiring    = (*Locker)(nil)
+	_ lockrun.ServerClock = (*Locker)(nil)
 )
 
 // quietRedisLog silences go-redis's own logging, which writes to stderr (and so to cron
@@ -159,12 +167,19 @@ func New(o Options) (*Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Locker{c: c, target: t, timeout: to, prefix: o.Prefix, allowEviction: o.AllowEviction, dialer: d, keep: o.FleetKeep, minReplicas: o.MinReplicas}, nil
+	return &Locker{c: c, target: t, timeout: to, prefix: o.Prefix, allowEviction: o.AllowEviction, dialer: d, keep: o.FleetKeep, minReplicas: o.MinReplicas, prevTick: o.PrevTick}, nil
 }
 
 // Describe names the backend without secrets: "redis 127.0.0.1:6379/0".
 // Name names the issuer of this backend's fencing tokens: microseconds of Redis TIME.
 func (l *Locker) Name() string { return "redis" }
+
+// HasServerClock: the acquire script judges the tick and --start-deadline on TIME.
+func (l *Locker) HasServerClock() bool { return true }
+
+// Prefix is the namespace of every key the locker writes (--prefix): with Describe, it
+// names where a key's data lives.
+func (l *Locker) Prefix() string { return l.prefix }
 
 // FreedBy says that the lock's key expires by itself.
 func (l *Locker) FreedBy(ttl time.Duration) string {
@@ -240,7 +255,17 @@ func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mo
 	if !req.Tick.IsZero() {
 		keys = append(keys, l.tickKey(req.Key), l.runsKey(req.Key))
 		args = append(args, req.Tick.UnixMicro(), durMS(req.MaxSkew), req.Schedule, req.Zone, mode)
+	} else {
+		args = append(args, "", 0, "", "", "")
 	}
+	known, prev := "", ""
+	if req.Known {
+		known = "1"
+	}
+	if !req.PrevTick.IsZero() {
+		prev = strconv.FormatInt(req.PrevTick.UnixMicro(), 10)
+	}
+	args = append(args, durMS(req.StartDeadline), known, prev, req.Canonical, req.CmdHash)
 	if req.OnTry != nil {
 		req.OnTry()
 	}

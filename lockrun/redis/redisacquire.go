@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -110,13 +111,28 @@ func (l *Locker) acquireReply(ctx context.Context, req lockrun.Request, token st
 		if len(r) > 3 {
 			acquired, _ = r[3].(string)
 		}
+		var marks lockrun.FleetEntry
+		if len(r) > 4 {
+			marks = l.claimMarks(req, r[4])
+		}
 		return &redisLease{l: l, key: req.Key, token: token, ttl: req.TTL, minHold: req.MinHold, fence: fence, sent: sent,
-			runID: req.RunID, ticked: !req.Tick.IsZero(), acquiredUS: acquired}, nil, nil
+			runID: req.RunID, ticked: !req.Tick.IsZero(), acquiredUS: acquired, marks: marks}, nil, nil
 	case 2:
 		raw, _ := r[1].(string)
 		return nil, nil, lockrun.TickErrorOf(req, raw)
 	case 3:
 		return nil, nil, nil // ClaimMissed: the tick is this run's
+	case 4:
+		s, _ := r[1].(string)
+		ms, _ := strconv.ParseInt(s, 10, 64)
+		return nil, nil, &lockrun.EarlyError{Key: req.Key, Early: time.Duration(ms) * time.Millisecond}
+	case 5:
+		s, _ := r[1].(string)
+		ms, _ := strconv.ParseInt(s, 10, 64)
+		if len(r) > 2 {
+			l.claimMarks(req, r[2])
+		}
+		return nil, nil, &lockrun.MissedError{Key: req.Key, Late: time.Duration(ms) * time.Millisecond}
 	case 0:
 		value, _ := r[1].(string)
 		var pttl int64
@@ -143,6 +159,38 @@ func (l *Locker) acquireReply(ctx context.Context, req lockrun.Request, token st
 		}
 	}
 	return nil, nil, fmt.Errorf("take lock %s: unexpected reply %v from %s", req.Key, res, server)
+}
+
+// claimMarks reads the marks acquire.lua set on a claim, and says through req.Warn what
+// the run must tell: a data loss, a schedule that flipped back.
+func (l *Locker) claimMarks(req lockrun.Request, v any) lockrun.FleetEntry {
+	// nf and nt are decimal strings in marks: cjson would write a µs number as 1.8e+15.
+	var j struct {
+		SC string `json:"sc"`
+		FL bool   `json:"fl"`
+		NF string `json:"nf"`
+		NT string `json:"nt"`
+		DL bool   `json:"dl"`
+		CH string `json:"ch"`
+	}
+	var m lockrun.FleetEntry
+	s, _ := v.(string)
+	if s == "" || json.Unmarshal([]byte(s), &j) != nil {
+		return m
+	}
+	m.ScheduleWas, m.Flip, m.DataLoss, m.CmdHash = j.SC, j.FL, j.DL, j.CH
+	m.NeverFiredFrom, _ = strconv.ParseInt(j.NF, 10, 64)
+	m.NeverFiredTo, _ = strconv.ParseInt(j.NT, 10, 64)
+	if req.Warn != nil {
+		if m.DataLoss {
+			req.Warn(&lockrun.DataLossError{Key: req.Key, Backend: l.Describe(), What: "its fencing counter " + l.fenceKey(req.Key),
+				Cause: "a restart without persistence, FLUSHALL or an eviction", Marked: true})
+		}
+		if m.Flip {
+			req.Warn(&lockrun.ScheduleFlipError{Key: req.Key, Was: m.ScheduleWas, Now: req.Canonical})
+		}
+	}
+	return m
 }
 
 // Eviction reads the server's memory settings and returns its maxmemory-policy when it

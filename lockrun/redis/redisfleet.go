@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -133,7 +134,7 @@ func (l *Locker) fleetOf(ctx context.Context, keys []string, limit int) (map[str
 		if limit > 0 && len(es) > limit {
 			es = es[:limit]
 		}
-		lockrun.MarkDuplicates(es)
+		lockrun.MarkDuplicates(es, l.tickOf(tickV))
 		out[k] = es
 	}
 	return out, nil
@@ -167,4 +168,18 @@ func (l *Locker) TickRecord(ctx context.Context, key string) (*lockrun.TickRecor
 		return nil, nil
 	}
 	return tr.Record(), nil
+}
+
+// tickOf reads the key's schedule from its tick record for MarkDuplicates; nil without
+// Options.PrevTick or a readable schedule.
+func (l *Locker) tickOf(tickV string) lockrun.TickOf {
+	var tv lockrun.TickValue
+	if l.prevTick == nil || tickV == "" || json.Unmarshal([]byte(tickV), &tv) != nil || tv.Expr == "" {
+		return nil
+	}
+	prev := l.prevTick(tv.Expr, tv.TZ)
+	if prev == nil {
+		return nil
+	}
+	return func(_ string, at time.Time) (time.Time, bool) { return prev(at), true }
 }

@@ -24,6 +24,7 @@ type redisLease struct {
 	renewed  atomic.Bool // Renew was called: Release may be on a connection made before a failover
 
 	acquiredUS string             // Redis TIME at acquire, µs: the run's start in the fleet's record
+	marks      lockrun.FleetEntry // what the claim found (acquire.lua's marks), for the entry
 	record     *lockrun.RunRecord // written by Release (SetRecord)
 	endUS      string             // Redis TIME at Release, µs; "" before it answered
 	recordErr  error              // why Release could not write record
@@ -41,7 +42,7 @@ func (s *redisLease) RecordErr() error { return s.recordErr }
 // run whose outcome was not final when it let the lock go. Its end is the release's time
 // on the server (or now, when the release got no answer).
 func (s *redisLease) WriteRecord(ctx context.Context, rec *lockrun.RunRecord) error {
-	return s.l.appendEntry(ctx, s.key, lockrun.EncodeFleetEntry(rec, s.fence), s.acquiredUS, s.endUS, s.runID)
+	return s.l.appendEntry(ctx, s.key, lockrun.EncodeFleetEntry(s.withMarks(rec), s.fence), s.acquiredUS, s.endUS, s.runID)
 }
 
 // GiveBackTick makes Release give the tick back and ignore MinHold: the job never started.
@@ -93,7 +94,7 @@ func (s *redisLease) Release(ctx context.Context) error {
 	}
 	a := releaseArgs{minHold: minHold, runID: s.runID, giveBack: giveBack}
 	if s.record != nil && s.acquiredUS != "" {
-		a.entry, a.startUS = lockrun.EncodeFleetEntry(s.record, s.fence), s.acquiredUS
+		a.entry, a.startUS = lockrun.EncodeFleetEntry(s.withMarks(s.record), s.fence), s.acquiredUS
 	}
 	fresh := releaseFresh
 	if s.renewed.Load() {
@@ -118,4 +119,13 @@ func (s *redisLease) Release(ctx context.Context) error {
 		return fmt.Errorf("release lock %s: it had already expired or been taken over: %w", s.key, lockrun.ErrLockLost)
 	}
 	return nil
+}
+
+// withMarks is rec with what the claim found (a data loss, a schedule change) copied in,
+// so that the run's entry in the fleet's record carries them.
+func (s *redisLease) withMarks(rec *lockrun.RunRecord) *lockrun.RunRecord {
+	r := *rec
+	r.DataLoss = r.DataLoss || s.marks.DataLoss
+	r.ScheduleWas, r.Flip = s.marks.ScheduleWas, s.marks.Flip
+	return &r
 }

@@ -13,6 +13,20 @@
 -- ARGV[11] zone, ARGV[12] 'missed' to claim the tick alone, as missed, without the lock
 -- KEYS[4] the fleet's record (a list of JSON entries, newest first): a skip is also
 --   counted in the claimer's entry ("k") when that entry is already written and newest
+-- Always sent (ARGV[8] to ARGV[12] are then '' without a schedule):
+-- ARGV[13] --start-deadline in ms ('0' = none), judged on TIME when ARGV[9] > 0
+-- ARGV[14] '1' when this host claimed the key on this server before (data loss check)
+-- ARGV[15] the schedule's tick before ARGV[8], µs ('' = none): the never-fired check
+-- ARGV[16] the schedule in canonical form with its zone, "0 0 * * * UTC"
+-- ARGV[17] a hash of the command ('' = none)
+--
+-- marks collects what the claim found, in the JSON names of lockrun.FleetEntry: sc (the
+-- previous claim's "EXPR ZONE" when the schedule changed), fl (it flipped back to one of
+-- the last 24 h), nf/nt (the ticks never claimed: nf just after the last claimed or held
+-- tick, nt the last of them; count them with the schedule), dl (the fencing counter was
+-- gone although this host knew the key: the server lost its data), ch (command hash).
+-- nf and nt are decimal strings (cjson writes a µs number as 1.8e+15): whoever puts
+-- marks into an entry writes them as digits ('"nf":' .. marks.nf), as FleetEntry reads.
 --
 -- The order is SPEC §9's: refusals that write nothing, the clock skew, the tick, the lock.
 --
@@ -31,11 +45,17 @@
 -- Returns {2, record} when this tick, or a later one, was claimed by another run: the
 --   tick record as it now is (its skip count raised). Nothing else is written.
 -- Returns {3, ''} when ARGV[12] is 'missed' and the tick was claimed for this run.
+-- Returns {4, early_ms} when ARGV[9] > 0 and the tick has not come yet on TIME: nothing
+--   is written; the run sleeps that long and asks again.
+-- Returns {5, late_ms, marks} when ARGV[9] > 0, ARGV[13] > 0 and TIME is past tick +
+--   deadline: the tick was claimed as missed for this run, and no lock taken.
+-- {1, …} also carries marks as a fifth element: a JSON object, or '' when empty.
 
 -- Needed before Redis 5 to write after TIME; a no-op (or absent) since.
 if redis.replicate_commands then redis.replicate_commands() end
 
 local missedMode = ARGV[12] == 'missed'
+local marks = {}
 local cur = redis.call('GET', KEYS[1])
 if cur and not missedMode then
   local ok, h = pcall(cjson.decode, cur)
@@ -93,6 +113,77 @@ if tickUs ~= '' then
     end
     return {2, v}
   end
+  -- The backend's clock decides (SPEC §10): a host ahead by less than the skew allowed
+  -- must not claim a tick before it has come, nor call it missed before tick + deadline.
+  if maxSkew > 0 and not missedMode then
+    local diff = tonumber(nowS) - tonumber(tickUs) -- µs; exact in a double up to 2^53
+    if diff < 0 then
+      return {4, string.format('%.0f', math.ceil(-diff / 1000))}
+    end
+    local dl = tonumber(ARGV[13]) or 0
+    if dl > 0 and diff > dl * 1000 then missedMode = 'judged' end
+  end
+end
+
+-- The marks of a claim of this tick: the schedule change and flip, never-fired ticks.
+-- sched (in the record) keeps the schedules claimed in the last 24 h, {cx, µs} each.
+local cx = ARGV[16] or ''
+local sched = {}
+if tickUs ~= '' then
+  if ARGV[17] and ARGV[17] ~= '' then marks.ch = ARGV[17] end
+  if rec and rec.run_id ~= ARGV[5] then
+    local day = tonumber(nowS) - 86400000000
+    local flipped = false
+    if type(rec.sched) == 'table' then
+      for _, e in ipairs(rec.sched) do
+        if type(e) == 'table' and type(e[1]) == 'string' and (tonumber(e[2]) or 0) >= day then
+          if e[1] == cx then flipped = true end
+          if #sched < 8 then sched[#sched + 1] = e end
+        end
+      end
+    end
+    if type(rec.cx) == 'string' and cx ~= '' and rec.cx ~= cx then
+      marks.sc = rec.cx
+      if flipped then marks.fl = true end
+    end
+    -- Ticks of the same schedule after the last claimed (or fired-but-held) tick and
+    -- before this one were never claimed by any host.
+    local last = rec.tick_us
+    if type(rec.held_us) == 'string' and greater(rec.held_us, last) then last = rec.held_us end
+    local prev = ARGV[15] or ''
+    if rec.cx == cx and prev ~= '' and greater(prev, last) then
+      marks.nf = string.format('%.0f', tonumber(last) + 1)
+      marks.nt = prev
+    end
+  elseif rec and type(rec.sched) == 'table' then
+    sched = rec.sched
+  end
+  local found = false
+  for _, e in ipairs(sched) do
+    if e[1] == cx then e[2] = nowS; found = true end
+  end
+  if not found and cx ~= '' then
+    if #sched >= 8 then table.remove(sched, 1) end
+    sched[#sched + 1] = {cx, nowS}
+  end
+elseif ARGV[17] and ARGV[17] ~= '' then
+  marks.ch = ARGV[17]
+end
+
+local function marksJSON()
+  if next(marks) == nil then return '' end
+  return cjson.encode(marks)
+end
+
+-- Until the ledger takes marks into the claim's entry: ticks never claimed get an entry
+-- of their own in the fleet's record, once, at the claim that found them.
+local function neverFiredEntry()
+  if not marks.nt or not KEYS[4] then return end
+  local e = '{"id":"' .. ARGV[5] .. '-nf","n":' .. cjson.encode(ARGV[3]) .. ',"s":"never_fired","t":' .. marks.nt ..
+    ',"d":0,"r":0,"nf":' .. marks.nf .. ',"nt":' .. marks.nt .. ',"a":' .. nowS .. ',"f":' .. nowS .. ',"k":0}'
+  -- No LTRIM: the keep count (CRONLOCK_FLEET_KEEP) is the release's, which trims.
+  redis.pcall('LPUSH', KEYS[4], e)
+  redis.pcall('PEXPIRE', KEYS[4], 34560000000)
 end
 
 -- A new claim resets the record; prev_us lets a run whose job never started give the
@@ -103,18 +194,31 @@ local function claimTick(missed)
     prev = rec.tick_us
     if rec.run_id == ARGV[5] then prev = rec.prev_us or '' end
   end
-  redis.call('SET', KEYS[3], cjson.encode({
+  local r = {
     tick_us = tickUs, prev_us = prev, expr = ARGV[10], tz = ARGV[11], node = ARGV[3],
     run_id = ARGV[5], skips = 0, missed = missed, claimed_us = nowS,
-  }), 'PX', 34560000000)
+  }
+  if cx ~= '' then r.cx = cx; r.sched = sched end
+  redis.call('SET', KEYS[3], cjson.encode(r), 'PX', 34560000000)
+  neverFiredEntry()
 end
 
+if missedMode == 'judged' then
+  claimTick(true)
+  return {5, string.format('%.0f', (tonumber(nowS) - tonumber(tickUs)) / 1000), marksJSON()}
+end
 if missedMode then
   claimTick(true)
   return {3, ''}
 end
 
 if cur then
+  -- Fired but held: this tick came while a run of an earlier tick holds the lock. It
+  -- is noted in the record, so that the next claim does not call it never fired.
+  if rec and tickUs ~= '' and greater(tickUs, rec.tick_us) and not (type(rec.held_us) == 'string' and not greater(tickUs, rec.held_us)) then
+    rec.held_us = tickUs
+    redis.pcall('SET', KEYS[3], cjson.encode(rec), 'KEEPTTL', 'XX')
+  end
   return {0, cur, redis.call('PTTL', KEYS[1])}
 end
 
@@ -151,6 +255,9 @@ end
 
 local fence = nowS
 local stored = redis.call('GET', KEYS[2])
+-- The counter has no TTL and is never deleted by cronlock: gone while this host has
+-- claimed the key here before, the server lost its data (and with it the tick record).
+if not stored and ARGV[14] == '1' then marks.dl = true end
 if stored then
   if not string.match(stored, '^%d+$') then
     return {-1, 'fence', 'garbage', string.sub(stored, 1, 64)}
@@ -172,4 +279,4 @@ local v = cjson.encode({
   ttl_ms = tonumber(ARGV[2]),
 })
 redis.call('SET', KEYS[1], v, 'PX', ARGV[2], 'NX')
-return {1, fence, warn, nowS}
+return {1, fence, warn, nowS, marksJSON()}

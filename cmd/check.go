@@ -402,9 +402,6 @@ func fleetRuns(ctx context.Context, l lockrun.FleetStore, key string) ([]check.R
 	}
 	runs := make([]check.Run, 0, len(entries))
 	for _, e := range entries {
-		if e.Status == lockrun.NeverFiredStatus {
-			continue // ticks nobody claimed: not a run, and not a failure of one
-		}
 		r := check.Run{Status: e.Status, Started: e.Started(), ScheduledFor: e.ScheduledFor(),
 			Duration: time.Duration(e.DurationMS) * time.Millisecond, Node: e.Node, Duplicate: e.Duplicate,
 			Flip: e.Flip, ScheduleWas: e.ScheduleWas, DataLoss: e.DataLoss}

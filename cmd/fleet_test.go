@@ -79,10 +79,15 @@ func TestFleetRecord(t *testing.T) {
 		{hosts[2], []string{"--timeout", "100ms", "--", "sleep", "5"}, 124, "timeout"},
 		{hosts[0], []string{"--", "/nonexistent/job"}, 127, "error"},
 	}
-	// missed first: past --start-deadline of today's 09:00 tick, a tick before the
-	// others' (a later claim would make it a plain skip).
+	// missed first: past --start-deadline of the last 09:00 tick that has come, a tick
+	// before the others' (a later claim would make it a plain skip). Before 09:10 UTC that
+	// is yesterday's: today's would be a tick in the future, which the others' ticks of
+	// this minute would then come before.
 	now := time.Now().UTC()
 	nine := time.Date(now.Year(), now.Month(), now.Day(), 9, 0, 0, 0, time.UTC)
+	if now.Before(nine.Add(10 * time.Minute)) {
+		nine = nine.AddDate(0, 0, -1)
+	}
 	if code, _, errs := hosts[1].at(nine.Add(10*time.Minute).Sub(now), "run", "-k", "billing", "--schedule", "0 9 * * *",
 		"--tz", "UTC", "--max-skew", "0", "--start-deadline", "5m", "--", "true"); code != 0 {
 		t.Fatalf("missed run: exit %d (%s)", code, errs)

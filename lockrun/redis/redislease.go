@@ -68,7 +68,7 @@ func (s *redisLease) Renew(ctx context.Context) error {
 	// Through Sentinel, the Sentinels are asked beside the renewal whether the server it
 	// goes to is still the master (redissentinel.go); they decide once it is answered.
 	vote := s.l.startVote(ctx)
-	res, acks, _, err := s.l.evalAcked(ctx, renewScript(), []string{s.l.lockKey(s.key)}, s.token, durMS(s.ttl))
+	res, acks, _, err := s.l.evalAcked(ctx, false, renewScript(), []string{s.l.lockKey(s.key)}, s.token, durMS(s.ttl))
 	if err != nil && limit < s.l.timeout && lockrun.IsTimeout(err) && s.l.unreachable() == nil {
 		// Cut short by the lease, not by --redis-timeout: raising that would not help.
 		return &redisError{err: err, msg: fmt.Sprintf("renew lock %s: %s did not answer within the %s the lease left this try (a renewal is cut short so that the job is stopped while the lease is still ours): the server is stalled or unreachable, or its round trip is too slow for --ttl %s; check the server, or raise --ttl if the network is slow",

@@ -269,3 +269,40 @@ func TestMinReplicasLatency(t *testing.T) {
 		fmt.Printf("| %d | %.0f | %.0f |\n", n, float64(acq.Microseconds()), float64(renew.Microseconds()))
 	}
 }
+
+// TestSentinelRenewNeedsMajority: a renewal through Sentinel is confirmed only when a
+// majority of the URL's Sentinels name the server it went to. With one of three frozen
+// (SIGSTOP) the other two decide; with two frozen it is unconfirmed, not lost, and once
+// they are back it is confirmed again.
+func TestSentinelRenewNeedsMajority(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Sentinel deployment")
+	}
+	d := redistest.StartSentinel(t)
+	l := haLocker(t, d.URL(), func(o *Options) { o.Timeout = 300 * time.Millisecond })
+	ctx := context.Background()
+	lease := redisMustAcquire(t, l, redisTestReq("vote"))
+	if err := lease.Renew(ctx); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	d.Sentinels[0].Stop()
+	t.Cleanup(d.Sentinels[0].Cont)
+	if err := lease.Renew(ctx); err != nil {
+		t.Fatalf("Renew with one of three Sentinels frozen: %v, want it confirmed by the other two", err)
+	}
+	d.Sentinels[1].Stop()
+	t.Cleanup(d.Sentinels[1].Cont)
+	err := lease.Renew(ctx)
+	var ve *MasterVoteError
+	if !errors.As(err, &ve) || errors.Is(err, lockrun.ErrLockLost) || len(ve.Errs) != 2 || ve.Named[d.Master.Addr] != 1 {
+		t.Fatalf("Renew with two of three Sentinels frozen: %v, want a MasterVoteError (unconfirmed, 1 naming %s)", err, d.Master.Addr)
+	}
+	if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "2 of the 3 Sentinels") {
+		t.Fatalf("message %q: want one line that says 2 of the 3 Sentinels must agree", err)
+	}
+	d.Sentinels[0].Cont()
+	d.Sentinels[1].Cont()
+	if err := lease.Renew(ctx); err != nil {
+		t.Fatalf("Renew with the Sentinels back: %v", err)
+	}
+}

@@ -55,7 +55,11 @@ func sentinelPartition(t *testing.T, replicas int, with []int, extra ...string) 
 
 	old := d.MasterAddr()
 	cut := time.Now()
-	d.Partition(with, holder.Process.Pid)
+	var cutOff []*redistest.Server
+	for _, i := range with {
+		cutOff = append(cutOff, d.Replicas[i])
+	}
+	d.Partition(func() []int { return []int{holder.Process.Pid} }, cutOff...)
 	cutA(faultproxy.Blackhole)
 	healed := make(chan struct{})
 	go func() {

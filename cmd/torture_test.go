@@ -7,14 +7,15 @@ package cmd
 // tokens rose, that no job process outlived its cronlock, that every run has a history row
 // whose status matches its exit code, and that no cronlock hung.
 //
-// Default: two sub-tests (Redis with AOF appendfsync always, Redis without persistence) of
-// about 20 s each, part of `go test ./...` (scripts/test.sh); `go test -short` skips it. A
-// soak of any length:
+// Default: three sub-tests (Redis with AOF appendfsync always, Redis without persistence,
+// a Sentinel deployment) sharing 40 s, part of `go test ./...` (scripts/test.sh); `go test
+// -short` skips it. A soak of any length:
 //
 //	CRONLOCK_TORTURE=30m go test -run TestTorture -timeout 40m ./cmd/
 //
-// (the duration is split between the two sub-tests). It needs redis-server (private
-// servers via redistest.Start: they are killed and paused), sh, flock and date.
+// (the duration is split between the sub-tests). It needs redis-server (private servers
+// via redistest.Start: they are killed and paused), redis-sentinel (the same binary), sh,
+// flock and date.
 //
 // How the referee sees an overlap: every job takes a non-blocking flock(2) on a file per
 // key as its first act and holds it (the descriptor is inherited by its `sleep`) until its
@@ -30,6 +31,14 @@ package cmd
 // loss only when it wakes, so its job may run until shortly after SIGCONT. Every other overlap
 // fails the test: with AOF always, CLIENT PAUSE, a proxy adding latency, black-holing or
 // resetting connections, or a holder SIGKILLed, no two jobs may ever overlap.
+//
+// The sentinel sub-test runs the hosts on redis-sentinel:// (a master and two replicas
+// with AOF always, three Sentinels) and adds a partition (SPEC §12): the master and one
+// host are cut off from the Sentinels, the replicas and the other hosts for a few seconds
+// (redistest.SentinelNet: every connection to a server passes through its faultproxy),
+// long enough for the Sentinels to promote a replica. An overlap is allowed there only
+// when the older job was the cut-off host's and was stopped fail-closed (exit 125) within a
+// lease of the partition's start: its renewals on the old master are never confirmed.
 
 import (
 	"bufio"
@@ -170,6 +179,8 @@ type torture struct {
 	job      string
 	srv      *redistest.Server
 	proxies  []*faultproxy.Proxy
+	net      *redistest.SentinelNet  // sentinel mode: the deployment
+	cutOff   []func(faultproxy.Mode) // sentinel mode: each host's links to the Sentinels
 	hostEnv  [][]string
 	start    time.Time
 	deadline time.Time
@@ -203,19 +214,26 @@ func TestTorture(t *testing.T) {
 	if _, err := exec.LookPath("flock"); err != nil {
 		t.Fatalf("the torture's referee needs flock(1) (util-linux): %v", err)
 	}
-	for _, mode := range []string{"aof", "nopersist"} {
-		t.Run(mode, func(t *testing.T) { runTorture(t, mode, total/2) })
+	modes := []string{"aof", "nopersist", "sentinel"}
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) { runTorture(t, mode, total/time.Duration(len(modes))) })
 	}
 }
 
 func runTorture(t *testing.T, mode string, length time.Duration) {
 	var extra []string
-	if mode == "aof" {
+	if mode == "aof" || mode == "sentinel" {
 		extra = []string{"--appendonly", "yes", "--appendfsync", "always"}
 	}
-	srv := redistest.Start(t, extra...)
 	dir := t.TempDir()
-	tt := &torture{t: t, mode: mode, dir: dir, srv: srv, active: map[string]*tInv{}}
+	tt := &torture{t: t, mode: mode, dir: dir, active: map[string]*tInv{}}
+	if mode == "sentinel" {
+		tt.net = redistest.StartSentinelNet(t, 2, extra...)
+		tt.net.WaitFailoverReady()
+		tt.srv = tt.net.Master
+	} else {
+		tt.srv = redistest.Start(t, extra...)
+	}
 	tt.job = filepath.Join(dir, "job.sh")
 	if err := os.WriteFile(tt.job, []byte(tortureJob), 0o755); err != nil {
 		t.Fatal(err)
@@ -225,19 +243,27 @@ func runTorture(t *testing.T, mode string, length time.Duration) {
 	}
 	prefix := fmt.Sprintf("torture%d-%s:", os.Getpid(), mode)
 	for h := 0; h < tortureHosts; h++ {
-		p, err := faultproxy.Start(srv.Addr)
-		if err != nil {
-			t.Fatal(err)
+		var url string
+		if tt.net != nil {
+			u, cut := tt.net.ProxiedURL()
+			url = u
+			tt.cutOff = append(tt.cutOff, cut)
+		} else {
+			p, err := faultproxy.Start(tt.srv.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Close() })
+			tt.proxies = append(tt.proxies, p)
+			url = "redis://" + p.Addr + "/0"
 		}
-		t.Cleanup(func() { p.Close() })
-		tt.proxies = append(tt.proxies, p)
 		tt.hostEnv = append(tt.hostEnv, append(tortureEnv(),
 			"CRONLOCK_HISTORY="+filepath.Join(dir, fmt.Sprintf("host%d.db", h)),
 			"CRONLOCK_LOCK_DIR="+filepath.Join(dir, fmt.Sprintf("locks%d", h)),
 			"CRONLOCK_CONFIG="+os.DevNull,
 			"CRONLOCK_PREFIX="+prefix,
 			fmt.Sprintf("CRONLOCK_NODE=host%d", h),
-			"CRONLOCK_REDIS_URL=redis://"+p.Addr+"/0",
+			"CRONLOCK_REDIS_URL="+url,
 			// A race-built cronlock otherwise sleeps 1 s at exit.
 			"GORACE=atexit_sleep_ms=0",
 		))
@@ -447,6 +473,19 @@ func jobProcess(pid int, id string) bool {
 	return strings.Contains(s, id) || strings.HasPrefix(s, "sleep\x00")
 }
 
+// hostPIDs are the pids of host h's running cronlock processes.
+func (tt *torture) hostPIDs(h int) []int {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	var pids []int
+	for _, inv := range tt.active {
+		if inv.host == h {
+			pids = append(pids, inv.pid)
+		}
+	}
+	return pids
+}
+
 // holders lists running invocations whose job has run for at least minAge.
 func (tt *torture) holders(minAge time.Duration) []*tInv {
 	tt.mu.Lock()
@@ -468,9 +507,14 @@ func (tt *torture) nemesis() {
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	kinds := []string{"redis-kill", "pause-short", "pause-long", "proxy-latency", "proxy-blackhole",
 		"proxy-reset", "sigstop-short", "sigstop-long", "sigkill-holder"}
-	if tt.mode == "nopersist" {
+	switch tt.mode {
+	case "sentinel":
+		// The faults of one server and of the proxies in front of it are the other
+		// sub-tests': here the partition, and the faults of cronlock itself.
+		kinds = []string{"sentinel-partition", "sentinel-partition", "sigstop-short", "sigstop-long", "sigkill-holder"}
+	case "nopersist":
 		kinds = append(kinds, "redis-kill") // the fault that loses locks: give it more turns
-	} else {
+	default:
 		// A restart that keeps the lock must not kill anyone's job: give it turns enough
 		// to meet renewals and waiters.
 		kinds = append(kinds, "redis-restart-short", "redis-restart-short", "redis-restart-short", "redis-restart-short")
@@ -483,8 +527,27 @@ func (tt *torture) nemesis() {
 			break
 		}
 		f := tFault{kind: kinds[r.IntN(len(kinds))]}
+		if f.kind == "sentinel-partition" && !tt.net.Settled() {
+			continue // the last failover is still being healed: no master to cut off yet
+		}
 		f.span.from = time.Now().UnixNano()
 		switch f.kind {
+		case "sentinel-partition":
+			// A host with a job running if there is one: the case that can overlap.
+			h := r.IntN(tortureHosts)
+			if hs := tt.holders(0); len(hs) > 0 {
+				h = hs[r.IntN(len(hs))].host
+			}
+			f.target = fmt.Sprintf("host%d", h)
+			// Long enough for the Sentinels (down after 500ms) to promote a replica and
+			// for the locks to expire on it.
+			d := ms(3000, 4500)
+			tt.net.Partition(func() []int { return tt.hostPIDs(h) })
+			tt.cutOff[h](faultproxy.Blackhole)
+			time.Sleep(d)
+			tt.net.Heal()
+			tt.cutOff[h](faultproxy.Pass)
+			f.detail = d.String()
 		case "redis-kill":
 			down := ms(0, 300)
 			if r.IntN(2) == 0 {
@@ -951,6 +1014,22 @@ func (tt *torture) classify(o tOverlap, from, to int64) string {
 			}
 			return "redis restart without persistence"
 		}
+	}
+	// The older run was cut off with the old master by a Sentinel partition: its renewals
+	// there were unconfirmed, so it must have been stopped fail-closed within its lease.
+	for _, f := range tt.faults {
+		if f.kind != "sentinel-partition" || f.target != fmt.Sprintf("host%d", e.inv.host) ||
+			f.span.from > to || f.span.to < e.inv.launch {
+			continue
+		}
+		if e.inv.exitCode != 125 {
+			tt.fail("overlap on %s: %s, cut off by a Sentinel partition, ran beside %s for %v without being stopped fail-closed (exit %d)",
+				o.key, e.inv.id, o.younger.inv.id, o.window, e.inv.exitCode)
+		}
+		if limit := f.span.from + int64(ttl+tortureWindowSlack); to > limit {
+			tt.fail("overlap on %s: %s's job ran on %v after a lease from the Sentinel partition's start", o.key, e.inv.id, time.Duration(to-limit))
+		}
+		return "holder cut off with the old master (Sentinel partition), stopped fail-closed"
 	}
 	// The older cronlock was frozen (SIGSTOP) for longer than its lease.
 	e.inv.mu.Lock()

@@ -473,6 +473,11 @@ func jobProcess(pid int, id string) bool {
 	return strings.Contains(s, id) || strings.HasPrefix(s, "sleep\x00")
 }
 
+// since is when, as time since the torture began.
+func (tt *torture) since(when int64) time.Duration {
+	return time.Duration(when - tt.start.UnixNano()).Round(time.Millisecond)
+}
+
 // hostPIDs are the pids of host h's running cronlock processes.
 func (tt *torture) hostPIDs(h int) []int {
 	tt.mu.Lock()
@@ -1015,22 +1020,6 @@ func (tt *torture) classify(o tOverlap, from, to int64) string {
 			return "redis restart without persistence"
 		}
 	}
-	// The older run was cut off with the old master by a Sentinel partition: its renewals
-	// there were unconfirmed, so it must have been stopped fail-closed within its lease.
-	for _, f := range tt.faults {
-		if f.kind != "sentinel-partition" || f.target != fmt.Sprintf("host%d", e.inv.host) ||
-			f.span.from > to || f.span.to < e.inv.launch {
-			continue
-		}
-		if e.inv.exitCode != 125 {
-			tt.fail("overlap on %s: %s, cut off by a Sentinel partition, ran beside %s for %v without being stopped fail-closed (exit %d)",
-				o.key, e.inv.id, o.younger.inv.id, o.window, e.inv.exitCode)
-		}
-		if limit := f.span.from + int64(ttl+tortureWindowSlack); to > limit {
-			tt.fail("overlap on %s: %s's job ran on %v after a lease from the Sentinel partition's start", o.key, e.inv.id, time.Duration(to-limit))
-		}
-		return "holder cut off with the old master (Sentinel partition), stopped fail-closed"
-	}
 	// The older cronlock was frozen (SIGSTOP) for longer than its lease.
 	e.inv.mu.Lock()
 	stops := append([]span(nil), e.inv.stops...)
@@ -1043,6 +1032,24 @@ func (tt *torture) classify(o tOverlap, from, to int64) string {
 			tt.fail("overlap on %s: %s's job ran on %v after its cronlock was resumed", o.key, e.inv.id, time.Duration(to-s.to))
 		}
 		return "holder frozen longer than its TTL (SIGSTOP)"
+	}
+	// The older run was cut off with the old master by a Sentinel partition (and not also
+	// frozen, which explains more): its renewals there were unconfirmed, so it must have
+	// been stopped fail-closed within its lease.
+	for _, f := range tt.faults {
+		if f.kind != "sentinel-partition" || f.target != fmt.Sprintf("host%d", e.inv.host) ||
+			f.span.from > to || f.span.to < e.inv.launch {
+			continue
+		}
+		if e.inv.exitCode != 125 {
+			tt.fail("overlap on %s: %s, cut off by a Sentinel partition, ran beside %s for %v without being stopped fail-closed (exit %d)",
+				o.key, e.inv.id, o.younger.inv.id, o.window, e.inv.exitCode)
+		}
+		if limit := f.span.from + int64(ttl+tortureWindowSlack); to > limit {
+			tt.fail("overlap on %s: %s's job (launched at +%v, cronlock ended at +%v) ran on %v after a lease from the start of the Sentinel partition at +%v; stderr %q",
+				o.key, e.inv.id, tt.since(e.inv.launch), tt.since(e.inv.exit), time.Duration(to-limit), tt.since(f.span.from), e.inv.stderr)
+		}
+		return "holder cut off with the old master (Sentinel partition), stopped fail-closed"
 	}
 	tt.fail("VIOLATION: jobs %s (token %d, launched %v, exit %d, killed %v, stops %v) and %s (token %d, exit %d) overlapped on %s for %v with no fault that allows it (mode %s); nearby faults: %s",
 		e.inv.id, e.token, time.Unix(0, e.inv.launch).Format("15:04:05.000"), e.inv.exitCode, e.inv.killed, stops,

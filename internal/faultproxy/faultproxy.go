@@ -141,16 +141,18 @@ func Start(upstream string) (*Proxy, error) {
 }
 
 // Set switches the mode; delay is used by Latency only. Entering Reset resets every open
-// connection at once.
+// connection at once. Leaving Partition resets the connections it black-holed: their
+// streams lost bytes that a real network would have sent again, so neither side may go on
+// reading replies that do not match its requests.
 func (p *Proxy) Set(m Mode, delay time.Duration) {
 	p.mu.Lock()
-	p.mode, p.delay, p.keep = m, delay, nil
 	var reset []*link
-	if m == Reset {
-		for l := range p.links {
+	for l := range p.links {
+		if m == Reset || (p.mode == Partition && m != Partition && !l.kept) {
 			reset = append(reset, l)
 		}
 	}
+	p.mode, p.delay, p.keep = m, delay, nil
 	p.mu.Unlock()
 	for _, l := range reset {
 		l.close(true)

@@ -104,6 +104,7 @@ const (
 	tortureHungMargin  = 15 * time.Second // added to every run's time bound
 	tortureWindowSlack = time.Second      // margin on the allowed overlap windows
 	tortureKillWait    = 5 * time.Second  // a SIGKILLed cronlock's job must be dead by then
+	tortureSettle      = 15 * time.Second // a Sentinel deployment is whole again by then after a partition
 )
 
 type tortureKey struct {
@@ -1033,23 +1034,34 @@ func (tt *torture) classify(o tOverlap, from, to int64) string {
 		}
 		return "holder frozen longer than its TTL (SIGSTOP)"
 	}
-	// The older run was cut off with the old master by a Sentinel partition (and not also
-	// frozen, which explains more): its renewals there were unconfirmed, so it must have
-	// been stopped fail-closed within its lease.
+	// A Sentinel partition, or the failovers it set off (until the deployment has settled
+	// again), and the older run was stopped fail-closed: no overlap is allowed without
+	// that. Cut off with the old master (and not also frozen, which explains more), its
+	// renewals there were unconfirmed, so its job must have died within a lease of the
+	// partition's start. On the other side, a run that took the lock on a master named by
+	// the one Sentinel its dial asked, while the others named another (a failover under
+	// way), learns so at its first renewal: the bound of a failover that lost the lock,
+	// ttl/3 + g.
 	for _, f := range tt.faults {
-		if f.kind != "sentinel-partition" || f.target != fmt.Sprintf("host%d", e.inv.host) ||
-			f.span.from > to || f.span.to < e.inv.launch {
+		if f.kind != "sentinel-partition" || f.span.from > to || to > f.span.to+int64(tortureSettle) {
 			continue
 		}
 		if e.inv.exitCode != 125 {
-			tt.fail("overlap on %s: %s, cut off by a Sentinel partition, ran beside %s for %v without being stopped fail-closed (exit %d)",
-				o.key, e.inv.id, o.younger.inv.id, o.window, e.inv.exitCode)
+			tt.fail("overlap on %s: %s ran beside %s for %v around a Sentinel partition of %s without being stopped fail-closed (exit %d)",
+				o.key, e.inv.id, o.younger.inv.id, o.window, f.target, e.inv.exitCode)
 		}
-		if limit := f.span.from + int64(ttl+tortureWindowSlack); to > limit {
-			tt.fail("overlap on %s: %s's job (launched at +%v, cronlock ended at +%v) ran on %v after a lease from the start of the Sentinel partition at +%v; stderr %q",
-				o.key, e.inv.id, tt.since(e.inv.launch), tt.since(e.inv.exit), time.Duration(to-limit), tt.since(f.span.from), e.inv.stderr)
+		if f.target == fmt.Sprintf("host%d", e.inv.host) && f.span.to >= e.inv.launch {
+			if limit := f.span.from + int64(ttl+tortureWindowSlack); to > limit {
+				tt.fail("overlap on %s: %s's job (launched at +%v, cronlock ended at +%v) ran on %v after a lease from the start of the Sentinel partition at +%v; stderr %q",
+					o.key, e.inv.id, tt.since(e.inv.launch), tt.since(e.inv.exit), time.Duration(to-limit), tt.since(f.span.from), e.inv.stderr)
+			}
+			return "holder cut off with the old master (Sentinel partition), stopped fail-closed"
 		}
-		return "holder cut off with the old master (Sentinel partition), stopped fail-closed"
+		if bound := ttl/3 + g + tortureWindowSlack; o.window > bound {
+			tt.fail("overlap on %s after a Sentinel failover lasted %v, more than ttl/3+g+%v = %v: %s and %s; stderr %q",
+				o.key, o.window, tortureWindowSlack, bound, e.inv.id, o.younger.inv.id, e.inv.stderr)
+		}
+		return "lock taken on a master the Sentinels were replacing (failover), stopped fail-closed"
 	}
 	tt.fail("VIOLATION: jobs %s (token %d, launched %v, exit %d, killed %v, stops %v) and %s (token %d, exit %d) overlapped on %s for %v with no fault that allows it (mode %s); nearby faults: %s",
 		e.inv.id, e.token, time.Unix(0, e.inv.launch).Format("15:04:05.000"), e.inv.exitCode, e.inv.killed, stops,

@@ -29,6 +29,7 @@ const partitionLength = 9 * time.Second
 type partitionOutcome struct {
 	overlap    time.Duration // the other host's job waited this long for the holder's; 0 = none
 	otherAfter time.Duration // the other host's job started this long after the partition began
+	holderEnd  time.Duration // the holder's cronlock ended this long after it began
 	code       int           // the holder's exit
 	status     string        // the holder's row
 	stderr     string        // the holder's
@@ -60,6 +61,14 @@ func sentinelPartition(t *testing.T, replicas int, with []int, extra ...string) 
 		cutOff = append(cutOff, d.Replicas[i])
 	}
 	d.Partition(func() []int { return []int{holder.Process.Pid} }, cutOff...)
+	var werr error
+	var ended time.Time
+	exited := make(chan struct{})
+	go func() {
+		werr = holder.Wait()
+		ended = time.Now()
+		close(exited)
+	}()
 	cutA(faultproxy.Blackhole)
 	healed := make(chan struct{})
 	go func() {
@@ -99,13 +108,15 @@ func sentinelPartition(t *testing.T, replicas int, with []int, extra ...string) 
 	}
 	<-healed
 	release()
-	out.code = a.exitCode(holder.Wait())
+	<-exited
+	out.holderEnd = ended.Sub(cut)
+	out.code = a.exitCode(werr)
 	out.stderr = errb.String()
 	for _, r := range a.history("part") {
 		out.status = r.Status
 	}
-	t.Logf("the other host's job ran %v after the partition began; overlap %v; holder: exit %d (%s) %q",
-		out.otherAfter.Round(time.Millisecond), out.overlap, out.code, out.status, out.stderr)
+	t.Logf("the other host's job ran %v after the partition began; overlap %v; holder ended %v after it began: exit %d (%s) %q",
+		out.otherAfter.Round(time.Millisecond), out.overlap, out.holderEnd.Round(time.Millisecond), out.code, out.status, out.stderr)
 	return out
 }
 

@@ -235,7 +235,7 @@ func TestHAURLParsing(t *testing.T) {
 // master with one replica, with and without --min-replicas 1. A measurement, run by
 // hand for BENCHMARKS.md:
 //
-//	CRONLOCK_BENCH_HA=1 go test -count=1 -run TestMinReplicasLatency -v ./lockrun
+//	CRONLOCK_BENCH_HA=1 go test -count=1 -run TestMinReplicasLatency -v ./lockrun/redis
 func TestMinReplicasLatency(t *testing.T) {
 	if os.Getenv("CRONLOCK_BENCH_HA") == "" {
 		t.Skip("a measurement: set CRONLOCK_BENCH_HA=1")

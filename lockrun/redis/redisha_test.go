@@ -306,3 +306,43 @@ func TestSentinelRenewNeedsMajority(t *testing.T) {
 		t.Fatalf("Renew with the Sentinels back: %v", err)
 	}
 }
+
+// TestMinReplicasMajorityWarning: an acquire with --min-replicas warns when N is not a
+// majority of the master's replicas (connected_slaves, read in the acquire's round trip),
+// and says nothing when it is; the lock is taken either way.
+func TestMinReplicasMajorityWarning(t *testing.T) {
+	master := redistest.Start(t, "--repl-diskless-sync-delay", "0")
+	for range 2 {
+		redistest.Start(t, "--replicaof", "127.0.0.1", fmt.Sprint(master.Port), "--repl-diskless-sync-delay", "0")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := master.Do("INFO", "replication")
+		if err == nil && strings.Count(info, "state=online") == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the master does not see its two replicas online: %q, %v", info, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, tc := range []struct {
+		n    int
+		warn string
+	}{
+		{1, "--min-replicas 1 is not a majority of the 2 replicas of redis 127.0.0.1:"},
+		{2, ""},
+	} {
+		l := newRedisTestLocker(t, master.Addr, func(o *Options) { o.MinReplicas = tc.n })
+		var warned []string
+		req := redisTestReq(fmt.Sprintf("maj%d", tc.n))
+		req.Warn = func(err error) { warned = append(warned, err.Error()) }
+		redisMustAcquire(t, l, req)
+		switch {
+		case tc.warn == "" && len(warned) != 0:
+			t.Errorf("--min-replicas %d of 2: warned %q, want nothing", tc.n, warned)
+		case tc.warn != "" && (len(warned) != 1 || !strings.HasPrefix(warned[0], tc.warn) || !strings.Contains(warned[0], "to 2 or more")):
+			t.Errorf("--min-replicas %d of 2: warned %q, want one line starting %q", tc.n, warned, tc.warn)
+		}
+	}
+}

@@ -16,7 +16,8 @@ import (
 // TestMinReplicasScriptsBySHA: with --min-replicas the acquire goes by SHA1 in the same
 // round trip as its WAIT, as every other script does; a server whose script cache is
 // empty (new, restarted, failed over, SCRIPT FLUSH) answers NOSCRIPT, and the body
-// follows with a WAIT of its own, one more round trip, once.
+// follows with a WAIT of its own, one more round trip, once. INFO replication rides in
+// the acquire's round trip (the majority warning), never in one of its own.
 func TestMinReplicasScriptsBySHA(t *testing.T) {
 	master := redistest.Start(t, "--repl-diskless-sync-delay", "0")
 	redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port), "--repl-diskless-sync-delay", "0")
@@ -30,8 +31,8 @@ func TestMinReplicasScriptsBySHA(t *testing.T) {
 	}
 	defer p.Close()
 	c := newCLI(t, "redis://"+p.Addr+"/0")
-	cold := "EVALSHA WAIT | EVAL WAIT | EVALSHA | EVAL"
-	for i, want := range []string{cold, "EVALSHA WAIT | EVALSHA", "flush", cold} {
+	cold := "EVALSHA WAIT INFO | EVAL WAIT INFO | EVALSHA | EVAL"
+	for i, want := range []string{cold, "EVALSHA WAIT INFO | EVALSHA", "flush", cold} {
 		if want == "flush" {
 			if _, err := master.Do("SCRIPT", "FLUSH"); err != nil {
 				t.Fatal(err)
@@ -57,7 +58,7 @@ func TestMinReplicasScriptsBySHA(t *testing.T) {
 	if code, _, errs := c.run("run", "-k", "acl", "--min-replicas", "1", "--", "true"); code != 0 {
 		t.Fatalf("run without +evalsha: exit %d: %s", code, errs)
 	}
-	want := "AUTH | EVALSHA WAIT | EVAL WAIT | EVAL"
+	want := "AUTH | EVALSHA WAIT INFO | EVAL WAIT INFO | EVAL"
 	if got := strings.Join(turnCommands(t, p.Turns()[before:]), " | "); got != want {
 		t.Fatalf("a run without +evalsha sent the turns %q, want %q", got, want)
 	}

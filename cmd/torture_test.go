@@ -7,14 +7,15 @@ package cmd
 // tokens rose, that no job process outlived its cronlock, that every run has a history row
 // whose status matches its exit code, and that no cronlock hung.
 //
-// Default: two sub-tests (Redis with AOF appendfsync always, Redis without persistence) of
-// about 20 s each, part of `go test ./...` (scripts/test.sh); `go test -short` skips it. A
-// soak of any length:
+// Default: three sub-tests (Redis with AOF appendfsync always, Redis without persistence,
+// a Sentinel deployment) sharing 40 s, part of `go test ./...` (scripts/test.sh); `go test
+// -short` skips it. A soak of any length:
 //
 //	CRONLOCK_TORTURE=30m go test -run TestTorture -timeout 40m ./cmd/
 //
-// (the duration is split between the two sub-tests). It needs redis-server (private
-// servers via redistest.Start: they are killed and paused), sh, flock and date.
+// (the duration is split between the sub-tests). It needs redis-server (private servers
+// via redistest.Start: they are killed and paused), redis-sentinel (the same binary), sh,
+// flock and date.
 //
 // How the referee sees an overlap: every job takes a non-blocking flock(2) on a file per
 // key as its first act and holds it (the descriptor is inherited by its `sleep`) until its
@@ -30,6 +31,14 @@ package cmd
 // loss only when it wakes, so its job may run until shortly after SIGCONT. Every other overlap
 // fails the test: with AOF always, CLIENT PAUSE, a proxy adding latency, black-holing or
 // resetting connections, or a holder SIGKILLed, no two jobs may ever overlap.
+//
+// The sentinel sub-test runs the hosts on redis-sentinel:// (a master and two replicas
+// with AOF always, three Sentinels) and adds a partition (SPEC §12): the master and one
+// host are cut off from the Sentinels, the replicas and the other hosts for a few seconds
+// (redistest.SentinelNet: every connection to a server passes through its faultproxy),
+// long enough for the Sentinels to promote a replica. An overlap is allowed there only
+// when the older job was the cut-off host's and was stopped fail-closed (exit 125) within a
+// lease of the partition's start: its renewals on the old master are never confirmed.
 
 import (
 	"bufio"
@@ -95,6 +104,7 @@ const (
 	tortureHungMargin  = 15 * time.Second // added to every run's time bound
 	tortureWindowSlack = time.Second      // margin on the allowed overlap windows
 	tortureKillWait    = 5 * time.Second  // a SIGKILLed cronlock's job must be dead by then
+	tortureSettle      = 15 * time.Second // a Sentinel deployment is whole again by then after a partition
 )
 
 type tortureKey struct {
@@ -170,6 +180,8 @@ type torture struct {
 	job      string
 	srv      *redistest.Server
 	proxies  []*faultproxy.Proxy
+	net      *redistest.SentinelNet  // sentinel mode: the deployment
+	cutOff   []func(faultproxy.Mode) // sentinel mode: each host's links to the Sentinels
 	hostEnv  [][]string
 	start    time.Time
 	deadline time.Time
@@ -203,19 +215,26 @@ func TestTorture(t *testing.T) {
 	if _, err := exec.LookPath("flock"); err != nil {
 		t.Fatalf("the torture's referee needs flock(1) (util-linux): %v", err)
 	}
-	for _, mode := range []string{"aof", "nopersist"} {
-		t.Run(mode, func(t *testing.T) { runTorture(t, mode, total/2) })
+	modes := []string{"aof", "nopersist", "sentinel"}
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) { runTorture(t, mode, total/time.Duration(len(modes))) })
 	}
 }
 
 func runTorture(t *testing.T, mode string, length time.Duration) {
 	var extra []string
-	if mode == "aof" {
+	if mode == "aof" || mode == "sentinel" {
 		extra = []string{"--appendonly", "yes", "--appendfsync", "always"}
 	}
-	srv := redistest.Start(t, extra...)
 	dir := t.TempDir()
-	tt := &torture{t: t, mode: mode, dir: dir, srv: srv, active: map[string]*tInv{}}
+	tt := &torture{t: t, mode: mode, dir: dir, active: map[string]*tInv{}}
+	if mode == "sentinel" {
+		tt.net = redistest.StartSentinelNet(t, 2, extra...)
+		tt.net.WaitFailoverReady()
+		tt.srv = tt.net.Master
+	} else {
+		tt.srv = redistest.Start(t, extra...)
+	}
 	tt.job = filepath.Join(dir, "job.sh")
 	if err := os.WriteFile(tt.job, []byte(tortureJob), 0o755); err != nil {
 		t.Fatal(err)
@@ -225,19 +244,27 @@ func runTorture(t *testing.T, mode string, length time.Duration) {
 	}
 	prefix := fmt.Sprintf("torture%d-%s:", os.Getpid(), mode)
 	for h := 0; h < tortureHosts; h++ {
-		p, err := faultproxy.Start(srv.Addr)
-		if err != nil {
-			t.Fatal(err)
+		var url string
+		if tt.net != nil {
+			u, cut := tt.net.ProxiedURL()
+			url = u
+			tt.cutOff = append(tt.cutOff, cut)
+		} else {
+			p, err := faultproxy.Start(tt.srv.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Close() })
+			tt.proxies = append(tt.proxies, p)
+			url = "redis://" + p.Addr + "/0"
 		}
-		t.Cleanup(func() { p.Close() })
-		tt.proxies = append(tt.proxies, p)
 		tt.hostEnv = append(tt.hostEnv, append(tortureEnv(),
 			"CRONLOCK_HISTORY="+filepath.Join(dir, fmt.Sprintf("host%d.db", h)),
 			"CRONLOCK_LOCK_DIR="+filepath.Join(dir, fmt.Sprintf("locks%d", h)),
 			"CRONLOCK_CONFIG="+os.DevNull,
 			"CRONLOCK_PREFIX="+prefix,
 			fmt.Sprintf("CRONLOCK_NODE=host%d", h),
-			"CRONLOCK_REDIS_URL=redis://"+p.Addr+"/0",
+			"CRONLOCK_REDIS_URL="+url,
 			// A race-built cronlock otherwise sleeps 1 s at exit.
 			"GORACE=atexit_sleep_ms=0",
 		))
@@ -447,6 +474,24 @@ func jobProcess(pid int, id string) bool {
 	return strings.Contains(s, id) || strings.HasPrefix(s, "sleep\x00")
 }
 
+// since is when, as time since the torture began.
+func (tt *torture) since(when int64) time.Duration {
+	return time.Duration(when - tt.start.UnixNano()).Round(time.Millisecond)
+}
+
+// hostPIDs are the pids of host h's running cronlock processes.
+func (tt *torture) hostPIDs(h int) []int {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	var pids []int
+	for _, inv := range tt.active {
+		if inv.host == h {
+			pids = append(pids, inv.pid)
+		}
+	}
+	return pids
+}
+
 // holders lists running invocations whose job has run for at least minAge.
 func (tt *torture) holders(minAge time.Duration) []*tInv {
 	tt.mu.Lock()
@@ -468,9 +513,14 @@ func (tt *torture) nemesis() {
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	kinds := []string{"redis-kill", "pause-short", "pause-long", "proxy-latency", "proxy-blackhole",
 		"proxy-reset", "sigstop-short", "sigstop-long", "sigkill-holder"}
-	if tt.mode == "nopersist" {
+	switch tt.mode {
+	case "sentinel":
+		// The faults of one server and of the proxies in front of it are the other
+		// sub-tests': here the partition, and the faults of cronlock itself.
+		kinds = []string{"sentinel-partition", "sentinel-partition", "sigstop-short", "sigstop-long", "sigkill-holder"}
+	case "nopersist":
 		kinds = append(kinds, "redis-kill") // the fault that loses locks: give it more turns
-	} else {
+	default:
 		// A restart that keeps the lock must not kill anyone's job: give it turns enough
 		// to meet renewals and waiters.
 		kinds = append(kinds, "redis-restart-short", "redis-restart-short", "redis-restart-short", "redis-restart-short")
@@ -483,8 +533,27 @@ func (tt *torture) nemesis() {
 			break
 		}
 		f := tFault{kind: kinds[r.IntN(len(kinds))]}
+		if f.kind == "sentinel-partition" && !tt.net.Settled() {
+			continue // the last failover is still being healed: no master to cut off yet
+		}
 		f.span.from = time.Now().UnixNano()
 		switch f.kind {
+		case "sentinel-partition":
+			// A host with a job running if there is one: the case that can overlap.
+			h := r.IntN(tortureHosts)
+			if hs := tt.holders(0); len(hs) > 0 {
+				h = hs[r.IntN(len(hs))].host
+			}
+			f.target = fmt.Sprintf("host%d", h)
+			// Long enough for the Sentinels (down after 500ms) to promote a replica and
+			// for the locks to expire on it.
+			d := ms(3000, 4500)
+			tt.net.Partition(func() []int { return tt.hostPIDs(h) })
+			tt.cutOff[h](faultproxy.Blackhole)
+			time.Sleep(d)
+			tt.net.Heal()
+			tt.cutOff[h](faultproxy.Pass)
+			f.detail = d.String()
 		case "redis-kill":
 			down := ms(0, 300)
 			if r.IntN(2) == 0 {
@@ -964,6 +1033,35 @@ func (tt *torture) classify(o tOverlap, from, to int64) string {
 			tt.fail("overlap on %s: %s's job ran on %v after its cronlock was resumed", o.key, e.inv.id, time.Duration(to-s.to))
 		}
 		return "holder frozen longer than its TTL (SIGSTOP)"
+	}
+	// A Sentinel partition, or the failovers it set off (until the deployment has settled
+	// again), and the older run was stopped fail-closed: no overlap is allowed without
+	// that. Cut off with the old master (and not also frozen, which explains more), its
+	// renewals there were unconfirmed, so its job must have died within a lease of the
+	// partition's start. On the other side, a run that took the lock on a master named by
+	// the one Sentinel its dial asked, while the others named another (a failover under
+	// way), learns so at its first renewal: the bound of a failover that lost the lock,
+	// ttl/3 + g.
+	for _, f := range tt.faults {
+		if f.kind != "sentinel-partition" || f.span.from > to || to > f.span.to+int64(tortureSettle) {
+			continue
+		}
+		if e.inv.exitCode != 125 {
+			tt.fail("overlap on %s: %s ran beside %s for %v around a Sentinel partition of %s without being stopped fail-closed (exit %d)",
+				o.key, e.inv.id, o.younger.inv.id, o.window, f.target, e.inv.exitCode)
+		}
+		if f.target == fmt.Sprintf("host%d", e.inv.host) && f.span.to >= e.inv.launch {
+			if limit := f.span.from + int64(ttl+tortureWindowSlack); to > limit {
+				tt.fail("overlap on %s: %s's job (launched at +%v, cronlock ended at +%v) ran on %v after a lease from the start of the Sentinel partition at +%v; stderr %q",
+					o.key, e.inv.id, tt.since(e.inv.launch), tt.since(e.inv.exit), time.Duration(to-limit), tt.since(f.span.from), e.inv.stderr)
+			}
+			return "holder cut off with the old master (Sentinel partition), stopped fail-closed"
+		}
+		if bound := ttl/3 + g + tortureWindowSlack; o.window > bound {
+			tt.fail("overlap on %s after a Sentinel failover lasted %v, more than ttl/3+g+%v = %v: %s and %s; stderr %q",
+				o.key, o.window, tortureWindowSlack, bound, e.inv.id, o.younger.inv.id, e.inv.stderr)
+		}
+		return "lock taken on a master the Sentinels were replacing (failover), stopped fail-closed"
 	}
 	tt.fail("VIOLATION: jobs %s (token %d, launched %v, exit %d, killed %v, stops %v) and %s (token %d, exit %d) overlapped on %s for %v with no fault that allows it (mode %s); nearby faults: %s",
 		e.inv.id, e.token, time.Unix(0, e.inv.launch).Format("15:04:05.000"), e.inv.exitCode, e.inv.killed, stops,

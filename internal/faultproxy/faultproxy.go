@@ -7,7 +7,10 @@
 //   - Blackhole: every chunk read is dropped, in both directions, while connections stay
 //     open (a silent network partition); new connections are accepted and swallowed too;
 //   - Reset: every open connection is closed with a TCP RST (SO_LINGER 0) on both sides,
-//     and new connections are reset at once, until the mode changes.
+//     and new connections are reset at once, until the mode changes;
+//   - Partition (SetPartition): Blackhole for every connection except those whose client
+//     a function keeps, which pass; so one proxy in front of a server can cut it off from
+//     some clients (the Sentinels, the replicas) and not from others (one holder).
 //
 // It also records the request turns of every connection (Turns): the bytes a client sent
 // between two replies, so a test can count round trips on the wire.
@@ -32,6 +35,7 @@ const (
 	Latency
 	Blackhole
 	Reset
+	Partition
 )
 
 func (m Mode) String() string {
@@ -44,6 +48,8 @@ func (m Mode) String() string {
 		return "blackhole"
 	case Reset:
 		return "reset"
+	case Partition:
+		return "partition"
 	}
 	return "mode?"
 }
@@ -59,6 +65,7 @@ type Proxy struct {
 	mu     sync.Mutex
 	mode   Mode
 	delay  time.Duration
+	keep   func(client *net.TCPAddr) bool // Partition's: the clients that pass
 	links  map[*link]struct{}
 	closed bool
 	turns  []Turn
@@ -73,6 +80,7 @@ type link struct {
 	id             int
 	turn           int  // index in Proxy.turns of this link's open turn, -1 when none
 	replied        bool // the server spoke since the open turn began
+	kept           bool // Partition lets this link's bytes through
 }
 
 // Turn is one request turn: what a client sent before it read a reply, so one round trip
@@ -133,20 +141,48 @@ func Start(upstream string) (*Proxy, error) {
 }
 
 // Set switches the mode; delay is used by Latency only. Entering Reset resets every open
-// connection at once.
+// connection at once. Leaving Partition resets the connections it black-holed: their
+// streams lost bytes that a real network would have sent again, so neither side may go on
+// reading replies that do not match its requests.
 func (p *Proxy) Set(m Mode, delay time.Duration) {
 	p.mu.Lock()
-	p.mode, p.delay = m, delay
 	var reset []*link
-	if m == Reset {
-		for l := range p.links {
+	for l := range p.links {
+		if m == Reset || (p.mode == Partition && m != Partition && !l.kept) {
 			reset = append(reset, l)
 		}
 	}
+	p.mode, p.delay, p.keep = m, delay, nil
 	p.mu.Unlock()
 	for _, l := range reset {
 		l.close(true)
 	}
+}
+
+// SetPartition switches to Partition: from now on only the connections whose client keep
+// accepts pass, every other one is black-holed. keep is asked once for each open
+// connection now and for each new one when it is accepted, with the client's address (a
+// test finds the process behind it with proctest.SocketPID). Set ends the partition.
+func (p *Proxy) SetPartition(keep func(client *net.TCPAddr) bool) {
+	// keep is set first, so that a connection accepted from now on is judged by the
+	// acceptor, and the mode last, so that no byte of a kept one is dropped meanwhile.
+	p.mu.Lock()
+	p.keep = keep
+	links := make([]*link, 0, len(p.links))
+	for l := range p.links {
+		links = append(links, l)
+	}
+	p.mu.Unlock()
+	kept := make(map[*link]bool, len(links))
+	for _, l := range links {
+		kept[l] = keep(l.client.RemoteAddr().(*net.TCPAddr))
+	}
+	p.mu.Lock()
+	for l, k := range kept {
+		l.kept = k
+	}
+	p.mode, p.delay = Partition, 0
+	p.mu.Unlock()
 }
 
 // Close stops listening, closes every connection and waits for the proxy's goroutines.
@@ -169,6 +205,19 @@ func (p *Proxy) Close() error {
 func (p *Proxy) current() (Mode, time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.mode, p.delay
+}
+
+// modeOf is the mode for l's bytes now: a partition passes the links it keeps.
+func (p *Proxy) modeOf(l *link) (Mode, time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mode == Partition {
+		if l.kept {
+			return Pass, 0
+		}
+		return Blackhole, 0
+	}
 	return p.mode, p.delay
 }
 
@@ -200,7 +249,14 @@ func (p *Proxy) accept() {
 		p.nlinks++
 		l.id = p.nlinks
 		p.links[l] = struct{}{}
+		keep := p.keep // read with the link added: SetPartition judges it, or this does
 		p.mu.Unlock()
+		if keep != nil {
+			kept := keep(client.RemoteAddr().(*net.TCPAddr))
+			p.mu.Lock()
+			l.kept = kept
+			p.mu.Unlock()
+		}
 		p.wg.Add(2)
 		go p.pipe(l, l.client, l.server)
 		go p.pipe(l, l.server, l.client)
@@ -238,7 +294,7 @@ func (p *Proxy) pipe(l *link, src, dst *net.TCPConn) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.record(l, buf[:n], src == l.client)
-			m, delay := p.current()
+			m, delay := p.modeOf(l)
 			switch m {
 			case Blackhole, Reset:
 				// swallowed (Reset closes the link anyway)

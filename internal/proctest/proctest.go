@@ -1,11 +1,14 @@
 // Package proctest has the small process and file probes that cronlock's tests share:
-// waiting for a file a job writes, reading a pid from it, and telling whether a process
-// is still alive. It is for tests only.
+// waiting for a file a job writes, reading a pid from it, telling whether a process
+// is still alive, and which process a loopback connection belongs to. It is for tests
+// only.
 package proctest
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -88,4 +91,53 @@ func OpenPTY(t testing.TB) (master, pts *os.File) {
 	}
 	t.Cleanup(func() { pts.Close() })
 	return master, pts
+}
+
+// SocketOwnedBy reports whether the TCP socket whose own address is addr (a client's end
+// of a loopback connection, as a proxy sees it) is open in one of pids: how a test tells
+// which process a connection it proxies belongs to (faultproxy.SetPartition).
+func SocketOwnedBy(addr *net.TCPAddr, pids ...int) bool {
+	inode := tcpInode(addr)
+	if inode == "" {
+		return false
+	}
+	want := "socket:[" + inode + "]"
+	for _, pid := range pids {
+		dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+		fds, _ := os.ReadDir(dir)
+		for _, fd := range fds {
+			if l, err := os.Readlink(dir + "/" + fd.Name()); err == nil && l == want {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tcpInode is the inode of the open TCP socket whose local address is addr, from
+// /proc/net/tcp (IPv4) or tcp6; "" when there is none.
+func tcpInode(addr *net.TCPAddr) string {
+	file, local := "/proc/net/tcp", ""
+	if ip4 := addr.IP.To4(); ip4 != nil {
+		local = fmt.Sprintf("%02X%02X%02X%02X:%04X", ip4[3], ip4[2], ip4[1], ip4[0], addr.Port)
+	} else {
+		file = "/proc/net/tcp6"
+		var b strings.Builder
+		for i := 0; i < 16; i += 4 {
+			fmt.Fprintf(&b, "%02X%02X%02X%02X", addr.IP[i+3], addr.IP[i+2], addr.IP[i+1], addr.IP[i])
+		}
+		local = fmt.Sprintf("%s:%04X", b.String(), addr.Port)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		f := strings.Fields(line)
+		// sl local rem st queues timer retrnsmt uid timeout inode
+		if len(f) >= 10 && f[1] == local && f[9] != "0" {
+			return f[9]
+		}
+	}
+	return ""
 }

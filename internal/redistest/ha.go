@@ -53,6 +53,15 @@ func StartSentinelReplicas(t testing.TB, n int, extra ...string) *Sentinel {
 		info, err := d.Master.Do("INFO", "replication")
 		return err == nil && strings.Count(info, "state=online") == n
 	})
+	d.startSentinels(bin, d.Master.Port)
+	return d
+}
+
+// startSentinels starts three Sentinels (quorum 2, down after 500ms) that monitor the
+// master on 127.0.0.1:port.
+func (d *Sentinel) startSentinels(bin string, port int) {
+	t := d.t
+	t.Helper()
 	for i := 0; i < 3; i++ {
 		s := &Server{t: t}
 		s.startOnFreePort(bin, func() {
@@ -66,7 +75,7 @@ sentinel monitor %s 127.0.0.1 %d 2
 sentinel down-after-milliseconds %s 500
 sentinel failover-timeout %s 3000
 sentinel parallel-syncs %s 1
-`, s.Port, s.Dir, s.log, d.Name, d.Master.Port, d.Name, d.Name, d.Name)
+`, s.Port, s.Dir, s.log, d.Name, port, d.Name, d.Name, d.Name)
 			if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +83,6 @@ sentinel parallel-syncs %s 1
 		})
 		d.Sentinels = append(d.Sentinels, s)
 	}
-	return d
 }
 
 // URL is the redis-sentinel:// URL of the deployment.

@@ -272,7 +272,7 @@ func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mo
 	// Read before the first send: when a retry inside eval finds the lock already ours,
 	// its PX was set by the attempt sent here.
 	sent := lockrun.ClockOr(l.now)()
-	res, acks, unknown, err := l.evalAcked(ctx, acquireScript(), keys, args...)
+	res, acks, unknown, err := l.evalAcked(ctx, mode == "", acquireScript(), keys, args...)
 	if err != nil {
 		// A release cannot reach a server that no dial reaches either. A refused WAIT
 		// came after the script had taken the lock.
@@ -288,6 +288,7 @@ func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mo
 		if err := l.checkAcquireAcks(ctx, lease, acks); err != nil {
 			return nil, nil, err
 		}
+		l.checkMajority(req, acks)
 	}
 	return lease, held, err
 }

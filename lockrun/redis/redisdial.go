@@ -61,6 +61,7 @@ type redisDialer struct {
 	// conns are the open connections to the servers resolve named (redissentinel.go).
 	mu    sync.Mutex
 	conns map[*trackedConn]struct{}
+	wrote map[string]uint64 // writes per server, for renewVote
 }
 
 func newRedisDialer(attempt time.Duration, cfg *tls.Config) *redisDialer {

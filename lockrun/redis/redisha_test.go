@@ -235,7 +235,7 @@ func TestHAURLParsing(t *testing.T) {
 // master with one replica, with and without --min-replicas 1. A measurement, run by
 // hand for BENCHMARKS.md:
 //
-//	CRONLOCK_BENCH_HA=1 go test -count=1 -run TestMinReplicasLatency -v ./lockrun
+//	CRONLOCK_BENCH_HA=1 go test -count=1 -run TestMinReplicasLatency -v ./lockrun/redis
 func TestMinReplicasLatency(t *testing.T) {
 	if os.Getenv("CRONLOCK_BENCH_HA") == "" {
 		t.Skip("a measurement: set CRONLOCK_BENCH_HA=1")
@@ -267,5 +267,88 @@ func TestMinReplicasLatency(t *testing.T) {
 		})
 		lease.Release(ctx)
 		fmt.Printf("| %d | %.0f | %.0f |\n", n, float64(acq.Microseconds()), float64(renew.Microseconds()))
+	}
+}
+
+// TestSentinelRenewNeedsMajority: a renewal through Sentinel is confirmed only when a
+// majority of the URL's Sentinels name the server it went to. With one of three frozen
+// (SIGSTOP) the other two decide; with two frozen it is unconfirmed, not lost, and once
+// they are back it is confirmed again.
+func TestSentinelRenewNeedsMajority(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Sentinel deployment")
+	}
+	d := redistest.StartSentinel(t)
+	l := haLocker(t, d.URL(), func(o *Options) { o.Timeout = 300 * time.Millisecond })
+	ctx := context.Background()
+	lease := redisMustAcquire(t, l, redisTestReq("vote"))
+	if err := lease.Renew(ctx); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	d.Sentinels[0].Stop()
+	t.Cleanup(d.Sentinels[0].Cont)
+	if err := lease.Renew(ctx); err != nil {
+		t.Fatalf("Renew with one of three Sentinels frozen: %v, want it confirmed by the other two", err)
+	}
+	d.Sentinels[1].Stop()
+	t.Cleanup(d.Sentinels[1].Cont)
+	err := lease.Renew(ctx)
+	var ve *MasterVoteError
+	if !errors.As(err, &ve) || errors.Is(err, lockrun.ErrLockLost) || len(ve.Errs) != 2 || ve.Named[d.Master.Addr] != 1 {
+		t.Fatalf("Renew with two of three Sentinels frozen: %v, want a MasterVoteError (unconfirmed, 1 naming %s)", err, d.Master.Addr)
+	}
+	if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "2 of the 3 Sentinels") {
+		t.Fatalf("message %q: want one line that says 2 of the 3 Sentinels must agree", err)
+	}
+	d.Sentinels[0].Cont()
+	d.Sentinels[1].Cont()
+	if err := lease.Renew(ctx); err != nil {
+		t.Fatalf("Renew with the Sentinels back: %v", err)
+	}
+}
+
+// TestMinReplicasMajorityWarning: an acquire with --min-replicas warns when N is not a
+// majority of the master's replicas (connected_slaves, read in the acquire's round trip),
+// and says nothing when it is; the lock is taken either way.
+func TestMinReplicasMajorityWarning(t *testing.T) {
+	master := redistest.Start(t, "--repl-diskless-sync-delay", "0")
+	for range 2 {
+		redistest.Start(t, "--replicaof", "127.0.0.1", fmt.Sprint(master.Port), "--repl-diskless-sync-delay", "0")
+	}
+	// Online and acknowledging: after a diskless sync a replica counts in WAIT only once
+	// its first once-a-second acknowledgement came in (its offset is 0 until then, and
+	// stays 0 until the master has written something).
+	if _, err := master.Do("SET", "warm", "1"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := master.Do("INFO", "replication")
+		if err == nil && strings.Count(info, "state=online") == 2 && !strings.Contains(info, ",offset=0,") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the master's two replicas do not acknowledge: %q, %v", info, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, tc := range []struct {
+		n    int
+		warn string
+	}{
+		{1, "--min-replicas 1 is not a majority of the 2 replicas of redis 127.0.0.1:"},
+		{2, ""},
+	} {
+		l := newRedisTestLocker(t, master.Addr, func(o *Options) { o.MinReplicas = tc.n })
+		var warned []string
+		req := redisTestReq(fmt.Sprintf("maj%d", tc.n))
+		req.Warn = func(err error) { warned = append(warned, err.Error()) }
+		redisMustAcquire(t, l, req)
+		switch {
+		case tc.warn == "" && len(warned) != 0:
+			t.Errorf("--min-replicas %d of 2: warned %q, want nothing", tc.n, warned)
+		case tc.warn != "" && (len(warned) != 1 || !strings.HasPrefix(warned[0], tc.warn) || !strings.Contains(warned[0], "to 2 or more")):
+			t.Errorf("--min-replicas %d of 2: warned %q, want one line starting %q", tc.n, warned, tc.warn)
+		}
 	}
 }

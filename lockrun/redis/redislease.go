@@ -62,12 +62,14 @@ func (s *redisLease) Sent() time.Duration { return s.sent }
 // (the key is never re-created), and another error when the outcome is unknown.
 func (s *redisLease) Renew(ctx context.Context) error {
 	s.renewed.Store(true)
-	s.l.followMaster(ctx, 0)
 	limit := s.l.timeout
 	if d, ok := ctx.Deadline(); ok {
 		limit = min(limit, time.Until(d))
 	}
-	res, acks, _, err := s.l.evalAcked(ctx, renewScript(), []string{s.l.lockKey(s.key)}, s.token, durMS(s.ttl))
+	// Through Sentinel, the Sentinels are asked beside the renewal whether the server it
+	// goes to is still the master (redissentinel.go); they decide once it is answered.
+	vote := s.l.startVote(ctx)
+	res, acks, _, err := s.l.evalAcked(ctx, false, renewScript(), []string{s.l.lockKey(s.key)}, s.token, durMS(s.ttl))
 	if err != nil && limit < s.l.timeout && lockrun.IsTimeout(err) && s.l.unreachable() == nil {
 		// Cut short by the lease, not by --redis-timeout: raising that would not help.
 		return &redisError{err: err, msg: fmt.Sprintf("renew lock %s: %s did not answer within the %s the lease left this try (a renewal is cut short so that the job is stopped while the lease is still ours): the server is stalled or unreachable, or its round trip is too slow for --ttl %s; check the server, or raise --ttl if the network is slow",
@@ -80,6 +82,11 @@ func (s *redisLease) Renew(ctx context.Context) error {
 		return fmt.Errorf("renew lock %s: cronlock unlock --force revoked it: %w", s.key, lockrun.ErrLockLost)
 	} else if n != 1 {
 		return fmt.Errorf("renew lock %s: it expired or was taken over: %w", s.key, lockrun.ErrLockLost)
+	}
+	if vote != nil {
+		if err := vote.confirm(s.key); err != nil {
+			return err
+		}
 	}
 	return s.l.renewAcks(s.key, acks)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,29 +39,34 @@ func (e *ReplicaError) Error() string {
 type acked struct {
 	n      int64         // replicas that acknowledged; -1 = WAIT not sent
 	within time.Duration // the time WAIT was given
+	// replicas is the master's connected_slaves (INFO replication, sent with an
+	// acquire's WAIT); -1 = not known.
+	replicas int
 }
 
 // evalAcked is eval for the scripts that take or extend a lease: with minReplicas it
-// sends WAIT right after the script in the same round trip, and returns its count.
-func (l *Locker) evalAcked(ctx context.Context, script string, keys []string, args ...any) (any, acked, bool, error) {
+// sends WAIT right after the script in the same round trip, and returns its count; with
+// countReplicas (an acquire) also INFO replication, in that round trip too.
+func (l *Locker) evalAcked(ctx context.Context, countReplicas bool, script string, keys []string, args ...any) (any, acked, bool, error) {
 	if l.minReplicas <= 0 {
 		res, unknown, err := l.eval(ctx, script, keys, args...)
-		return res, acked{n: -1}, unknown, err
+		return res, acked{n: -1, replicas: -1}, unknown, err
 	}
-	var a acked
+	a := acked{replicas: -1}
 	res, unknown, err := l.retry(ctx, func(octx context.Context) (any, error) {
 		p, err := l.pipelinerFor(octx, keys[0])
 		if err != nil {
 			return nil, err
 		}
+		var info *redis.Cmd
 		send := func(p pipeliner, asking bool) (ev, w *redis.Cmd) {
 			a.within = waitTimeout(octx)
-			ev, w = l.pipelineAcked(octx, p, asking, !evalshaDenied.Load(), a.within, script, keys, args...)
+			ev, w, info = l.pipelineAcked(octx, p, asking, !evalshaDenied.Load(), countReplicas, a.within, script, keys, args...)
 			if err := ev.Err(); err != nil && evalshaFallback(err) {
 				// The script did not run (NOSCRIPT, or an ACL without +evalsha): send its
 				// body, with a WAIT of its own, in one more round trip.
 				a.within = waitTimeout(octx)
-				ev, w = l.pipelineAcked(octx, p, asking, false, a.within, script, keys, args...)
+				ev, w, info = l.pipelineAcked(octx, p, asking, false, countReplicas, a.within, script, keys, args...)
 			}
 			return ev, w
 		}
@@ -71,6 +77,11 @@ func (l *Locker) evalAcked(ctx context.Context, script string, keys []string, ar
 			np := l.c.(*clusterClient).nodeClient(addr)
 			ev, w = send(np, true)
 			np.Close()
+		}
+		if info != nil {
+			// An error (an ACL without +info, a late reply) leaves it unknown: the
+			// eviction check already warns about +info.
+			a.replicas = connectedReplicas(info)
 		}
 		res, err := ev.Result()
 		if err != nil && lockrun.IsTimeout(err) && res != nil {
@@ -102,9 +113,10 @@ func (l *Locker) evalAcked(ctx context.Context, script string, keys []string, ar
 	return res, a, unknown, err
 }
 
-// pipelineAcked sends the script (by SHA1 when bySHA, else its body) and WAIT in one
-// round trip on p, and returns their two replies.
-func (l *Locker) pipelineAcked(octx context.Context, p pipeliner, asking, bySHA bool, within time.Duration, script string, keys []string, args ...any) (ev, w *redis.Cmd) {
+// pipelineAcked sends the script (by SHA1 when bySHA, else its body), WAIT and, with
+// countReplicas, INFO replication in one round trip on p, and returns their replies
+// (info nil without countReplicas).
+func (l *Locker) pipelineAcked(octx context.Context, p pipeliner, asking, bySHA, countReplicas bool, within time.Duration, script string, keys []string, args ...any) (ev, w, info *redis.Cmd) {
 	p.Pipelined(octx, func(pp redis.Pipeliner) error {
 		if asking {
 			pp.Do(octx, "ASKING")
@@ -115,9 +127,55 @@ func (l *Locker) pipelineAcked(octx context.Context, p pipeliner, asking, bySHA 
 			ev = pp.Eval(octx, script, keys, args...)
 		}
 		w = pp.Do(octx, "WAIT", l.minReplicas, within.Milliseconds())
+		if countReplicas {
+			info = pp.Do(octx, "INFO", "replication")
+		}
 		return nil
 	})
-	return ev, w
+	return ev, w, info
+}
+
+// connectedReplicas is connected_slaves from INFO replication's reply; -1 when the reply
+// is an error or lacks it.
+func connectedReplicas(info *redis.Cmd) int {
+	text, err := info.Text()
+	if err != nil {
+		return -1
+	}
+	_, rest, ok := strings.Cut(text, "connected_slaves:")
+	if !ok {
+		return -1
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	n, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// MinorityError is passed to Request.Warn when --min-replicas is not a majority of the
+// master's replicas: a partition can then leave the master, and a holder, with enough
+// replicas to acknowledge while the Sentinels promote one of the others. The lock was
+// taken.
+type MinorityError struct {
+	Server   string
+	Want     int // --min-replicas
+	Replicas int // connected_slaves
+}
+
+func (e *MinorityError) Error() string {
+	return fmt.Sprintf("--min-replicas %d is not a majority of the %d replicas of %s: a partition can leave the master with replicas that acknowledge on its side while the others are promoted, so it does not keep two hosts from running the job; set --min-replicas (CRONLOCK_REDIS_MIN_REPLICAS) to %d or more",
+		e.Want, e.Replicas, e.Server, e.Replicas/2+1)
+}
+
+// checkMajority warns when an acquire's --min-replicas is not a majority of the master's
+// replicas. It says nothing when their number is not known.
+func (l *Locker) checkMajority(req lockrun.Request, a acked) {
+	if l.minReplicas <= 0 || a.replicas < 0 || 2*l.minReplicas > a.replicas || req.Warn == nil {
+		return
+	}
+	req.Warn(&MinorityError{Server: l.target.server(), Want: l.minReplicas, Replicas: a.replicas})
 }
 
 // waitTimeout is WAIT's time-out: what is left of the operation, less a margin for the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -182,16 +183,172 @@ func (r *sentinelResolver) close() {
 	}
 }
 
+// Confirming a renewal with the Sentinels (SPEC §12). A partition can cut a holder off
+// together with the master it renews on, away from the Sentinels: they promote a
+// replica on their side and hand the lock to another host there, while the old master,
+// still writable, goes on accepting the holder's renewals. Measured: the two jobs ran
+// side by side for the partition's whole length, and --min-replicas did not help when a
+// replica was cut off with them. So a renewal through Sentinel counts as confirmed only
+// when more than half of the URL's Sentinels name, while it is under way, the very server
+// it was written to. The Sentinels are asked all at once, beside the renewal (not before
+// it): a renewal costs the slower of the two round trips, and the answers are at least as
+// recent as the write. A Sentinel on the holder's side of a partition may still name the
+// old master, but it is one of a minority; with no majority reachable the renewal is
+// unconfirmed and the keeper's fail-closed clock runs on. The promoted master can hand
+// the lock on only after the Sentinels saw the old one down for down-after and it has
+// expired there, so a cut-off job is stopped within a lease of the last confirmed renewal.
+
+// MasterVoteError says that a renewal through Sentinel was not confirmed: fewer than a
+// majority of the URL's Sentinels named the server it was written to.
+type MasterVoteError struct {
+	Key       string
+	Wrote     []string       // the servers the renewal was written to ("" = none)
+	Named     map[string]int // address → how many Sentinels named it
+	Sentinels int            // how many the URL names
+	Errs      []error        // the Sentinels that did not answer
+}
+
+func (e *MasterVoteError) Error() string {
+	need := e.Sentinels/2 + 1
+	var named []string
+	for a, n := range e.Named {
+		named = append(named, fmt.Sprintf("%d named %s", n, a))
+	}
+	sort.Strings(named)
+	if len(e.Errs) > 0 {
+		named = append(named, fmt.Sprintf("%d did not answer (%v)", len(e.Errs), joinedError(e.Errs)))
+	}
+	wrote := "a server"
+	if len(e.Wrote) > 0 {
+		wrote = strings.Join(e.Wrote, " and ")
+	}
+	return fmt.Sprintf("renew lock %s on %s: unconfirmed, as %d of the %d Sentinels must name the master it was renewed on and %s; a partition may have cut this host off from the Sentinels, which may promote another master: check the network between them",
+		e.Key, wrote, need, e.Sentinels, strings.Join(named, ", "))
+}
+
+// vote is what the Sentinels said about the master during one renewal.
+type vote struct {
+	addr  string         // the address a majority named; "" when none
+	named map[string]int // address → Sentinels that named it
+	errs  []error
+}
+
+// masterVote asks every Sentinel at once which server is the master, and returns as soon
+// as a majority of them name one address, or when none can any more. Each is given ctx's
+// deadline (or one operation time-out) but not its cancellation, so that one still
+// answering when the vote is decided is not cut off mid-reply (go-redis would close its
+// connection). A majority's address is also the resolver's latest answer.
+func (r *sentinelResolver) masterVote(ctx context.Context, timeout time.Duration) vote {
+	n := len(r.sentinels)
+	type answer struct {
+		i    int
+		addr string
+		err  error
+	}
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Now().Add(timeout)
+	}
+	ch := make(chan answer, n)
+	for i, s := range r.sentinels {
+		go func() {
+			qctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), dl)
+			defer cancel()
+			v, err := s.GetMasterAddrByName(qctx, r.master).Result()
+			a := answer{i: i, err: err}
+			switch {
+			case err == nil && len(v) == 2:
+				a.addr = net.JoinHostPort(v[0], v[1])
+			case errors.Is(err, redis.Nil):
+				a.err = fmt.Errorf("it monitors no master named %q", r.master)
+			case err == nil:
+				a.err = fmt.Errorf("unexpected reply %v", v)
+			}
+			if a.err != nil {
+				a.err = fmt.Errorf("sentinel %s: %w", r.addrs[i], a.err)
+			}
+			ch <- a
+		}()
+	}
+	need := n/2 + 1
+	v := vote{named: map[string]int{}}
+	for got := 0; got < n; got++ {
+		a := <-ch
+		if a.err != nil {
+			v.errs = append(v.errs, a.err)
+		} else if v.named[a.addr]++; v.named[a.addr] >= need {
+			r.mu.Lock()
+			r.first, r.at = a.i, time.Now()
+			r.mu.Unlock()
+			v.addr = a.addr
+			return v
+		}
+		best := 0
+		for _, c := range v.named {
+			best = max(best, c)
+		}
+		if best+n-got-1 < need {
+			return v // no address can reach a majority any more
+		}
+	}
+	return v
+}
+
+// renewVote is the Sentinels' check of one renewal, begun beside it.
+type renewVote struct {
+	d      *redisDialer
+	before map[string]uint64 // writes per server before the renewal
+	done   chan vote
+	n      int // the URL's Sentinels
+}
+
+// startVote asks the Sentinels about the master while a renewal is sent; nil unless the
+// target is redis-sentinel://. Once a majority has named a master, the connections to
+// other servers are closed, so that the next try dials the master they name.
+func (l *Locker) startVote(ctx context.Context) *renewVote {
+	sc, ok := l.c.(*sentinelClient)
+	if !ok || l.dialer == nil {
+		return nil
+	}
+	rv := &renewVote{d: l.dialer, before: l.dialer.writes(), done: make(chan vote, 1), n: len(sc.r.sentinels)}
+	go func() {
+		v := sc.r.masterVote(ctx, l.timeout)
+		if v.addr != "" {
+			l.dialer.retire(v.addr)
+		}
+		rv.done <- v
+	}()
+	return rv
+}
+
+// confirm waits for the vote and returns nil when a majority of the Sentinels named the
+// one server the renewal was written to, else a *MasterVoteError.
+func (rv *renewVote) confirm(key string) error {
+	v := <-rv.done
+	var wrote []string
+	for a, n := range rv.d.writes() {
+		if n != rv.before[a] {
+			wrote = append(wrote, a)
+		}
+	}
+	sort.Strings(wrote)
+	if v.addr != "" && len(wrote) == 1 && wrote[0] == v.addr {
+		return nil
+	}
+	return &MasterVoteError{Key: key, Wrote: wrote, Named: v.named, Sentinels: rv.n, Errs: v.errs}
+}
+
 // Following a graceful failover (SENTINEL FAILOVER). The Sentinels promote a replica and
 // point the clients at it, but the old master keeps running as a writable master with
 // no replica until they reconfigure it, about ten seconds later here (Redis 7.0). A
 // renewal sent on a connection made before the failover renewed the lock there, where
 // nobody else looks, while the promoted master let it expire: another host took it and
-// ran the job beside the holder, which saw every renewal confirmed. So before each
-// renewal, each release of a renewed lease and each new attempt of a waiter (the
-// operations that can reuse a connection made earlier), the Sentinels are asked again,
-// and connections to any other server are closed: go-redis finds them dead and dials
-// again, through the Sentinels. A release asks too when the Sentinels last answered more
+// ran the job beside the holder, which saw every renewal confirmed. So each renewal asks
+// the Sentinels beside it (a renewal that went to another server than the one a majority
+// names is unconfirmed, and retried soon: renewVote above), and before each release of a
+// renewed lease and each new attempt of a waiter (the other operations that can reuse a
+// connection made earlier) one is asked again; connections to any other server are
+// closed: go-redis finds them dead and dials again, through the Sentinels. A release asks too when the Sentinels last answered more
 // than releaseFresh ago, so that a job that ended before its first renewal, across a
 // failover, frees the lock where the fleet looks and writes its record there: a short
 // run's release asks nothing (its dial has just asked).
@@ -226,6 +383,17 @@ type trackedConn struct {
 	d    *redisDialer
 }
 
+// Write counts the bytes' server, so that a renewal knows where it went (renewVote).
+func (c *trackedConn) Write(b []byte) (int, error) {
+	c.d.mu.Lock()
+	if c.d.wrote == nil {
+		c.d.wrote = map[string]uint64{}
+	}
+	c.d.wrote[c.addr]++
+	c.d.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
 func (c *trackedConn) Close() error {
 	c.d.mu.Lock()
 	delete(c.d.conns, c)
@@ -253,6 +421,17 @@ func (d *redisDialer) track(c net.Conn, addr string) net.Conn {
 	d.conns[t] = struct{}{}
 	d.mu.Unlock()
 	return t
+}
+
+// writes is how many writes went to each server the Sentinels named, so far.
+func (d *redisDialer) writes() map[string]uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	m := make(map[string]uint64, len(d.wrote))
+	for a, n := range d.wrote {
+		m[a] = n
+	}
+	return m
 }
 
 // connected reports an open connection to a server the Sentinels named.

@@ -395,3 +395,23 @@ func TestEtcdElectionRiddenOut(t *testing.T) {
 		t.Errorf("holder: %v, stderr %q; want it to keep its lock", err, herr.String())
 	}
 }
+
+// TestEtcdMinReplicasRefused: --min-replicas means nothing on etcd (a quorum holds every
+// write already); given there it is refused in one line with the settings' exit code, as
+// --max-skew is, rather than silently ignored. No server is needed: it is bad input.
+func TestEtcdMinReplicasRefused(t *testing.T) {
+	c := newCLI(t, "")
+	marks := filepath.Join(c.dir, "ran")
+	for _, args := range [][]string{
+		{"run", "--backend", "etcd", "--etcd", "http://127.0.0.1:1", "--min-replicas", "1", "-k", "mr", "--", "touch", marks},
+		{"run", "--etcd", "http://127.0.0.1:1", "--min-replicas", "2", "-k", "mr", "--", "touch", marks}, // auto picks etcd
+	} {
+		code, _, errs := c.run(args...)
+		if code != 125 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "--min-replicas needs the Redis backend") {
+			t.Fatalf("%v: exit %d, stderr %q; want 125 and one line refusing --min-replicas", args, code, errs)
+		}
+	}
+	if _, err := os.Stat(marks); err == nil {
+		t.Fatal("the job ran")
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"cronlock/lockrun"
+	"cronlock/runstatus"
 )
 
 // Acquire takes req.Key: it reads the lock (and the tick record), and only when the lock
@@ -162,10 +163,13 @@ func (l *Locker) attempt(ctx context.Context, req lockrun.Request, missed bool) 
 			newTick = l.newTickRecord(req, rec, tickUS, missed)
 		}
 		if missed {
+			// The missed run's entry comes with its claim; the run completes it (its exit,
+			// its line) in a round trip of its own, off the success path.
+			now := req.WallNow().UnixMicro()
 			var resp *clientv3.TxnResponse
 			err := l.op(ctx, "claim the tick of "+req.Key, func(ctx context.Context, c *clientv3.Client) (err error) {
 				resp, err = c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(tickKey), "=", tickRev)).
-					Then(clientv3.OpPut(tickKey, newTick)).Commit()
+					Then(clientv3.OpPut(tickKey, newTick), clientv3.OpPut(l.runsDir(req.Key)+req.RunID, claimEntry(req, runstatus.Missed, now, now))).Commit()
 				return err
 			})
 			if err != nil {
@@ -205,7 +209,11 @@ func (l *Locker) create(ctx context.Context, c *clientv3.Client, req lockrun.Req
 	v, _ := json.Marshal(holder)
 	lockKey, tickKey := l.lockKey(req.Key), l.tickKey(req.Key)
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lockKey), "=", 0)}
-	then := []clientv3.Op{clientv3.OpPut(lockKey, string(v), clientv3.WithLease(g.ID))}
+	// The run's entry in the fleet's record exists from its claim, status running, so a
+	// run that dies holding the lock stays visible (abandoned, as readers derive it) after
+	// later claims; its release completes it.
+	then := []clientv3.Op{clientv3.OpPut(lockKey, string(v), clientv3.WithLease(g.ID)),
+		clientv3.OpPut(l.runsDir(req.Key)+req.RunID, claimEntry(req, runstatus.Running, now.UnixMicro(), 0))}
 	if newTick != "" {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(tickKey), "=", tickRev))
 		then = append(then, clientv3.OpPut(tickKey, newTick))

@@ -66,16 +66,13 @@ func (r *runner) acquire(sig *child.Signals) (lease lockrun.Lease, code int, don
 			cancel()
 			res = <-ch
 			r.row.Attempt = max(1, int(tries.Load()))
-			code := r.interrupted(s)
 			if res.lease != nil {
 				rctx, c2 := context.WithTimeout(context.Background(), o.OpTimeout)
 				res.lease.GiveBackTick() // the job never started
-				// A backend that wrote the run's entry at its claim has it completed.
-				res.lease.SetRecord(r.rowRecord())
 				res.lease.Release(rctx)
 				c2()
 			}
-			return nil, code, true
+			return nil, r.interrupted(s), true
 		}
 	}
 	var held *lockrun.HeldError

@@ -36,19 +36,14 @@ func (r *runner) recordFleetNoLock() {
 	if !ok || r.row == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.o.OpTimeout)
-	defer cancel()
-	r.fleetFailed(fw.RecordRun(ctx, r.o.Key, r.rowRecord()))
-}
-
-// rowRecord is the fleet's entry of a run whose job never started, from its row.
-func (r *runner) rowRecord() *lockrun.RunRecord {
-	rec := &lockrun.RunRecord{RunID: r.runID, Node: r.o.Node, Status: r.row.Status, Signal: r.row.Signal,
-		Tick: r.tick, Tries: max(r.row.Try, 1), Error: r.row.Error}
+	rec := &lockrun.RunRecord{RunID: r.runID, Node: r.o.Node, Status: r.row.Status, Tick: r.tick,
+		Tries: max(r.row.Try, 1), Error: r.row.Error}
 	if r.row.Exit != nil {
 		rec.Exit = *r.row.Exit
 	}
-	return rec
+	ctx, cancel := context.WithTimeout(context.Background(), r.o.OpTimeout)
+	defer cancel()
+	r.fleetFailed(fw.RecordRun(ctx, r.o.Key, rec))
 }
 
 // fleetFailed warns that the run is missing from the fleet's record; the run's outcome

@@ -130,10 +130,17 @@ func (s *etcdLease) Release(ctx context.Context) error {
 	s.endUS = s.wall().UnixMicro()
 	var extra []clientv3.Op
 	entryKey := s.l.runsDir(s.key) + s.runID
-	if s.record != nil {
+	switch {
+	case s.record != nil:
 		extra = []clientv3.Op{clientv3.OpPut(entryKey, lockrun.EncodeFleetEntry(s.record, uint64(s.fence))+entryTail(s.acquiredUS, s.endUS, 0)),
 			clientv3.OpGet(s.l.runsDir(s.key), clientv3.WithPrefix(), clientv3.WithCountOnly()),
 			clientv3.OpGet(s.l.tickKey(s.key))}
+	case giveBack:
+		// A run stopped before its job started, with no outcome to record: its claim is
+		// undone (the tick goes to the next host), and so is its running entry, which would
+		// otherwise read as abandoned, and as a second run of the tick once another host
+		// runs it.
+		extra = []clientv3.Op{clientv3.OpDelete(entryKey)}
 	}
 	var resp *clientv3.TxnResponse
 	err := s.l.op(ctx, "release lock "+s.key, func(ctx context.Context, c *clientv3.Client) (err error) {

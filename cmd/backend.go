@@ -76,8 +76,12 @@ func (o *backendOptions) resolve(fs *pflag.FlagSet, s *settings) error {
 	if err := s.checkAbsPath(fs, "lock-dir", "CRONLOCK_LOCK_DIR", o.LockDir, local.DefaultDir()); err != nil {
 		return err
 	}
-	if done, err := o.resolveEtcd(); done || err != nil {
+	if done, err := o.resolveEtcd(); err != nil {
 		return err
+	} else if done {
+		// etcd's choice is settled, but its flags still need the checks every backend
+		// gets (a --min-replicas given for etcd must be refused, not ignored).
+		return o.resolveHA(fs, s)
 	}
 	switch o.Backend {
 	case "auto":

@@ -30,7 +30,7 @@ func (o *backendOptions) resolveHA(fs *pflag.FlagSet, s *settings) error {
 	}
 	if o.Backend != "redis" && fs.Changed("min-replicas") && o.MinReplicas > 0 {
 		if o.Backend == "etcd" {
-			return fmt.Errorf("--min-replicas needs the Redis backend: etcd acknowledges a write only once a quorum of its members has it")
+			return fmt.Errorf("--min-replicas needs the Redis backend: etcd acknowledges a write only once a quorum of its members has it, so every lock is already replicated; drop --min-replicas")
 		}
 		return fmt.Errorf("--min-replicas needs the Redis backend: a local lock has no replicas")
 	}

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/v3/concurrency"
+
 	"cronlock/internal/etcdtest"
 	"cronlock/internal/proctest"
 	"cronlock/runstatus"
@@ -393,5 +395,69 @@ func TestEtcdElectionRiddenOut(t *testing.T) {
 	}
 	if err := holder.Wait(); err != nil {
 		t.Errorf("holder: %v, stderr %q; want it to keep its lock", err, herr.String())
+	}
+}
+
+// TestEtcdMinReplicasRefused: --min-replicas means nothing on etcd (a quorum holds every
+// write already); given there it is refused in one line with the settings' exit code, as
+// --max-skew is, rather than silently ignored. No server is needed: it is bad input.
+func TestEtcdMinReplicasRefused(t *testing.T) {
+	c := newCLI(t, "")
+	marks := filepath.Join(c.dir, "ran")
+	for _, args := range [][]string{
+		{"run", "--backend", "etcd", "--etcd", "http://127.0.0.1:1", "--min-replicas", "1", "-k", "mr", "--", "touch", marks},
+		{"run", "--etcd", "http://127.0.0.1:1", "--min-replicas", "2", "-k", "mr", "--", "touch", marks}, // auto picks etcd
+	} {
+		code, _, errs := c.run(args...)
+		if code != 125 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "--min-replicas needs the Redis backend") {
+			t.Fatalf("%v: exit %d, stderr %q; want 125 and one line refusing --min-replicas", args, code, errs)
+		}
+	}
+	if _, err := os.Stat(marks); err == nil {
+		t.Fatal("the job ran")
+	}
+}
+
+// TestEtcdctlLockDoesNotExclude pins what the README says where it introduces the etcd
+// backend: cronlock's lock (one key, created only while absent) and etcd's own mutex
+// (concurrency.Mutex, which `etcdctl lock NAME` is: a queue of keys under NAME/) do not
+// see each other, in either direction, under any of the names a user would try. If this
+// ever fails, the two exclude each other and the README must say so instead.
+func TestEtcdctlLockDoesNotExclude(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	c := newEtcdCLI(t, srv)
+	pfx := envOf(c.env, "CRONLOCK_PREFIX")
+	names := []string{"billing", pfx + "{billing}", pfx + "{billing}:lock"}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sess, err := concurrency.NewSession(srv.Root(), concurrency.WithTTL(30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+
+	holder, errb, release := c.startHolding([]string{"run", "-k", "billing"})
+	for _, name := range names {
+		m := concurrency.NewMutex(sess, name)
+		if err := m.TryLock(ctx); err != nil {
+			t.Errorf("etcd's mutex %q while cronlock holds billing: %v; the README says it is granted at once", name, err)
+			continue
+		}
+		m.Unlock(ctx)
+	}
+	release()
+	if err := holder.Wait(); err != nil {
+		t.Fatalf("holder: %v, %s", err, errb)
+	}
+
+	for _, name := range names {
+		m := concurrency.NewMutex(sess, name)
+		if err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if code, out, errs := c.run("run", "-k", "billing", "--capture", "0", "--", "echo", "ran"); code != 0 || out != "ran\n" {
+			t.Errorf("cronlock while etcd's mutex %q is held: exit %d, %q %q; the README says it runs", name, code, out, errs)
+		}
+		m.Unlock(ctx)
 	}
 }

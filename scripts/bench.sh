@@ -40,6 +40,10 @@
 # the plain server included) run its Go benchmark through a Sentinel deployment or a
 # Cluster that it starts itself, in about two minutes per form.
 #
+# `scripts/bench.sh etcd [REV]`: a short run of the etcd build against `etcdctl lock` on a
+# 3-member cluster, with the requests each sends (scripts/bench_etcd.sh says how; REV adds
+# the build of that git revision, interleaved), in about two minutes.
+#
 # `scripts/bench.sh fleet` measures reading the fleet's record: a key given 1000 entries
 # by 1000 real runs (CRONLOCK_FLEET_KEEP=1000), then `history --fleet --key K --limit 20`
 # (table and --json), `--limit 0` (all 1000) and without --key (SCAN), 200 runs each with
@@ -551,6 +555,11 @@ if [ "${1:-}" = herd ]; then
 	sentinel | cluster | forms) herd_forms "$2" ;;
 	*) echo "usage: scripts/bench.sh herd [sentinel|cluster|forms]" >&2; exit 2 ;;
 	esac
+	exit 0
+fi
+if [ "${1:-}" = etcd ]; then
+	source scripts/bench_etcd.sh
+	etcd_bench "${2:-}"
 	exit 0
 fi
 if [ "${1:-}" = tick ]; then

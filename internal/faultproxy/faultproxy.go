@@ -13,7 +13,9 @@
 //     some clients (the Sentinels, the replicas) and not from others (one holder).
 //
 // It also records the request turns of every connection (Turns): the bytes a client sent
-// between two replies, so a test can count round trips on the wire.
+// between two replies, so a test can count round trips on the wire; and every chunk read
+// from either side, in order (Chunks), for protocols such as HTTP/2 that interleave
+// requests and replies on one connection.
 //
 // When the upstream cannot be dialled (the server is down) an accepted connection is
 // closed at once. It is for tests only: no throughput tricks, one goroutine per direction
@@ -69,6 +71,7 @@ type Proxy struct {
 	links  map[*link]struct{}
 	closed bool
 	turns  []Turn
+	chunks []Chunk
 	nlinks int
 	wg     sync.WaitGroup
 }
@@ -101,10 +104,32 @@ func (p *Proxy) Turns() []Turn {
 	return out
 }
 
+// Chunk is what the proxy read from one side of connection Conn at once: from the client
+// (FromClient) or from the server. Chunks keep the order in which the proxy read them, both
+// directions together, so a test can tell a request sent before a reply came (pipelined,
+// or multiplexed as HTTP/2 does) from one that waited for it.
+type Chunk struct {
+	Conn       int
+	FromClient bool
+	Data       []byte
+}
+
+// Chunks returns a copy of every chunk read so far, in order.
+func (p *Proxy) Chunks() []Chunk {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Chunk, len(p.chunks))
+	for i, c := range p.chunks {
+		out[i] = Chunk{Conn: c.Conn, FromClient: c.FromClient, Data: append([]byte(nil), c.Data...)}
+	}
+	return out
+}
+
 // record notes data read from the client (fromClient) or the server on l.
 func (p *Proxy) record(l *link, data []byte, fromClient bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.chunks = append(p.chunks, Chunk{Conn: l.id, FromClient: fromClient, Data: append([]byte(nil), data...)})
 	if !fromClient {
 		l.replied = true
 		return

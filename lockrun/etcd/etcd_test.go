@@ -388,3 +388,42 @@ func TestEtcdDuplicatesByRevision(t *testing.T) {
 		t.Fatalf("%d DUPLICATE entries, want the 2 overlapping runs: %+v", dups, es)
 	}
 }
+
+// TestEtcdGiveBackUndoesEntry: a run whose job never started gives its tick back; released
+// without an outcome to record (stopped before the job), its running entry goes with its
+// claim, so the record shows neither an abandoned run nor two runs of the tick once the
+// next host runs it. With an outcome (a command not found), the entry stays, completed.
+func TestEtcdGiveBackUndoesEntry(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	l := newEtcdLocker(t, srv, Options{})
+	ctx := context.Background()
+	req := etcdReq("gb", "01900000-0000-7000-8000-000000000001")
+	req.Tick = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	a, err := l.Acquire(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if es, err := l.Fleet(ctx, "gb", 0); err != nil || len(es) != 1 || es[0].Status != "running" {
+		t.Fatalf("while held: %+v, %v; want the running entry written with the claim", es, err)
+	}
+	a.GiveBackTick()
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if es, err := l.Fleet(ctx, "gb", 0); err != nil || len(es) != 0 {
+		t.Fatalf("after the give-back: %+v, %v; want no entry", es, err)
+	}
+	req.RunID = "01900000-0000-7000-8000-000000000002"
+	b, err := l.Acquire(ctx, req)
+	if err != nil {
+		t.Fatalf("the next run of the given-back tick: %v", err)
+	}
+	b.GiveBackTick()
+	b.SetRecord(&lockrun.RunRecord{RunID: req.RunID, Node: req.Node, Status: "error", Exit: 127, Tick: req.Tick})
+	if err := b.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if es, err := l.Fleet(ctx, "gb", 0); err != nil || len(es) != 1 || es[0].Status != "error" || es[0].Duplicate {
+		t.Fatalf("after a give-back with an outcome: %+v, %v; want its error entry", es, err)
+	}
+}

@@ -2,6 +2,8 @@ package etcd
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,19 +11,22 @@ import (
 	"strings"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"cronlock/lockrun"
+	"cronlock/runstatus"
 )
 
 // Acquire takes req.Key: it reads the lock (and the tick record), and only when the lock
 // is free grants a lease and creates the key in a transaction that succeeds only if the
-// key is still absent (and the tick record unchanged). A held lock thus costs one round
-// trip; a taken one three. With req.Wait it waits on a watch of the key, woken by its
-// deletion, and also polls every min(1s, ttl/3).
+// key is still absent (and the tick record unchanged), the grant and the transaction
+// sent together. A held lock thus costs one round trip; a taken one two. With req.Wait
+// it waits on a watch of the key, woken by its deletion, and also polls every
+// min(1s, ttl/3).
 func (l *Locker) Acquire(ctx context.Context, req lockrun.Request) (lockrun.Lease, error) {
 	if err := lockrun.ValidKey(req.Key); err != nil {
 		return nil, err
@@ -162,10 +167,13 @@ func (l *Locker) attempt(ctx context.Context, req lockrun.Request, missed bool) 
 			newTick = l.newTickRecord(req, rec, tickUS, missed)
 		}
 		if missed {
+			// The missed run's entry comes with its claim; the run completes it (its exit,
+			// its line) in a round trip of its own, off the success path.
+			now := req.WallNow().UnixMicro()
 			var resp *clientv3.TxnResponse
 			err := l.op(ctx, "claim the tick of "+req.Key, func(ctx context.Context, c *clientv3.Client) (err error) {
 				resp, err = c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(tickKey), "=", tickRev)).
-					Then(clientv3.OpPut(tickKey, newTick)).Commit()
+					Then(clientv3.OpPut(tickKey, newTick), clientv3.OpPut(l.runsDir(req.Key)+req.RunID, claimEntry(req, runstatus.Missed, now, now))).Commit()
 				return err
 			})
 			if err != nil {
@@ -191,47 +199,78 @@ func (l *Locker) attempt(ctx context.Context, req lockrun.Request, missed bool) 
 // create grants the lease and creates the lock key (and claims the tick) if the key is
 // still absent and the tick record unchanged. retry reports that it was not: read again.
 // When no reply came, the lease is revoked, which deletes a key it may have created.
+//
+// The grant and the transaction travel together, in one round trip: the lease's ID is
+// chosen here, so the transaction can name it before the grant has answered. The cluster
+// nearly always applies them in the order sent; a transaction that overtook its grant is
+// refused whole ("lease not found") and is sent again once the grant has answered.
 func (l *Locker) create(ctx context.Context, c *clientv3.Client, req lockrun.Request, sent time.Duration, tickRev int64, newTick string) (lease *etcdLease, retry bool, err error) {
-	var g *clientv3.LeaseGrantResponse
-	if err := l.op(ctx, "take lock "+req.Key, func(ctx context.Context, c *clientv3.Client) (err error) {
-		g, err = c.Grant(ctx, leaseSeconds(req.TTL))
-		return err
-	}); err != nil {
-		return nil, false, err
-	}
+	id := newLeaseID()
+	granted := make(chan error, 1)
+	go func() {
+		granted <- l.op(ctx, "take lock "+req.Key, func(ctx context.Context, c *clientv3.Client) error {
+			_, err := pb.NewLeaseClient(c.ActiveConnection()).LeaseGrant(ctx, &pb.LeaseGrantRequest{TTL: leaseSeconds(req.TTL), ID: int64(id)})
+			return rpctypes.Error(err)
+		})
+	}()
 	now := req.WallNow()
 	holder := etcdHolder{Node: req.Node, PID: req.PID, RunID: req.RunID, SinceMS: now.UnixMilli(),
 		AcquiredUS: now.UnixMicro(), TTLMS: req.TTL.Milliseconds()}
 	v, _ := json.Marshal(holder)
 	lockKey, tickKey := l.lockKey(req.Key), l.tickKey(req.Key)
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lockKey), "=", 0)}
-	then := []clientv3.Op{clientv3.OpPut(lockKey, string(v), clientv3.WithLease(g.ID))}
+	// The run's entry in the fleet's record exists from its claim, status running, so a
+	// run that dies holding the lock stays visible (abandoned, as readers derive it) after
+	// later claims; its release completes it.
+	then := []clientv3.Op{clientv3.OpPut(lockKey, string(v), clientv3.WithLease(id)),
+		clientv3.OpPut(l.runsDir(req.Key)+req.RunID, claimEntry(req, runstatus.Running, now.UnixMicro(), 0))}
 	if newTick != "" {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(tickKey), "=", tickRev))
 		then = append(then, clientv3.OpPut(tickKey, newTick))
 	}
 	var resp *clientv3.TxnResponse
-	err = l.op(ctx, "take lock "+req.Key, func(ctx context.Context, c *clientv3.Client) (err error) {
-		resp, err = c.Txn(ctx).If(cmps...).Then(then...).Else(clientv3.OpGet(lockKey)).Commit()
-		return err
-	})
+	commit := func() error {
+		return l.op(ctx, "take lock "+req.Key, func(ctx context.Context, c *clientv3.Client) (err error) {
+			resp, err = c.Txn(ctx).If(cmps...).Then(then...).Else(clientv3.OpGet(lockKey)).Commit()
+			return err
+		})
+	}
+	err = commit()
+	gerr := <-granted
+	switch {
+	case gerr != nil && errors.Is(gerr, rpctypes.ErrLeaseExist):
+		return nil, true, nil // another run's lease has this ID (1 in 2^63): another ID
+	case gerr != nil:
+		// The lease may exist (a reply that never came) and hold the key: end it.
+		l.revoke(ctx, id)
+		return nil, false, gerr
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		err = commit() // it overtook the grant: the lease exists now
+	}
 	if err != nil {
 		// The outcome is unknown: revoking the lease deletes the key if it was created.
-		l.revoke(ctx, g.ID)
+		l.revoke(ctx, id)
 		return nil, false, err
 	}
-	el := &etcdLease{l: l, key: req.Key, id: g.ID, ttl: req.TTL, minHold: req.MinHold, sent: sent,
+	el := &etcdLease{l: l, key: req.Key, id: id, ttl: req.TTL, minHold: req.MinHold, sent: sent,
 		runID: req.RunID, ticked: newTick != "", acquiredUS: now.UnixMicro(), holder: holder, wall: req.WallNow}
 	if resp.Succeeded {
 		el.fence = resp.Header.Revision // the key was created by this very revision
 		return el, false, nil
 	}
-	l.revoke(ctx, g.ID)
-	if kv := firstKV(resp, 0); kv != nil && kv.Lease == int64(g.ID) {
+	l.revoke(ctx, id)
+	if kv := firstKV(resp, 0); kv != nil && kv.Lease == int64(id) {
 		el.fence = kv.CreateRevision // a retried commit whose first reply was lost
 		return el, false, nil
 	}
 	return nil, true, nil
+}
+
+// newLeaseID is a random lease ID: positive (etcd reserves 0 for "choose one"), 63 bits.
+func newLeaseID() clientv3.LeaseID {
+	var b [8]byte
+	rand.Read(b[:])
+	return clientv3.LeaseID(binary.BigEndian.Uint64(b[:])>>1 | 1)
 }
 
 // revoke ends a lease (and deletes its keys), within its own time-out; most callers

@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,22 +14,42 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"cronlock/lockrun"
+	"cronlock/runstatus"
 )
 
-// The fleet's record on etcd is one key per run, <prefix>{KEY}:runs/<RUN>, rather than
-// one key holding a list: etcd keeps every version of a key until compaction, so a list
-// rewritten by each run would store the whole list again per run. An entry's write
-// travels in the release's transaction, which also counts the entries; past FleetKeep
-// plus a tenth, the oldest are deleted down to FleetKeep (two round trips, once every
-// FleetKeep/10 runs). Entries do not expire: a retired job's record stays until deleted
-// (etcdctl del --prefix '<prefix>{KEY}:runs/').
+// The fleet's record on etcd is a ledger of one key per run, <prefix>{KEY}:runs/<RUN>,
+// rather than one key holding a list: etcd keeps every version of a key until compaction,
+// so a list rewritten by each run would store the whole list again per run. A run's entry
+// is written by the transaction that claims the lock (status running) or its tick as
+// missed, and completed by the release's transaction, which also counts the entries; no
+// other run's claim rewrites it. Readers derive abandoned from a running entry whose run no
+// longer holds the lock. Past FleetKeep plus a tenth, the oldest entries are deleted down
+// to FleetKeep (two round trips, once every FleetKeep/10 runs), never a running entry nor
+// the key's last success or last failure. Entries do not expire: a retired job's record
+// stays until deleted (etcdctl del --prefix '<prefix>{KEY}:').
 
 // entryTail closes an entry EncodeFleetEntry began, with the fields the scripts add on Redis.
 func entryTail(startUS, endUS int64, skips int) string {
 	return fmt.Sprintf(`,"a":%d,"f":%d,"k":%d}`, startUS, endUS, skips)
 }
 
-var entrySkips = regexp.MustCompile(`,"k":\d+}$`)
+// maxEntryNode bounds the node name in an entry written at a claim (EncodeFleetEntry cuts
+// the completed entry's to fit).
+const maxEntryNode = 128
+
+// claimEntry is the entry a claim writes in its own transaction: status running (the lock)
+// or missed (the tick alone), the run's start on this host's clock, no exit yet. The
+// fencing token of a running entry is the entry key's create revision, which is the lock
+// key's: the transaction does not know it before it commits.
+func claimEntry(req lockrun.Request, status string, startUS, endUS int64) string {
+	e := lockrun.FleetEntry{RunID: req.RunID, Node: strings.ToValidUTF8(req.Node[:min(len(req.Node), maxEntryNode)], ""),
+		Status: status, Tries: 1, StartUS: startUS, EndUS: endUS}
+	if !req.Tick.IsZero() {
+		e.TickUS = req.Tick.UnixMicro()
+	}
+	b, _ := json.Marshal(e)
+	return string(b)
+}
 
 func (l *Locker) fleetKeep() int {
 	if l.o.FleetKeep > 0 {
@@ -88,17 +108,83 @@ func (l *Locker) afterEntry(ctx context.Context, key, entryKey, runID string, re
 	if r == nil || r.Count <= keep+max(keep/10, 1)-1 {
 		return
 	}
+	l.trim(ctx, key)
+}
+
+// trim deletes key's oldest entries down to FleetKeep, sparing the entry of the run that
+// holds the lock and the key's last success and last failure: a record that keeps only
+// failures must still say when the job last worked, and a run must never vanish while it
+// runs. Best effort: a record changed between the read and the delete is trimmed by a
+// later run instead.
+func (l *Locker) trim(ctx context.Context, key string) {
 	dir := l.runsDir(key)
 	l.op(ctx, "trim the fleet's record of "+key, func(ctx context.Context, c *clientv3.Client) error {
-		old, err := c.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
-			clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend), clientv3.WithLimit(r.Count-keep))
-		if err != nil || len(old.Kvs) == 0 {
+		read, err := c.Txn(ctx).Then(clientv3.OpGet(dir, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend)),
+			clientv3.OpGet(l.lockKey(key))).Commit()
+		if err != nil {
 			return err
 		}
-		last := string(old.Kvs[len(old.Kvs)-1].Key)
-		_, err = c.Delete(ctx, string(old.Kvs[0].Key), clientv3.WithRange(last+"\x00"))
+		kvs := read.Responses[0].GetResponseRange().Kvs
+		holder := ""
+		if kv := firstKV(read, 1); kv != nil {
+			holder = holderOf(kv.Value, kv.CreateRevision).RunID
+		}
+		spare := make([]bool, len(kvs))
+		lastOK, lastBad := -1, -1
+		for i, kv := range kvs {
+			var e lockrun.FleetEntry
+			json.Unmarshal(kv.Value, &e)
+			switch {
+			case e.Status == runstatus.Running && e.RunID == holder:
+				spare[i] = true
+			case e.Status == runstatus.Succeeded:
+				lastOK = i
+			case failure(e.Status):
+				lastBad = i // a running entry whose run let the lock go is abandoned: a failure
+			}
+		}
+		for _, i := range []int{lastOK, lastBad} {
+			if i >= 0 {
+				spare[i] = true
+			}
+		}
+		// Oldest first, in ranges between the spared entries; each range is deleted only if
+		// none of its keys changed since the read (a host whose clock is behind may have
+		// written a new entry among the old ones).
+		over := int64(len(kvs)) - int64(l.fleetKeep())
+		var cmps []clientv3.Cmp
+		var ops []clientv3.Op
+		for i := 0; i < len(kvs) && over > 0; {
+			if spare[i] {
+				i++
+				continue
+			}
+			j := i
+			for j+1 < len(kvs) && !spare[j+1] && int64(j+1-i) < over {
+				j++
+			}
+			from, end := string(kvs[i].Key), string(kvs[j].Key)+"\x00"
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(from), "<", read.Header.Revision+1).WithRange(end))
+			ops = append(ops, clientv3.OpDelete(from, clientv3.WithRange(end)))
+			over -= int64(j + 1 - i)
+			i = j + 1
+		}
+		if len(ops) == 0 {
+			return nil
+		}
+		_, err = c.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		return err
 	})
+}
+
+// failure reports a status that counts as a failure of the job, for the last failure a
+// trim keeps (running stands for an abandoned run here: the holder's is spared before).
+func failure(status string) bool {
+	switch status {
+	case runstatus.Succeeded, runstatus.Skipped, lockrun.NeverFiredStatus:
+		return false
+	}
+	return true
 }
 
 // setEntrySkips rewrites an entry's skip count if the entry is still at revision rev
@@ -112,9 +198,19 @@ func (l *Locker) setEntrySkips(ctx context.Context, entryKey string, value []byt
 			}
 			value, rev = resp.Kvs[0].Value, resp.Kvs[0].ModRevision
 		}
-		v := entrySkips.ReplaceAllString(string(value), `,"k":`+strconv.Itoa(skips)+`}`)
+		// As raw fields, so that fields this build does not know are kept as they are.
+		var m map[string]json.RawMessage
+		if json.Unmarshal(value, &m) != nil {
+			return nil
+		}
+		m["k"] = json.RawMessage(strconv.Itoa(skips))
+		if _, ok := m["rf"]; !ok && string(m["s"]) != `"running"` {
+			// This write moves the entry's revision past its release's: keep that one.
+			m["rf"] = json.RawMessage(strconv.FormatInt(rev, 10))
+		}
+		v, _ := json.Marshal(m)
 		_, err := c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(entryKey), "=", rev)).
-			Then(clientv3.OpPut(entryKey, v)).Commit()
+			Then(clientv3.OpPut(entryKey, string(v))).Commit()
 		return err
 	})
 }
@@ -155,6 +251,11 @@ func (l *Locker) FleetAll(ctx context.Context, keys []string, limit int) (map[st
 			tickV = string(kv.Value)
 			json.Unmarshal(kv.Value, &tr)
 		}
+		lockKV := firstKV(resp, 2)
+		holder := ""
+		if lockKV != nil {
+			holder = holderOf(lockKV.Value, lockKV.CreateRevision).RunID
+		}
 		var es []lockrun.FleetEntry
 		ids := map[string]bool{}
 		endRev := map[string]int64{}
@@ -166,16 +267,32 @@ func (l *Locker) FleetAll(ctx context.Context, keys []string, limit int) (map[st
 			if json.Unmarshal(kv.Value, &e) != nil || json.Unmarshal(kv.Value, &rf) != nil {
 				continue
 			}
-			// The release wrote the entry in its own transaction, unless it says otherwise.
-			endRev[e.RunID] = cmp.Or(rf.Rev, kv.CreateRevision)
 			e.Key = k
+			if e.Status == runstatus.Running {
+				e = l.claimState(e, kv, holder)
+			} else {
+				// The release's revision: an entry written at the claim was last written by the
+				// release (a later skip count keeps it in rf); one from before the ledger was
+				// created by the release. WriteRecord's says it in rf.
+				end := kv.CreateRevision
+				if e.Fence != 0 && uint64(kv.CreateRevision) == e.Fence {
+					end = kv.ModRevision
+				}
+				endRev[e.RunID] = cmp.Or(rf.Rev, end)
+			}
 			if e.RunID == tr.RunID && !tr.Missed {
 				e.Skips = max(e.Skips, tr.Skips)
 			}
 			ids[e.RunID] = true
 			es = append(es, e)
 		}
-		if e, ok := lockrun.PendingEntry(k, l.redisStyleLock(firstKV(resp, 2)), tickV, ids); ok {
+		// A holder with no entry took the lock with a cronlock from before the ledger, which
+		// wrote none at the claim. A tick claimer with neither lock nor entry is not read as
+		// abandoned: every claim writes its entry now, so its entry was trimmed.
+		if tr.RunID != holder {
+			tickV = ""
+		}
+		if e, ok := lockrun.PendingEntry(k, l.redisStyleLock(lockKV), tickV, ids); ok {
 			es = append([]lockrun.FleetEntry{e}, es...)
 		}
 		sort.SliceStable(es, func(a, b int) bool { return es[a].StartUS > es[b].StartUS })
@@ -186,6 +303,20 @@ func (l *Locker) FleetAll(ctx context.Context, keys []string, limit int) (map[st
 		out[k] = es
 	}
 	return out, nil
+}
+
+// claimState is a running entry as readers see it: still running while its run holds the
+// lock, else abandoned (its cronlock or its host died, or it was cut off: the lease ended
+// with no release). Its fencing token is the entry's create revision, the lock key's.
+func (l *Locker) claimState(e lockrun.FleetEntry, kv *mvccKV, holder string) lockrun.FleetEntry {
+	if e.Fence == 0 {
+		e.Fence = uint64(kv.CreateRevision)
+	}
+	if e.RunID != holder {
+		e.Status = runstatus.Abandoned
+		e.Error = "took the lock and let it expire without a record of its end (killed, or its host was lost)"
+	}
+	return e
 }
 
 // markByRevision is MarkDuplicates with each run's hold of the lock measured in revisions,
@@ -225,9 +356,10 @@ func (l *Locker) redisStyleLock(kv *mvccKV) string {
 	return string(b)
 }
 
-// FleetKeys returns the keys that have a fleet record.
+// FleetKeys returns the keys that have a lock, a tick record or an entry: a key whose
+// only run is still running, or was abandoned, is one of them.
 func (l *Locker) FleetKeys(ctx context.Context) ([]string, error) {
-	return l.walk(ctx, "runs", "list the fleet's records")
+	return l.walk(ctx, "list the fleet's records", "lock", "tick", "runs")
 }
 
 // TickRecord reads the tick record of key, or nil, nil when no tick was ever claimed.
@@ -250,9 +382,10 @@ func (l *Locker) TickRecord(ctx context.Context, key string) (*lockrun.TickRecor
 	return tr.Record(), nil
 }
 
-// walk returns, sorted, the KEYs that have a <prefix>{KEY}:kind key, paging through the
-// prefix with keys-only reads and jumping over each key's run entries.
-func (l *Locker) walk(ctx context.Context, kind, what string) ([]string, error) {
+// walk returns, sorted, the KEYs that have a <prefix>{KEY}:kind key of one of kinds
+// ("runs" for the entries), paging through the prefix with keys-only reads and jumping
+// over each key's run entries.
+func (l *Locker) walk(ctx context.Context, what string, kinds ...string) ([]string, error) {
 	base := l.prefix + "{"
 	end := clientv3.GetPrefixRangeEnd(base)
 	from := base
@@ -273,15 +406,17 @@ func (l *Locker) walk(ctx context.Context, kind, what string) ([]string, error) 
 			if !ok || lockrun.ValidKey(name) != nil {
 				continue
 			}
-			if strings.HasPrefix(k, "runs/") {
-				if kind == "runs" {
-					names = append(names, name)
-				}
+			runs := strings.HasPrefix(k, "runs/")
+			if runs {
+				k = "runs"
+			}
+			// A key's names are adjacent (lock, runs/…, tick): one entry for each key.
+			if slices.Contains(kinds, k) && (len(names) == 0 || names[len(names)-1] != name) {
+				names = append(names, name)
+			}
+			if runs {
 				next = base + name + "}:runs0" // past every entry of name ('0' follows '/')
 				break
-			}
-			if k == kind {
-				names = append(names, name)
 			}
 		}
 		switch {
@@ -313,7 +448,7 @@ func (l *Locker) Inspect(ctx context.Context, key string) (*lockrun.Holder, erro
 
 // List returns every lock held right now under the prefix, by key.
 func (l *Locker) List(ctx context.Context) (map[string]lockrun.Holder, error) {
-	names, err := l.walk(ctx, "lock", "list locks")
+	names, err := l.walk(ctx, "list locks", "lock")
 	if err != nil {
 		return nil, err
 	}

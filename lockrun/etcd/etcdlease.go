@@ -58,24 +58,30 @@ func (s *etcdLease) SetRecord(rec *lockrun.RunRecord) { s.record = rec }
 // RecordErr is why Release could not write the record; nil when it was or none was given.
 func (s *etcdLease) RecordErr() error { return s.recordErr }
 
-// Renew keeps the lease alive once, then checks that the key is still the one this lease
-// created. ErrLockLost: the lease is gone, or the key is gone or replaced.
+// Renew keeps the lease alive once and checks that the key is still the one this lease
+// created, both in one round trip. ErrLockLost: the lease is gone, or the key is gone or
+// replaced.
 func (s *etcdLease) Renew(ctx context.Context) error {
-	if err := s.l.call(ctx, func(ctx context.Context, c *clientv3.Client) error {
-		_, err := c.KeepAliveOnce(ctx, s.id)
+	alive := make(chan error, 1)
+	go func() {
+		alive <- s.l.call(ctx, func(ctx context.Context, c *clientv3.Client) error {
+			_, err := c.KeepAliveOnce(ctx, s.id)
+			return err
+		})
+	}()
+	var resp *clientv3.GetResponse
+	gerr := s.l.call(ctx, func(ctx context.Context, c *clientv3.Client) (err error) {
+		resp, err = c.Get(ctx, s.l.lockKey(s.key))
 		return err
-	}); err != nil {
+	})
+	if err := <-alive; err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			return fmt.Errorf("renew lock %s: its lease expired or was revoked: %w", s.key, lockrun.ErrLockLost)
 		}
 		return s.l.userError("renew lock "+s.key, err)
 	}
-	var resp *clientv3.GetResponse
-	if err := s.l.call(ctx, func(ctx context.Context, c *clientv3.Client) (err error) {
-		resp, err = c.Get(ctx, s.l.lockKey(s.key))
-		return err
-	}); err != nil {
-		return s.l.userError("renew lock "+s.key, err)
+	if gerr != nil {
+		return s.l.userError("renew lock "+s.key, gerr)
 	}
 	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != s.fence || resp.Kvs[0].Lease != int64(s.id) {
 		return fmt.Errorf("renew lock %s: the key was deleted or taken over: %w", s.key, lockrun.ErrLockLost)
@@ -85,8 +91,10 @@ func (s *etcdLease) Renew(ctx context.Context) error {
 
 // Release deletes the lock if it is still ours, writing the fleet's entry in the same
 // transaction; with MinHold left, it moves the key to a lease of the hold left instead,
-// marked released. The old lease is revoked either way. It returns an error wrapping
-// ErrLockLost when the lock was no longer ours (nothing is removed then).
+// marked released. The old lease is revoked either way: without a hold, in the same round
+// trip as the transaction (the revoke deletes only keys of this lease, so it can never
+// remove another holder's lock). It returns an error wrapping ErrLockLost when the lock
+// was no longer ours (nothing is removed then).
 func (s *etcdLease) Release(ctx context.Context) error {
 	giveBack := s.ticked && s.giveBack.Load()
 	if giveBack {
@@ -96,7 +104,8 @@ func (s *etcdLease) Release(ctx context.Context) error {
 	mine := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lockKey), "=", s.fence),
 		clientv3.Compare(clientv3.LeaseValue(lockKey), "=", s.id)}
 	then := []clientv3.Op{clientv3.OpDelete(lockKey)}
-	if hold := s.minHold - (lockrun.ClockOr(s.l.now)() - s.sent); hold > 0 && !giveBack {
+	hold := s.minHold - (lockrun.ClockOr(s.l.now)() - s.sent)
+	if hold > 0 && !giveBack {
 		var g *clientv3.LeaseGrantResponse
 		err := s.l.op(ctx, "release lock "+s.key, func(ctx context.Context, c *clientv3.Client) (err error) {
 			g, err = c.Grant(ctx, leaseSeconds(hold))
@@ -110,27 +119,52 @@ func (s *etcdLease) Release(ctx context.Context) error {
 		b, _ := json.Marshal(h)
 		then = []clientv3.Op{clientv3.OpPut(lockKey, string(b), clientv3.WithLease(g.ID))}
 	}
+	// Without a hold, the revoke goes beside the transaction. The cluster nearly always
+	// applies them in the order sent; when the revoke came first, it deleted the key, the
+	// transaction finds it gone (and still writes the entry), and the revoke's success says
+	// the lease was alive until then: the lock was released, not lost.
+	revoked := make(chan error, 1)
+	if hold <= 0 || giveBack {
+		go func() { revoked <- s.l.revoke(ctx, s.id) }()
+	}
 	s.endUS = s.wall().UnixMicro()
 	var extra []clientv3.Op
 	entryKey := s.l.runsDir(s.key) + s.runID
-	if s.record != nil {
+	switch {
+	case s.record != nil:
 		extra = []clientv3.Op{clientv3.OpPut(entryKey, lockrun.EncodeFleetEntry(s.record, uint64(s.fence))+entryTail(s.acquiredUS, s.endUS, 0)),
 			clientv3.OpGet(s.l.runsDir(s.key), clientv3.WithPrefix(), clientv3.WithCountOnly()),
 			clientv3.OpGet(s.l.tickKey(s.key))}
+	case giveBack:
+		// A run stopped before its job started, with no outcome to record: its claim is
+		// undone (the tick goes to the next host), and so is its running entry, which would
+		// otherwise read as abandoned, and as a second run of the tick once another host
+		// runs it.
+		extra = []clientv3.Op{clientv3.OpDelete(entryKey)}
 	}
 	var resp *clientv3.TxnResponse
 	err := s.l.op(ctx, "release lock "+s.key, func(ctx context.Context, c *clientv3.Client) (err error) {
-		resp, err = c.Txn(ctx).If(mine...).Then(append(then, extra...)...).Else(extra...).Commit()
+		resp, err = c.Txn(ctx).If(mine...).Then(append(then, extra...)...).Else(append([]clientv3.Op{clientv3.OpGet(lockKey)}, extra...)...).Commit()
 		return err
 	})
+	if hold > 0 && !giveBack {
+		// After the key has moved to the hold's lease; not after a time-out, which the
+		// revoke would most likely spend again: the lease then ends by itself.
+		if err != nil && retryableEtcdError(err) {
+			revoked <- err
+		} else {
+			revoked <- s.l.revoke(ctx, s.id)
+		}
+	}
+	rerr := <-revoked
 	if err != nil {
 		recorded := s.record != nil
 		s.record = nil
 		// A refusal (the NOSPACE alarm refuses the transaction for its fleet's entry) is no
-		// reason to hold the lock for the rest of its TTL, past the alarm's end: revoking
-		// the lease deletes the key if it is still this lease's. Not after a time-out,
-		// which a revoke would most likely spend again.
-		if retryableEtcdError(err) || s.l.revoke(ctx, s.id) != nil {
+		// reason to hold the lock for the rest of its TTL, past the alarm's end: the revoke
+		// deleted the key if it was still this lease's. A time-out leaves the lease to end
+		// by itself.
+		if rerr != nil {
 			return err
 		}
 		if recorded {
@@ -139,12 +173,11 @@ func (s *etcdLease) Release(ctx context.Context) error {
 		return nil
 	}
 	s.endRev = resp.Header.Revision
-	s.l.revoke(ctx, s.id)
 	if s.record != nil {
 		off := len(resp.Responses) - 2
 		s.l.afterEntry(ctx, s.key, entryKey, s.runID, resp, off, resp.Header.Revision)
 	}
-	if !resp.Succeeded {
+	if !resp.Succeeded && (rerr != nil || firstKV(resp, 0) != nil) {
 		return fmt.Errorf("release lock %s: it had already expired or been taken over: %w", s.key, lockrun.ErrLockLost)
 	}
 	return nil

@@ -61,8 +61,16 @@ func (r *runner) pastDeadline(t time.Time) bool {
 func (r *runner) missed() int {
 	o := r.o
 	late := wallNow().Sub(r.tick)
+	msg := fmt.Sprintf("%s: missed the %s tick: it would start %s after it, later than --start-deadline %s; the job was not run (was cron or this host down or busy?)",
+		o.Key, r.tickName(), heldFor(late), shortDuration(o.StartDeadline))
+	code := o.ConflictExitCode
+	// The entry travels with the claim where the backend writes it there (Redis): a
+	// missed run then costs one round trip, the claim, whichever path found it missed.
+	req := r.request()
+	req.Entry = &lockrun.RunRecord{RunID: r.runID, Node: o.Node, Status: runstatus.Missed, Exit: code,
+		Tick: r.tick, Tries: 1, Error: msg}
 	ctx, cancel := context.WithTimeout(context.Background(), o.OpTimeout+time.Second)
-	err := r.locker.ClaimMissed(ctx, r.request())
+	err := r.locker.ClaimMissed(ctx, req)
 	cancel()
 	var te *lockrun.TickError
 	switch {
@@ -72,13 +80,13 @@ func (r *runner) missed() int {
 		return r.fail(ExitFailed, "%v", err)
 	}
 	r.row.Status = runstatus.Missed
-	r.row.Error = fmt.Sprintf("%s: missed the %s tick: it would start %s after it, later than --start-deadline %s; the job was not run (was cron or this host down or busy?)",
-		o.Key, r.tickName(), heldFor(late), shortDuration(o.StartDeadline))
-	code := o.ConflictExitCode
+	r.row.Error = msg
 	r.row.Exit = &code
 	r.recordInsert()
 	r.errorf("%s", r.row.Error)
-	r.recordFleetNoLock()
+	if ce, ok := r.locker.(lockrun.ClaimsEntry); !ok || !ce.ClaimsEntry() {
+		r.recordFleetNoLock()
+	}
 	return code
 }
 

@@ -50,6 +50,11 @@ type Request struct {
 	// Now is this host's wall clock (the skew check, the holder's "since"); nil =
 	// time.Now.
 	Now func() time.Time
+	// Entry is the run's entry in the fleet's record, which a backend that writes it at
+	// the claim (ClaimsEntry) writes in the same call: Status running for Acquire, the
+	// missed run's status, exit and error for ClaimMissed. nil = an entry of RunID,
+	// Node and Tick alone.
+	Entry *RunRecord
 }
 
 // WallNow is the request's wall clock: Now, or time.Now when Now is nil.
@@ -241,6 +246,12 @@ type FleetStore interface {
 	TickRecord(ctx context.Context, key string) (*TickRecord, error)
 	// RecordRun adds the entry of a run that never held the lock (missed, error).
 	RecordRun(ctx context.Context, key string, rec *RunRecord) error
+}
+
+// ClaimsEntry is a FleetStore that writes a run's entry in the fleet's record with the
+// claim itself (Request.Entry), so a missed claim needs no RecordRun after it.
+type ClaimsEntry interface {
+	ClaimsEntry() bool
 }
 
 // Expiring is a backend whose locks free themselves when their lease ends (Redis, etcd).

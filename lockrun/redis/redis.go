@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,8 +35,13 @@ import (
 //	<prefix>{KEY}:released  pub/sub channel: "released" is published when the lock is freed
 //	<prefix>{KEY}:tick      string, 400-day TTL: a JSON object, the last schedule tick
 //	                        claimed (--schedule) and by whom (see acquire.lua)
-//	<prefix>{KEY}:runs      list, 400-day TTL: the fleet's record, one JSON entry per run,
-//	                        newest first, capped (see fleet.go)
+//	<prefix>{KEY}:ledger    hash, 400-day TTL: the fleet's ledger, run id -> JSON entry
+//	                        (lockrun.FleetEntry), written at the claim and completed by
+//	                        the release; plus the ids of the last success and failure
+//	<prefix>{KEY}:order     sorted set, 400-day TTL: the ledger's run ids by claim time
+//	<prefix>{KEY}:days      hash, 400-day TTL: per-day counters of the ledger's runs
+//	                        (lua/ledger.lua); the three expire 400 days after the last claim
+//	<prefix>{KEY}:runs      list: the record of cronlock before the ledger, read only
 //
 // Holder metadata lives in the lock's own value, not in a sibling key, so that it expires
 // with the lock in the same instant and Inspect reads both in one GET.
@@ -46,11 +52,11 @@ var luaFiles embed.FS
 // The scripts are sent by their SHA1, the body only when Redis lacks them (redisscript.go).
 // Each is prepared on first use: a run on the local backend never needs them.
 var (
-	acquireScript = sync.OnceValue(func() string { return loadScript("acquire.lua") })
+	acquireScript = sync.OnceValue(func() string { return loadScript("ledger.lua") + "\n" + loadScript("acquire.lua") })
 	renewScript   = sync.OnceValue(func() string { return loadScript("renew.lua") })
-	releaseScript = sync.OnceValue(func() string { return loadScript("release.lua") })
+	releaseScript = sync.OnceValue(func() string { return loadScript("ledger.lua") + "\n" + loadScript("release.lua") })
 	unlockScript  = sync.OnceValue(func() string { return loadScript("unlock.lua") })
-	fleetScript   = sync.OnceValue(func() string { return loadScript("fleet.lua") })
+	fleetScript   = sync.OnceValue(func() string { return loadScript("ledger.lua") + "\n" + loadScript("fleet.lua") })
 )
 
 // loadScript reads an embedded script and drops its comment lines and indentation, which
@@ -235,12 +241,13 @@ func (l *Locker) Acquire(ctx context.Context, req lockrun.Request) (lockrun.Leas
 // by another token. When no reply came and the retries ran out, it releases the lock in
 // case the script did run, so the fleet is not blocked for a TTL.
 func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mode string) (*redisLease, *lockrun.Holder, error) {
-	keys := []string{l.lockKey(req.Key), l.fenceKey(req.Key)}
+	keys := []string{l.lockKey(req.Key), l.fenceKey(req.Key), l.tickKey(req.Key), l.ledgerKey(req.Key), l.orderKey(req.Key), l.daysKey(req.Key)}
 	args := []any{token, durMS(req.TTL), req.Node, req.PID, req.RunID, req.WallNow().UnixMilli(), l.allowArg()}
+	tick := ""
 	if !req.Tick.IsZero() {
-		keys = append(keys, l.tickKey(req.Key), l.runsKey(req.Key))
-		args = append(args, req.Tick.UnixMicro(), durMS(req.MaxSkew), req.Schedule, req.Zone, mode)
+		tick = strconv.FormatInt(req.Tick.UnixMicro(), 10)
 	}
+	args = append(args, tick, durMS(req.MaxSkew), req.Schedule, req.Zone, mode, claimEntry(req, mode), l.fleetKeep())
 	if req.OnTry != nil {
 		req.OnTry()
 	}
@@ -274,23 +281,24 @@ type releaseArgs struct {
 	giveBack bool   // give back a tick claimed by runID (the job never started)
 	entry    string // the fleet entry to write with the release ('' = none; see EncodeFleetEntry)
 	startUS  string // the run's start for the entry: Redis TIME at acquire
+	// pending are earlier runs of this host whose completion never reached the server.
+	pending []lockrun.PendingCompletion
 }
 
 // releaseEval runs release.lua for token.
 func (l *Locker) releaseEval(ctx context.Context, key, token string, a releaseArgs) (any, error) {
 	keys := []string{l.lockKey(key)}
 	args := []any{token, durMS(a.minHold), l.channel(key)}
-	if a.giveBack || a.entry != "" {
-		keys = append(keys, l.tickKey(key))
+	if a.giveBack || a.entry != "" || len(a.pending) > 0 {
+		keys = append(keys, l.tickKey(key), l.ledgerKey(key), l.orderKey(key), l.daysKey(key))
 		giveBack := ""
 		if a.giveBack {
 			giveBack = a.runID
 		}
-		args = append(args, giveBack)
-	}
-	if a.entry != "" {
-		keys = append(keys, l.runsKey(key))
-		args = append(args, a.entry, l.fleetKeep(), a.startUS, a.runID)
+		args = append(args, giveBack, a.entry, l.fleetKeep(), a.startUS, a.runID, len(a.pending))
+		for _, p := range a.pending {
+			args = append(args, p.RunID, p.Entry, p.StartUS, p.EndUS)
+		}
 	}
 	res, _, err := l.eval(ctx, releaseScript(), keys, args...)
 	return res, err

@@ -110,8 +110,14 @@ func (l *Locker) acquireReply(ctx context.Context, req lockrun.Request, token st
 		if len(r) > 3 {
 			acquired, _ = r[3].(string)
 		}
-		return &redisLease{l: l, key: req.Key, token: token, ttl: req.TTL, minHold: req.MinHold, fence: fence, sent: sent,
-			runID: req.RunID, ticked: !req.Tick.IsZero(), acquiredUS: acquired}, nil, nil
+		lease := &redisLease{l: l, key: req.Key, token: token, ttl: req.TTL, minHold: req.MinHold, fence: fence, sent: sent,
+			runID: req.RunID, ticked: !req.Tick.IsZero(), acquiredUS: acquired}
+		if len(r) > 4 {
+			if e, _ := r[4].(string); e != "" {
+				lease.claimErr = fmt.Errorf("record the run of %s in the fleet's record on %s: %s", req.Key, server, e)
+			}
+		}
+		return lease, nil, nil
 	case 2:
 		raw, _ := r[1].(string)
 		return nil, nil, lockrun.TickErrorOf(req, raw)

@@ -27,7 +27,13 @@ type redisLease struct {
 	record     *lockrun.RunRecord // written by Release (SetRecord)
 	endUS      string             // Redis TIME at Release, µs; "" before it answered
 	recordErr  error              // why Release could not write record
+	claimErr   error              // why the acquire could not write the claim's entry
+	pending    []lockrun.PendingCompletion
 }
+
+// SetPending gives Release earlier runs' completions that never reached the server
+// (lockrun.PendingCompletion): they travel in the release's own script.
+func (s *redisLease) SetPending(p []lockrun.PendingCompletion) { s.pending = p }
 
 // SetRecord makes Release write rec to the fleet's record in its own script: the run's
 // entry costs no round trip. Call it before Release, from the goroutine that calls it.
@@ -35,7 +41,12 @@ func (s *redisLease) SetRecord(rec *lockrun.RunRecord) { s.record = rec }
 
 // RecordErr is why Release could not write the record given to SetRecord; nil when it
 // was written or none was given.
-func (s *redisLease) RecordErr() error { return s.recordErr }
+func (s *redisLease) RecordErr() error {
+	if s.claimErr != nil {
+		return s.claimErr
+	}
+	return s.recordErr
+}
 
 // WriteRecord writes rec to the fleet's record now, in one round trip of its own: for a
 // run whose outcome was not final when it let the lock go. Its end is the release's time
@@ -91,7 +102,7 @@ func (s *redisLease) Release(ctx context.Context) error {
 	if giveBack {
 		minHold = 0 // the next host is to run the tick now, not be held off
 	}
-	a := releaseArgs{minHold: minHold, runID: s.runID, giveBack: giveBack}
+	a := releaseArgs{minHold: minHold, runID: s.runID, giveBack: giveBack, pending: s.pending}
 	if s.record != nil && s.acquiredUS != "" {
 		a.entry, a.startUS = lockrun.EncodeFleetEntry(s.record, s.fence), s.acquiredUS
 	}

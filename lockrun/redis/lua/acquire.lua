@@ -11,8 +11,15 @@
 -- ARGV[8] the run's tick in UTC microseconds ('' = no schedule: KEYS[3] is not read),
 -- ARGV[9] the largest clock skew allowed in ms ('0' = no check), ARGV[10] EXPR,
 -- ARGV[11] zone, ARGV[12] 'missed' to claim the tick alone, as missed, without the lock
--- KEYS[4] the fleet's record (a list of JSON entries, newest first): a skip is also
---   counted in the claimer's entry ("k") when that entry is already written and newest
+-- The ledger (SPEC §10), written at every claim (lock, tick, missed) in this same call:
+-- KEYS[4] the ledger's hash, KEYS[5] its order, KEYS[6] its per-day counters (ledger.lua,
+--   which redis.go puts in front of this script; the tick logic may count never-fired
+--   ticks there with count(nowS, 'n', N))
+-- ARGV[13] the claim's entry, Go-encoded without its closing brace, without "fe", "a",
+--   "f", "k" ('' = write none); ARGV[14] how many entries to keep (CRONLOCK_FLEET_KEEP)
+-- A skip is counted in the claimer's entry ("k"), found by its run id.
+-- marks: fields the tick logic sets (sc, fl, nf, nt, nc, dl…) to be merged into the
+-- claim's entry; numbers may be Lua numbers or decimal strings.
 --
 -- The order is SPEC §9's: refusals that write nothing, the clock skew, the tick, the lock.
 --
@@ -30,7 +37,9 @@
 --   ARGV[9] ms away from the server's TIME. Nothing is written.
 -- Returns {2, record} when this tick, or a later one, was claimed by another run: the
 --   tick record as it now is (its skip count raised). Nothing else is written.
--- Returns {3, ''} when ARGV[12] is 'missed' and the tick was claimed for this run.
+-- Returns {3, '', lerr} when ARGV[12] is 'missed' and the tick was claimed for this run.
+-- lerr (also the 5th item of a taken lock's reply) is '' or why the ledger's entry could
+-- not be written: the claim stands all the same.
 
 -- Needed before Redis 5 to write after TIME; a no-op (or absent) since.
 if redis.replicate_commands then redis.replicate_commands() end
@@ -54,6 +63,18 @@ end
 
 local t = redis.call('TIME')
 local nowS = t[1] .. string.format('%06d', tonumber(t[2]))
+
+-- Fields the tick logic adds to this claim's entry (see the header).
+local marks = {}
+
+LK.ledger, LK.order, LK.days = KEYS[4], KEYS[5], KEYS[6] -- the ledger (ledger.lua)
+
+-- claimEntry writes the claim's entry: ARGV[13] and what only the server knows.
+local function claimEntry(tail, holder)
+  if (ARGV[13] or '') == '' then return '' end
+  local e = ARGV[13] .. tail .. ',"a":' .. nowS .. fields(marks) .. ',"k":0}'
+  return addEntry(ARGV[5], e, nowS, tonumber(ARGV[14]) or 200, holder)
+end
 
 -- The tick: a fast clock would claim the next tick early and make the fleet skip it, so
 -- the skew is checked first. A record of this tick or a later one, not this run's own
@@ -81,14 +102,13 @@ if tickUs ~= '' then
     local v = cjson.encode(rec)
     -- pcall: a full server must not turn a skip into an error; the count is a nicety.
     redis.pcall('SET', KEYS[3], v, 'KEEPTTL', 'XX')
-    -- The claimer's run may have ended before this host's cron fired: its entry gets the
-    -- count too. Only the newest entry is looked at, so this costs one LINDEX.
-    if KEYS[4] and rec.run_id and rec.run_id ~= '' then
-      -- pcall: an ACL without list rights must not turn a skip into an error.
-      local head = redis.pcall('LINDEX', KEYS[4], 0)
-      if type(head) == 'string' and string.find(head, '{"id":"' .. rec.run_id .. '"', 1, true) == 1 then
-        local n = string.gsub(head, ',"k":%d+}$', ',"k":' .. string.format('%d', rec.skips) .. '}')
-        redis.pcall('LSET', KEYS[4], 0, n)
+    -- The claimer's entry gets the count too, found by its run id (one HGET).
+    if rec.run_id and rec.run_id ~= '' then
+      -- pcall: an ACL without hash rights must not turn a skip into an error.
+      local e = redis.pcall('HGET', KEYS[4], rec.run_id)
+      if type(e) == 'string' then
+        local n = string.gsub(e, ',"k":%d+}$', ',"k":' .. string.format('%d', rec.skips) .. '}')
+        redis.pcall('HSET', KEYS[4], rec.run_id, n)
       end
     end
     return {2, v}
@@ -111,7 +131,14 @@ end
 
 if missedMode then
   claimTick(true)
-  return {3, ''}
+  local holder
+  if cur then
+    local ok, h = pcall(cjson.decode, cur)
+    if ok and type(h) == 'table' then holder = h.run_id end
+  end
+  local lerr, added = claimEntry(',"f":' .. nowS, holder)
+  if added then count(nowS, 'm', 1) end
+  return {3, '', lerr}
 end
 
 if cur then
@@ -172,4 +199,5 @@ local v = cjson.encode({
   ttl_ms = tonumber(ARGV[2]),
 })
 redis.call('SET', KEYS[1], v, 'PX', ARGV[2], 'NX')
-return {1, fence, warn, nowS}
+local lerr = claimEntry(',"fe":' .. fence, ARGV[5])
+return {1, fence, warn, nowS, lerr}

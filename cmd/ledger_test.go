@@ -1,0 +1,121 @@
+package cmd
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"cronlock/internal/redistest"
+)
+
+// Tests of the fleet's ledger (SPEC §10, issue 20) through the built binary, against a
+// real Redis.
+
+// waitLockGone waits for key's lock to expire on the Redis clock.
+func waitLockGone(t *testing.T, c *cli, key string) {
+	t.Helper()
+	lock := sibling(c, key, "lock")
+	waitUntil(t, 20*time.Second, "the lock to expire", func() bool {
+		v, _ := redistest.Do(redistest.Addr(t), "EXISTS", lock)
+		return v == "0"
+	})
+}
+
+// TestLedgerAbandonedStays: a run whose cronlock is SIGKILLed mid-job stays in the
+// fleet's record as abandoned, with its tick, after the next tick was claimed by another
+// host (the claim used to overwrite the only trace of it).
+func TestLedgerAbandonedStays(t *testing.T) {
+	hosts := newFleet(t, "redis", "vmA", "vmB")
+	off, tick := inMinute()
+	a := hosts[0]
+	// vmA's clock a minute behind: its tick is the one before vmB's.
+	a.env = append(a.env, "CRONLOCK_TEST_CLOCK_OFFSET="+(off-time.Minute).String())
+	run, _, _ := a.startHolding([]string{"run", "-k", "billing", "--ttl", "1s", "--max-skew", "0", "--schedule", "* * * * *"})
+	run.Process.Kill()
+	run.Wait()
+	waitLockGone(t, a.cli, "billing")
+	if code, _, errs := hosts[1].at(off, "run", "-k", "billing", "--schedule", "* * * * *", "--", "true"); code != 0 {
+		t.Fatalf("vmB: exit %d (%s)", code, errs)
+	}
+	rows := fleetRows(t, monitor(t, a), "--key", "billing")
+	var got []string
+	for _, r := range rows {
+		s := r.Node + ":" + r.Status
+		if r.ScheduledFor != nil {
+			s += "@" + *r.ScheduledFor
+		}
+		got = append(got, s)
+	}
+	want := "vmB:succeeded@" + rfc(tick) + " vmA:abandoned@" + rfc(tick.Add(-time.Minute))
+	if strings.Join(got, " ") != want {
+		t.Fatalf("history --fleet: %s; want %s", strings.Join(got, " "), want)
+	}
+	if rows[1].FinishedAt != nil || rows[1].FencingToken == 0 {
+		t.Errorf("abandoned entry %+v: want no end and the fencing token of its claim", rows[1])
+	}
+}
+
+// TestLedgerTrimKeepsLastSuccess: with CRONLOCK_FLEET_KEEP=2, a success followed by two
+// refusals keeps its entry (the key's last success is never trimmed) and stays a
+// success: it does not turn into abandoned, and check is not CRITICAL.
+func TestLedgerTrimKeepsLastSuccess(t *testing.T) {
+	hosts := newFleet(t, "redis", "vmA", "vmB", "vmC")
+	for _, h := range hosts {
+		h.env = append(h.env, "CRONLOCK_FLEET_KEEP=2")
+	}
+	off, tick := inMinute()
+	sched := []string{"run", "-k", "billing", "--schedule", "* * * * *", "--", "true"}
+	if code, _, errs := hosts[0].at(off, sched...); code != 0 {
+		t.Fatalf("vmA: exit %d (%s)", code, errs)
+	}
+	for _, h := range hosts[1:] {
+		if code, _, errs := h.at(off+45*time.Second, sched...); code != 125 {
+			t.Fatalf("%s 45 s ahead: exit %d (%s); want 125", h.node, code, errs)
+		}
+	}
+	m := monitor(t, hosts[0])
+	rows := fleetRows(t, m, "--key", "billing")
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.Node+":"+r.Status)
+	}
+	if strings.Join(got, " ") != "vmC:error vmA:succeeded" {
+		t.Fatalf("history --fleet: %s; want vmC:error vmA:succeeded (KEEP=2, the last success kept)", strings.Join(got, " "))
+	}
+	if r := rows[1]; r.ScheduledFor == nil || *r.ScheduledFor != rfc(tick) || r.FinishedAt == nil || r.Exit == nil || *r.Exit != 0 {
+		t.Errorf("the success's entry %+v; want whole: its tick %s, an end, exit 0", r, rfc(tick))
+	}
+	if n := checkEntrySizes(t, m, "billing"); n != 2 {
+		t.Errorf("%d entries kept; want 2", n)
+	}
+	if code, out := hosts[0].check(off, "--key", "billing", "--schedule", "* * * * *"); code == 2 {
+		t.Errorf("check: exit %d, %s; the success was not abandoned", code, out)
+	}
+}
+
+// TestLedgerKeysWithoutEntries: history --fleet and history stats --fleet without --key
+// find a key whose only run is running, and then abandoned.
+func TestLedgerKeysWithoutEntries(t *testing.T) {
+	hosts := newFleet(t, "redis", "vmA")
+	h := hosts[0]
+	m := monitor(t, h)
+	run, _, _ := h.startHolding([]string{"run", "-k", "billing", "--ttl", "1s"})
+	defer run.Process.Kill()
+	for _, want := range []string{"running", "abandoned"} {
+		rows := fleetRows(t, m)
+		if len(rows) != 1 || rows[0].Key != "billing" || rows[0].Status != want || rows[0].Node != "vmA" {
+			t.Fatalf("history --fleet without --key: %+v; want one %s run of billing on vmA", rows, want)
+		}
+		code, out, errs := m.run("history", "stats", "--fleet", "--json")
+		var st statsJSON
+		if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Key != "billing" || st.Runs != 1 {
+			t.Fatalf("history stats --fleet --json (exit %d, %s): %s; want the one run of billing", code, errs, out)
+		}
+		if want == "running" {
+			run.Process.Kill() // SIGKILL: no release, no completion
+			run.Wait()
+			waitLockGone(t, h.cli, "billing")
+		}
+	}
+}

@@ -119,3 +119,31 @@ func TestLedgerKeysWithoutEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestLedgerMissedAfterWait: a --wait that ends at tick + --start-deadline as missed has
+// its entry in the fleet's record, with its tick and its reason, as the direct missed
+// path has.
+func TestLedgerMissedAfterWait(t *testing.T) {
+	hosts := newFleet(t, "redis", "vmA", "vmB")
+	holder, _, release := hosts[0].startHolding([]string{"run", "-k", "billing"})
+	defer func() { release(); holder.Wait() }()
+	now := time.Now()
+	off := now.Truncate(time.Minute).Add(time.Minute + time.Second).Sub(now) // 1 s after a tick
+	tick := now.Add(off).Truncate(time.Minute)
+	code, _, errs := hosts[1].at(off, "run", "-k", "billing", "--schedule", "* * * * *", "--max-skew", "0",
+		"--wait", "1m", "--start-deadline", "2s", "--", "true")
+	if code != 0 || !strings.Contains(errs, "missed the") {
+		t.Fatalf("exit %d, stderr %q; want 0 and the missed line", code, errs)
+	}
+	rows := fleetRows(t, monitor(t, hosts[0]), "--key", "billing")
+	var missed []fleetRow
+	for _, r := range rows {
+		if r.Status == "missed" {
+			missed = append(missed, r)
+		}
+	}
+	if len(missed) != 1 || missed[0].Node != "vmB" || missed[0].ScheduledFor == nil || *missed[0].ScheduledFor != rfc(tick) ||
+		!strings.Contains(missed[0].Error, "--start-deadline") || missed[0].FinishedAt == nil {
+		t.Fatalf("entries %+v; want one missed entry of vmB for %s, with its reason", rows, rfc(tick))
+	}
+}

@@ -69,6 +69,11 @@ func (r *runner) acquire(sig *child.Signals) (lease lockrun.Lease, code int, don
 			if res.lease != nil {
 				rctx, c2 := context.WithTimeout(context.Background(), o.OpTimeout)
 				res.lease.GiveBackTick() // the job never started
+				// Its claim's entry is completed with the release, as interrupted.
+				sg := s.(syscall.Signal)
+				res.lease.SetRecord(&lockrun.RunRecord{RunID: r.runID, Node: o.Node, Status: runstatus.Interrupted,
+					Exit: 128 + int(sg), Signal: unix.SignalName(sg), Tick: r.tick, Tries: 1,
+					Error: fmt.Sprintf("stopped by %s before the job started", unix.SignalName(sg))})
 				res.lease.Release(rctx)
 				c2()
 			}

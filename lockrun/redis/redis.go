@@ -25,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"cronlock/lockrun"
+	"cronlock/runstatus"
 )
 
 // Redis layout of one lock KEY (the hash tag puts all of them in one Cluster slot):
@@ -260,14 +261,22 @@ func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mo
 		// came after the script had taken the lock.
 		if (unknown || scriptRan(err)) && l.unreachable() == nil {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
-			l.releaseEval(rctx, req.Key, token, releaseArgs{runID: req.RunID, giveBack: !req.Tick.IsZero()}) // best effort, the tick too
+			uerr := l.userError("take lock "+req.Key, err)
+			// The claim's entry, if the script ran, is completed as this run's error.
+			var entry string
+			if mode == "" {
+				entry = lockrun.EncodeFleetEntry(&lockrun.RunRecord{RunID: req.RunID, Node: req.Node, Status: runstatus.Error,
+					Exit: exitError, Tick: req.Tick, Tries: 1, Error: uerr.Error()}, 0)
+			}
+			l.releaseEval(rctx, req.Key, token, releaseArgs{runID: req.RunID, giveBack: !req.Tick.IsZero(), entry: entry}) // best effort, the tick too
 			cancel()
+			return nil, nil, uerr
 		}
 		return nil, nil, l.userError("take lock "+req.Key, err)
 	}
 	lease, held, err := l.acquireReply(ctx, req, token, sent, res)
 	if lease != nil && mode == "" {
-		if err := l.checkAcquireAcks(ctx, lease, acks); err != nil {
+		if err := l.checkAcquireAcks(ctx, lease, acks, req.Node, req.Tick); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -10,7 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"cronlock/lockrun"
+	"cronlock/runstatus"
 )
+
+// exitError is the exit code of a run that ends with status error (jobrun.ExitFailed):
+// the code its ledger entry records when the backend ends the run itself.
+const exitError = 125
 
 // --min-replicas: WAIT N is pipelined right after the acquire and every renewal, on the
 // connection that ran the script (WAIT counts the replicas that acknowledged that
@@ -182,15 +187,20 @@ func (l *Locker) redirected(ctx context.Context, err error) error {
 }
 
 // checkAcquireAcks lets a lease go when fewer than minReplicas acknowledged it.
-func (l *Locker) checkAcquireAcks(ctx context.Context, lease *redisLease, a acked) error {
+func (l *Locker) checkAcquireAcks(ctx context.Context, lease *redisLease, a acked, node string, tick time.Time) error {
 	if l.minReplicas <= 0 || a.n >= int64(l.minReplicas) {
 		return nil
 	}
 	lease.GiveBackTick()
+	rerr := &ReplicaError{Key: lease.key, Server: l.target.server(), Want: l.minReplicas, Got: max(a.n, 0), Within: a.within}
+	// The claim's entry is completed as the run's error in the same script (SPEC §10:
+	// a shortfall has an entry).
+	lease.SetRecord(&lockrun.RunRecord{RunID: lease.runID, Node: node, Status: runstatus.Error, Exit: exitError,
+		Tick: tick, Tries: 1, Error: rerr.Error()})
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
 	lease.Release(rctx) // best effort: an unreleased lock expires after its TTL
 	cancel()
-	return &ReplicaError{Key: lease.key, Server: l.target.server(), Want: l.minReplicas, Got: max(a.n, 0), Within: a.within}
+	return rerr
 }
 
 // renewAcks is the error of a renewal that fewer than minReplicas acknowledged: not a

@@ -6,18 +6,24 @@ import (
 	"testing"
 	"time"
 
+	"cronlock/internal/faultproxy"
 	"cronlock/internal/redistest"
 )
 
 // Tests of the fleet's ledger (SPEC §10, issue 20) through the built binary, against a
 // real Redis.
 
-// waitLockGone waits for key's lock to expire on the Redis clock.
-func waitLockGone(t *testing.T, c *cli, key string) {
+// waitLockGone waits for key's lock to expire on the Redis clock, on the shared server or
+// on addr.
+func waitLockGone(t *testing.T, c *cli, key string, addr ...string) {
 	t.Helper()
 	lock := sibling(c, key, "lock")
+	server := redistest.Addr(t)
+	if len(addr) > 0 {
+		server = addr[0]
+	}
 	waitUntil(t, 20*time.Second, "the lock to expire", func() bool {
-		v, _ := redistest.Do(redistest.Addr(t), "EXISTS", lock)
+		v, _ := redistest.Do(server, "EXISTS", lock)
 		return v == "0"
 	})
 }
@@ -145,5 +151,67 @@ func TestLedgerMissedAfterWait(t *testing.T) {
 	if len(missed) != 1 || missed[0].Node != "vmB" || missed[0].ScheduledFor == nil || *missed[0].ScheduledFor != rfc(tick) ||
 		!strings.Contains(missed[0].Error, "--start-deadline") || missed[0].FinishedAt == nil {
 		t.Fatalf("entries %+v; want one missed entry of vmB for %s, with its reason", rows, rfc(tick))
+	}
+}
+
+// TestLedgerCompletionKeptAndSent: a run whose release, and the retry of its completion,
+// get no answer (the network to Redis black-holed as the job ends) keeps its completion in
+// the host's history; the host's next run of the key sends it inside its own release (no
+// extra round trip), and both runs end completed in the fleet's record.
+func TestLedgerCompletionKeptAndSent(t *testing.T) {
+	srv := redistest.Start(t)
+	p, err := faultproxy.Start(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := newCLI(t, "redis://"+p.Addr+"/0")
+	c.env = append(c.env, "CRONLOCK_REDIS_TIMEOUT=300ms")
+	m := newCLI(t, "redis://"+srv.Addr+"/0")
+	m.env = append(m.env, "CRONLOCK_HISTORY=off", prefixOf(c))
+	if code, _, errs := c.run("run", "-k", "warm", "--", "true"); code != 0 { // loads the scripts
+		t.Fatalf("warm-up: exit %d (%s)", code, errs)
+	}
+	a, errA, release := c.startHolding([]string{"run", "-k", "pend", "--ttl", "3s"})
+	p.Set(faultproxy.Blackhole, 0)
+	release()
+	if err := a.Wait(); err != nil {
+		t.Fatalf("run A: %v (%s); want exit 0: a lost completion never changes the outcome", err, errA)
+	}
+	if !strings.Contains(errA.String(), "next run of pend sends it") {
+		t.Errorf("run A's stderr %q; want the warning that its next run sends its end", errA.String())
+	}
+	p.Set(faultproxy.Pass, 0)
+	waitLockGone(t, m, "pend", srv.Addr)
+	rows := fleetRows(t, m, "--key", "pend")
+	if len(rows) != 1 || rows[0].Status != "abandoned" {
+		t.Fatalf("after the lost release: %+v; want run A's claim, abandoned", rows)
+	}
+	idA := rows[0].ID
+	before := len(p.Turns())
+	if code, _, errs := c.run("run", "-k", "pend", "--", "sleep", "0.3"); code != 0 {
+		t.Fatalf("run B: exit %d (%s)", code, errs)
+	}
+	if got := strings.Join(turnCommands(t, p.Turns()[before:]), " | "); got != "EVALSHA | EVALSHA" {
+		t.Errorf("run B sent %q; want its acquire and its release alone", got)
+	}
+	rows = fleetRows(t, m, "--key", "pend")
+	if len(rows) != 2 {
+		t.Fatalf("entries %+v; want runs A and B", rows)
+	}
+	for _, r := range rows {
+		if r.Status != "succeeded" || r.FinishedAt == nil || r.Exit == nil || *r.Exit != 0 {
+			t.Errorf("entry %+v; want succeeded and completed", r)
+		}
+	}
+	if rows[1].ID != idA {
+		t.Errorf("oldest entry %s; want run A's %s", rows[1].ID, idA)
+	}
+	// Delivered: the next run sends nothing more (and finds nothing to complete).
+	if code, _, errs := c.run("run", "-k", "pend", "--", "sleep", "0.3"); code != 0 || errs != "" {
+		t.Fatalf("run C: exit %d (%s)", code, errs)
+	}
+	if n := len(fleetRows(t, m, "--key", "pend")); n != 3 {
+		t.Errorf("%d entries; want 3", n)
 	}
 }

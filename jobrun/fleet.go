@@ -53,5 +53,9 @@ func (r *runner) fleetFailed(err error) {
 	if err == nil || r.o.Quiet || !r.shouldWarn("fleet", r.row.Backend, err) {
 		return
 	}
+	if r.pendingKept {
+		r.infof("warning: %v; the run's end is not in the fleet's record yet (cronlock history --fleet): this host's next run of %s sends it, its outcome is unchanged%s", err, r.o.Key, r.repeatNote())
+		return
+	}
 	r.infof("warning: %v; the run is not in the fleet's record (cronlock history --fleet), its outcome is unchanged%s", err, r.repeatNote())
 }

@@ -114,7 +114,7 @@ func (l *Locker) acquireReply(ctx context.Context, req lockrun.Request, token st
 			runID: req.RunID, ticked: !req.Tick.IsZero(), acquiredUS: acquired}
 		if len(r) > 4 {
 			if e, _ := r[4].(string); e != "" {
-				lease.claimErr = fmt.Errorf("record the run of %s in the fleet's record on %s: %s", req.Key, server, e)
+				lease.claimErr = &recordRefusedError{key: req.Key, server: server, reply: e}
 			}
 		}
 		return lease, nil, nil

@@ -43,10 +43,21 @@ func (l *Locker) appendEntry(ctx context.Context, key, entry, startUS, endUS, ru
 		return l.userError("record the run of "+key+" in the fleet's record", err)
 	}
 	if s, _ := res.(string); s != "" {
-		return fmt.Errorf("record the run of %s in the fleet's record on %s: %s", key, l.target.server(), s)
+		return &recordRefusedError{key: key, server: l.target.server(), reply: s}
 	}
 	return nil
 }
+
+// recordRefusedError is the server's refusal of a ledger write (a full server, an ACL
+// without hash rights): sending it again would be refused again.
+type recordRefusedError struct{ key, server, reply string }
+
+func (e *recordRefusedError) Error() string {
+	return fmt.Sprintf("record the run of %s in the fleet's record on %s: %s", e.key, e.server, e.reply)
+}
+
+// Refusal marks it as the server's answer (lockrun.IsRefusal).
+func (e *recordRefusedError) Refusal() {}
 
 // Fleet returns key's newest runs across the fleet, newest first, at most limit (0 = all
 // kept), in one round trip: the ledger's entries, with "abandoned" derived for an entry

@@ -31,6 +31,9 @@ type redisLease struct {
 	pending    []lockrun.PendingCompletion
 }
 
+// AcquiredUS is Redis TIME when the lock was taken, in µs (the entry's "a").
+func (s *redisLease) AcquiredUS() string { return s.acquiredUS }
+
 // SetPending gives Release earlier runs' completions that never reached the server
 // (lockrun.PendingCompletion): they travel in the release's own script.
 func (s *redisLease) SetPending(p []lockrun.PendingCompletion) { s.pending = p }
@@ -122,7 +125,7 @@ func (s *redisLease) Release(ctx context.Context) error {
 	if len(r) > 3 {
 		s.endUS, _ = r[2].(string)
 		if e, _ := r[3].(string); e != "" {
-			s.recordErr = fmt.Errorf("record the run of %s in the fleet's record on %s: %s", s.key, s.l.target.server(), e)
+			s.recordErr = &recordRefusedError{key: s.key, server: s.l.target.server(), reply: e}
 		}
 	}
 	if code, _ := r[0].(int64); code == 0 {

@@ -91,4 +91,3 @@ func (r *runner) settlePending(lease lockrun.Lease, rec *lockrun.RunRecord, sent
 	r.pendingKept = true
 	r.rec.do(func(s *history.Store) error { return s.AddPending(p) })
 }
-

@@ -136,7 +136,7 @@ type runner struct {
 	// deliver (history.Pending), once the history is open; see pending.go.
 	pendingRead chan []history.PendingCompletion
 	pendingKept bool // this run's own completion is kept for a later run
-	ping          *notify.Pinger
+	ping        *notify.Pinger
 }
 
 func (r *runner) run() int {

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -213,5 +214,61 @@ func TestLedgerCompletionKeptAndSent(t *testing.T) {
 	}
 	if n := len(fleetRows(t, m, "--key", "pend")); n != 3 {
 		t.Errorf("%d entries; want 3", n)
+	}
+}
+
+// TestLedgerMinReplicasShortfallKeepsTheTick: every host runs with --min-replicas 1 while
+// the only replica is stopped, their crons 0.4 s apart. A host that finds the tick's
+// claim still waiting for its WAIT waits for it instead of skipping; each claim falls
+// short, gives the tick back and ends error (125) with its entry in the fleet's record:
+// no host skips the tick in silence.
+func TestLedgerMinReplicasShortfallKeepsTheTick(t *testing.T) {
+	master := redistest.Start(t, "--repl-diskless-sync-delay", "0")
+	replica := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port), "--repl-diskless-sync-delay", "0")
+	waitUntil(t, 10*time.Second, "the master to count its replica online", func() bool {
+		info, err := master.Do("INFO", "replication")
+		return err == nil && strings.Contains(info, "state=online")
+	})
+	replica.Stop()
+	defer replica.Cont()
+	off, tick := inMinute()
+	var hosts []*cli
+	for _, n := range []string{"vmA", "vmB", "vmC"} {
+		c := newCLI(t, "redis://"+master.Addr+"/0")
+		c.env = append(c.env, "CRONLOCK_NODE="+n, "CRONLOCK_TEST_CLOCK_OFFSET="+off.String(), "CRONLOCK_PREFIX=short:")
+		hosts = append(hosts, c)
+	}
+	type result struct {
+		code int
+		errs string
+	}
+	results := make([]chan result, len(hosts))
+	for i, h := range hosts {
+		results[i] = make(chan result, 1)
+		go func() {
+			code, _, errs := h.run("run", "-k", "billing", "--schedule", "* * * * *", "--min-replicas", "1",
+				"--redis-timeout", "500ms", "--", "true")
+			results[i] <- result{code, errs}
+		}()
+		time.Sleep(400 * time.Millisecond) // the crons of the scenario fire 0.4 s apart
+	}
+	for i, ch := range results {
+		r := <-ch
+		if r.code != 125 || !strings.Contains(r.errs, "replicas acknowledged") {
+			t.Errorf("host %d: exit %d, stderr %q; want 125 and the shortfall's line (never a silent skip)", i, r.code, r.errs)
+		}
+	}
+	m := newCLI(t, "redis://"+master.Addr+"/0")
+	m.env = append(m.env, "CRONLOCK_HISTORY=off", "CRONLOCK_PREFIX=short:")
+	rows := fleetRows(t, m, "--key", "billing")
+	nodes := map[string]bool{}
+	for _, r := range rows {
+		if r.Status != "error" || r.ScheduledFor == nil || *r.ScheduledFor != rfc(tick) || !strings.Contains(r.Error, "replicas acknowledged") || r.FinishedAt == nil {
+			t.Errorf("entry %+v; want error for %s with the shortfall's reason", r, rfc(tick))
+		}
+		nodes[r.Node] = true
+	}
+	if len(rows) != 3 || len(nodes) != 3 {
+		t.Fatalf("entries %+v; want one error entry of each host", rows)
 	}
 }

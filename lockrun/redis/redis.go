@@ -248,14 +248,47 @@ func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mo
 	if !req.Tick.IsZero() {
 		tick = strconv.FormatInt(req.Tick.UnixMicro(), 10)
 	}
-	args = append(args, tick, durMS(req.MaxSkew), req.Schedule, req.Zone, mode, claimEntry(req, mode), l.fleetKeep())
+	// With --min-replicas the tick's claim is pending until the replicas acknowledged it
+	// (or it was given back): the WAIT takes up to one operation time-out, and the
+	// give-back's release another.
+	pendingMS := int64(0)
+	if l.minReplicas > 0 && mode == "" && tick != "" {
+		pendingMS = durMS(2 * l.timeout)
+	}
+	args = append(args, tick, durMS(req.MaxSkew), req.Schedule, req.Zone, mode, claimEntry(req, mode), l.fleetKeep(), pendingMS)
 	if req.OnTry != nil {
 		req.OnTry()
 	}
-	// Read before the first send: when a retry inside eval finds the lock already ours,
-	// its PX was set by the attempt sent here.
-	sent := lockrun.ClockOr(l.now)()
-	res, acks, unknown, err := l.evalAcked(ctx, acquireScript(), keys, args...)
+	var (
+		sent    time.Duration
+		res     any
+		acks    acked
+		unknown bool
+		err     error
+	)
+	// A pending claim of this tick by another run (reply 4) is waited for, within a bound
+	// of this run's own: it is either confirmed (then this run skips) or given back (then
+	// this run may claim the tick), never guessed.
+	for waited := time.Duration(0); ; {
+		// Read before the first send: when a retry inside eval finds the lock already
+		// ours, its PX was set by the attempt sent here.
+		sent = lockrun.ClockOr(l.now)()
+		res, acks, unknown, err = l.evalAcked(ctx, acquireScript(), keys, args...)
+		left, raw, pending := pendingReply(res)
+		if err != nil || !pending {
+			break
+		}
+		if waited >= 4*l.timeout {
+			return nil, nil, lockrun.TickErrorOf(req, raw) // still pending: the claimer's run goes on
+		}
+		d := min(left+10*time.Millisecond, 4*l.timeout-waited)
+		select {
+		case <-ctx.Done():
+			return nil, nil, l.userError("take lock "+req.Key, ctx.Err())
+		case <-time.After(d):
+		}
+		waited += d
+	}
 	if err != nil {
 		// A release cannot reach a server that no dial reaches either. A refused WAIT
 		// came after the script had taken the lock.
@@ -384,4 +417,20 @@ func (l *Locker) unreachable() error {
 		return nil
 	}
 	return l.dialer.lastError()
+}
+
+// pendingReply reads acquire.lua's reply {4, ms, record}: this tick's claim by another
+// run is pending for ms more.
+func pendingReply(res any) (left time.Duration, record string, ok bool) {
+	r, _ := res.([]any)
+	if len(r) < 3 {
+		return 0, "", false
+	}
+	if code, _ := r[0].(int64); code != 4 {
+		return 0, "", false
+	}
+	ms, _ := r[1].(string)
+	n, _ := strconv.ParseInt(ms, 10, 64)
+	record, _ = r[2].(string)
+	return time.Duration(n) * time.Millisecond, record, true
 }

@@ -17,6 +17,8 @@
 --   ticks there with count(nowS, 'n', N))
 -- ARGV[13] the claim's entry, Go-encoded without its closing brace, without "fe", "a",
 --   "f", "k" ('' = write none); ARGV[14] how many entries to keep (CRONLOCK_FLEET_KEEP)
+-- ARGV[15] with --min-replicas, how long (ms) the tick's claim stays pending: until the
+--   replicas acknowledged it or it was given back (release.lua clears it); '0' = none
 -- A skip is counted in the claimer's entry ("k"), found by its run id.
 -- marks: fields the tick logic sets (sc, fl, nf, nt, nc, dl…) to be merged into the
 -- claim's entry; numbers may be Lua numbers or decimal strings.
@@ -37,6 +39,8 @@
 --   ARGV[9] ms away from the server's TIME. Nothing is written.
 -- Returns {2, record} when this tick, or a later one, was claimed by another run: the
 --   tick record as it now is (its skip count raised). Nothing else is written.
+-- Returns {4, ms, record} when this tick's claim by another run is pending (--min-replicas,
+--   ARGV[15]) for ms more: ask again then. Nothing is written.
 -- Returns {3, '', lerr} when ARGV[12] is 'missed' and the tick was claimed for this run.
 -- lerr (also the 5th item of a taken lock's reply) is '' or why the ledger's entry could
 -- not be written: the claim stands all the same.
@@ -97,6 +101,12 @@ if tickUs ~= '' then
       rec = r
     end
   end
+  -- A --min-replicas claim of this very tick not yet confirmed: the claimer may still
+  -- give it back (a shortfall), so wait for it rather than skip.
+  if rec and rec.run_id ~= ARGV[5] and rec.tick_us == tickUs and type(rec.pending_until) == 'string' then
+    local left = (tonumber(rec.pending_until) or 0) - tonumber(nowS)
+    if left > 0 then return {4, string.format('%.0f', math.ceil(left / 1000)), raw} end
+  end
   if rec and rec.run_id ~= ARGV[5] and not greater(tickUs, rec.tick_us) then
     rec.skips = (tonumber(rec.skips) or 0) + 1
     local v = cjson.encode(rec)
@@ -123,9 +133,12 @@ local function claimTick(missed)
     prev = rec.tick_us
     if rec.run_id == ARGV[5] then prev = rec.prev_us or '' end
   end
+  local pending
+  local win = tonumber(ARGV[15] or '') or 0
+  if not missed and win > 0 then pending = string.format('%.0f', tonumber(nowS) + win * 1000) end
   redis.call('SET', KEYS[3], cjson.encode({
     tick_us = tickUs, prev_us = prev, expr = ARGV[10], tz = ARGV[11], node = ARGV[3],
-    run_id = ARGV[5], skips = 0, missed = missed, claimed_us = nowS,
+    run_id = ARGV[5], skips = 0, missed = missed, claimed_us = nowS, pending_until = pending,
   }), 'PX', 34560000000)
 end
 

@@ -57,9 +57,20 @@ if KEYS[2] and ARGV[4] and ARGV[4] ~= '' then
   if ok and type(r) == 'table' and r.run_id == ARGV[4] then
     if type(r.prev_us) == 'string' and r.prev_us ~= '' then
       r.tick_us, r.prev_us, r.given_back, r.run_id, r.node = r.prev_us, '', ARGV[4], '', ''
+      r.pending_until = nil
       redis.call('SET', KEYS[2], cjson.encode(r), 'KEEPTTL', 'XX')
     else
       redis.call('DEL', KEYS[2])
+    end
+  end
+elseif KEYS[2] and (ARGV[8] or '') ~= '' then
+  -- The run's tick claim was not given back: a pending one (--min-replicas) is confirmed.
+  local raw = redis.call('GET', KEYS[2])
+  if raw and string.find(raw, '"pending_until"', 1, true) then
+    local ok, r = pcall(cjson.decode, raw)
+    if ok and type(r) == 'table' and r.run_id == ARGV[8] then
+      r.pending_until = nil
+      redis.pcall('SET', KEYS[2], cjson.encode(r), 'KEEPTTL', 'XX')
     end
   end
 end

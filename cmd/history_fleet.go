@@ -134,6 +134,12 @@ type fleetJSON struct {
 	Error        string  `json:"error,omitempty"`
 	Skips        int     `json:"skips"`
 	Duplicate    bool    `json:"duplicate"`
+	// Count and LastAt: repeats of one host's error collapsed into this entry (the
+	// first is the entry's own; absent when it was not repeated). Version: the cronlock
+	// that claimed.
+	Count   int     `json:"count,omitempty"`
+	LastAt  *string `json:"last_at,omitempty"`
+	Version string  `json:"version,omitempty"`
 }
 
 func writeFleetJSON(w io.Writer, es []lockrun.FleetEntry) error {
@@ -149,7 +155,7 @@ func writeFleetJSON(w io.Writer, es []lockrun.FleetEntry) error {
 			Signal: e.Signal, ScheduledFor: when(e.ScheduledFor()),
 			StartedAt: e.Started().Format(time.RFC3339Nano), FinishedAt: when(e.Finished()),
 			DurationMS: e.DurationMS, Tries: e.Tries, FencingToken: e.Fence, Error: e.Error,
-			Skips: e.Skips, Duplicate: e.Duplicate}
+			Skips: e.Skips, Duplicate: e.Duplicate, Count: e.Count, LastAt: when(usTime(e.LastUS)), Version: e.Version}
 		// The record is written by every host.
 		if err := writeJSONLine(w, j); err != nil {
 			return err
@@ -182,6 +188,9 @@ func writeFleetTable(o *historyOptions, es []lockrun.FleetEntry) error {
 		}
 		if e.Skips > 0 {
 			note = append(note, fmt.Sprintf("%d skipped", e.Skips))
+		}
+		if e.Count > 1 && e.LastUS > 0 {
+			note = append(note, fmt.Sprintf("%d times, the last at %s", e.Count, usTime(e.LastUS).In(loc).Format("2006-01-02 15:04:05 MST")))
 		}
 		if e.Error != "" {
 			note = append(note, e.Error)
@@ -234,8 +243,16 @@ func historyStatsFleetRun(c *cobra.Command, o *historyStatsOptions, bo *backendO
 	}
 	sort.Strings(keys)
 	var stats []history.KeyStats
+	var days map[string][]lockrun.DayCount
+	if dc, ok := l.(fleetDayCounter); ok && o.Filter.Node == "" && len(keys) > 0 {
+		if days, err = dc.FleetDays(context.Background(), keys); err != nil {
+			return exitf(ExitFailed, "%v", err)
+		}
+	}
 	for _, k := range keys {
-		stats = append(stats, history.Summarise(k, byKey[k], truncated[k]))
+		ks := history.Summarise(k, byKey[k], truncated[k])
+		countBeyondEntries(&ks, days[k], o.Filter.Since, o.Filter.Until)
+		stats = append(stats, ks)
 	}
 	hist := &historyOptions{JSON: o.JSON, Stdout: o.Stdout, Stderr: o.Stderr, LogFormat: o.LogFormat}
 	if len(stats) == 0 {
@@ -245,4 +262,41 @@ func historyStatsFleetRun(c *cobra.Command, o *historyStatsOptions, bo *backendO
 		return writeStatsJSON(o.Stdout, stats)
 	}
 	return writeStatsTable(o, stats)
+}
+
+// usTime is a ledger time (µs); zero for 0.
+func usTime(us int64) time.Time {
+	if us <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
+}
+
+// fleetDayCounter is a fleet store that keeps per-day counters of each key's runs.
+type fleetDayCounter interface {
+	FleetDays(ctx context.Context, keys []string) (map[string][]lockrun.DayCount, error)
+}
+
+// countBeyondEntries replaces the counts of ks, made from the entries the ledger keeps,
+// with the key's per-day counters over the days from since to until (whole days of the
+// backend's clock, UTC), when those count more runs: the success rate then covers up to
+// 400 days, not only the newest CRONLOCK_FLEET_KEEP entries. Durations, the last success
+// and failure and the streak stay the entries'. A run the counters saw claimed and never
+// complete (killed, lost) counts as a failure, as abandoned does.
+func countBeyondEntries(ks *history.KeyStats, days []lockrun.DayCount, since, until time.Time) {
+	var c lockrun.DayCount
+	for _, d := range days {
+		if !since.IsZero() && d.Day.Before(since.UTC().Truncate(24*time.Hour)) || !until.IsZero() && !d.Day.Before(until) {
+			continue
+		}
+		c.Runs += d.Runs
+		c.Succeeded += d.Succeeded
+		c.Interrupted += d.Interrupted
+	}
+	if c.Runs <= ks.Runs {
+		return
+	}
+	ks.Runs, ks.Succeeded, ks.Interrupted = c.Runs, c.Succeeded, c.Interrupted
+	ks.Failed = max(c.Runs-c.Succeeded-c.Interrupted-ks.Running, 0)
+	ks.Truncated = false // the counts cover every run of those days
 }

@@ -272,3 +272,24 @@ func TestLedgerMinReplicasShortfallKeepsTheTick(t *testing.T) {
 		t.Fatalf("entries %+v; want one error entry of each host", rows)
 	}
 }
+
+// TestLedgerStatsBeyondKeep: history stats --fleet counts with the per-day counters, so
+// its success rate covers runs whose entries were trimmed (CRONLOCK_FLEET_KEEP=3).
+func TestLedgerStatsBeyondKeep(t *testing.T) {
+	hosts := newFleet(t, "redis", "vmA")
+	h := hosts[0]
+	h.env = append(h.env, "CRONLOCK_FLEET_KEEP=3")
+	for _, job := range []string{"true", "false", "true", "false", "true", "true"} {
+		h.run("run", "-k", "billing", "--", job)
+	}
+	if n := len(ledgerEntries(t, h.cli, "billing")); n > 4 {
+		t.Errorf("%d entries kept; want KEEP=3 (and the last failure)", n)
+	}
+	m := monitor(t, h)
+	code, out, errs := m.run("history", "stats", "--fleet", "--json")
+	var st statsJSON
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Runs != 6 || st.Succeeded != 4 || st.Failed != 2 ||
+		st.SuccessRate == nil || *st.SuccessRate < 0.66 || *st.SuccessRate > 0.67 {
+		t.Errorf("history stats --fleet --json (exit %d, %s): %s; want 6 runs, 4 succeeded, 2 failed", code, errs, out)
+	}
+}

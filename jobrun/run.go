@@ -98,6 +98,9 @@ type Options struct {
 	OutputOnFailure bool
 	OutputMax       int64
 
+	// Version is cronlock's version, recorded with the run's claim in the fleet's record.
+	Version string
+
 	Quiet, Verbose bool
 	LogFormat      string // logline.Text or logline.JSON
 

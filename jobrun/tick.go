@@ -2,6 +2,8 @@ package jobrun
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -22,7 +24,9 @@ const lateSkip = time.Minute
 func (r *runner) request() lockrun.Request {
 	o := r.o
 	req := lockrun.Request{Key: o.Key, TTL: o.TTL, Wait: o.Wait, MinHold: o.MinHold,
-		Node: o.Node, PID: os.Getpid(), RunID: r.runID, Now: wallNow}
+		Node: o.Node, PID: os.Getpid(), RunID: r.runID, Now: wallNow,
+		Entry: &lockrun.RunRecord{RunID: r.runID, Node: o.Node, Status: runstatus.Running, Tick: r.tick, Tries: 1,
+			Version: o.Version, CmdHash: cmdHash(o.Command)}}
 	if o.Schedule != nil {
 		req.Tick, req.Schedule, req.Zone = r.tick, o.Schedule.String(), o.Schedule.Zone()
 		// A clock ahead by a quarter of the interval could claim the next tick early:
@@ -67,8 +71,7 @@ func (r *runner) missed() int {
 	// The entry travels with the claim where the backend writes it there (Redis): a
 	// missed run then costs one round trip, the claim, whichever path found it missed.
 	req := r.request()
-	req.Entry = &lockrun.RunRecord{RunID: r.runID, Node: o.Node, Status: runstatus.Missed, Exit: code,
-		Tick: r.tick, Tries: 1, Error: msg}
+	req.Entry.Status, req.Entry.Exit, req.Entry.Error = runstatus.Missed, code, msg
 	ctx, cancel := context.WithTimeout(context.Background(), o.OpTimeout+time.Second)
 	err := r.locker.ClaimMissed(ctx, req)
 	cancel()
@@ -117,6 +120,19 @@ func (r *runner) tickSkip(e *lockrun.TickError) int {
 		r.say(logline.Verbose, true, "skipped: "+line)
 	}
 	return code
+}
+
+// cmdHash names the job's command in the fleet's record without its text (which may hold
+// what the job was given): the first 16 hex digits of the SHA-256 of its arguments, each
+// ended by a NUL. Two runs with the same hash ran the same command (SPEC §10's roll-out
+// duplicates).
+func cmdHash(argv []string) string {
+	h := sha256.New()
+	for _, a := range argv {
+		h.Write([]byte(a))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // tickName is the run's tick as people read it, in the schedule's zone.

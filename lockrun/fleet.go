@@ -325,3 +325,57 @@ type PendingCompletion struct {
 	StartUS string // the backend's time at the claim, µs; "" when unknown
 	EndUS   string // when the run ended, µs (the host's clock: the backend never answered)
 }
+
+// DayCount is one day of a key's per-day counters in the fleet's record (SPEC §10: they
+// carry success rates beyond the entries kept), by the backend's clock in UTC.
+type DayCount struct {
+	Day time.Time // midnight UTC
+	// Runs counts the claims of the day (every run with an entry, and each repeat
+	// collapsed into one); Succeeded, Failed (of completed runs), Interrupted and Missed
+	// count outcomes of those claims, NeverFired ticks no host claimed, Duplicates runs
+	// found twice. Runs that never completed (running, abandoned) are in Runs alone.
+	Runs, Succeeded, Failed, Interrupted, Missed, NeverFired, Duplicates int
+}
+
+// ParseDayCounts reads a backend's per-day counters, fields "<days since 1970><c>" with c
+// one of r s f i m n d, oldest day first; fields it cannot read are skipped.
+func ParseDayCounts(fields map[string]string) []DayCount {
+	byDay := map[int64]*DayCount{}
+	for f, v := range fields {
+		if len(f) < 2 {
+			continue
+		}
+		day, err := strconv.ParseInt(f[:len(f)-1], 10, 64)
+		n, err2 := strconv.Atoi(v)
+		if err != nil || err2 != nil {
+			continue
+		}
+		d := byDay[day]
+		if d == nil {
+			d = &DayCount{Day: time.Unix(day*86400, 0).UTC()}
+			byDay[day] = d
+		}
+		switch f[len(f)-1] {
+		case 'r':
+			d.Runs += n
+		case 's':
+			d.Succeeded += n
+		case 'f':
+			d.Failed += n
+		case 'i':
+			d.Interrupted += n
+		case 'm':
+			d.Missed += n
+		case 'n':
+			d.NeverFired += n
+		case 'd':
+			d.Duplicates += n
+		}
+	}
+	out := make([]DayCount, 0, len(byDay))
+	for _, d := range byDay {
+		out = append(out, *d)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Day.Before(out[b].Day) })
+	return out
+}

@@ -222,3 +222,28 @@ func claimEntry(req lockrun.Request, mode string) string {
 	}
 	return lockrun.EncodeClaimEntry(&rec)
 }
+
+// FleetDays returns the per-day counters of keys (lockrun.DayCount), oldest day first, in
+// one round trip: `history stats --fleet` counts with them beyond the kept entries.
+func (l *Locker) FleetDays(ctx context.Context, keys []string) (map[string][]lockrun.DayCount, error) {
+	octx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	cmds := make([]*redis.MapStringStringCmd, len(keys))
+	_, err := l.c.Pipelined(octx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = p.HGetAll(octx, l.daysKey(k))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, l.userError("read the fleet's per-day counters", err)
+	}
+	out := make(map[string][]lockrun.DayCount, len(keys))
+	for i, k := range keys {
+		m, _ := cmds[i].Result()
+		if len(m) > 0 {
+			out[k] = lockrun.ParseDayCounts(m)
+		}
+	}
+	return out, nil
+}

@@ -337,44 +337,22 @@ type DayCount struct {
 	Runs, Succeeded, Failed, Interrupted, Missed, NeverFired, Duplicates int
 }
 
-// ParseDayCounts reads a backend's per-day counters, fields "<days since 1970><c>" with c
-// one of r s f i m n d, oldest day first; fields it cannot read are skipped.
+// ParseDayCounts reads a backend's per-day counters: field = days since 1970, value
+// "r,s,f,i,m,n,d" (runs, succeeded, failed, interrupted, missed, never fired,
+// duplicates), oldest day first; what it cannot read is skipped.
 func ParseDayCounts(fields map[string]string) []DayCount {
-	byDay := map[int64]*DayCount{}
+	out := make([]DayCount, 0, len(fields))
 	for f, v := range fields {
-		if len(f) < 2 {
+		day, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
 			continue
 		}
-		day, err := strconv.ParseInt(f[:len(f)-1], 10, 64)
-		n, err2 := strconv.Atoi(v)
-		if err != nil || err2 != nil {
-			continue
+		var n [7]int
+		for i, x := range strings.SplitN(v, ",", 7) {
+			n[i], _ = strconv.Atoi(x)
 		}
-		d := byDay[day]
-		if d == nil {
-			d = &DayCount{Day: time.Unix(day*86400, 0).UTC()}
-			byDay[day] = d
-		}
-		switch f[len(f)-1] {
-		case 'r':
-			d.Runs += n
-		case 's':
-			d.Succeeded += n
-		case 'f':
-			d.Failed += n
-		case 'i':
-			d.Interrupted += n
-		case 'm':
-			d.Missed += n
-		case 'n':
-			d.NeverFired += n
-		case 'd':
-			d.Duplicates += n
-		}
-	}
-	out := make([]DayCount, 0, len(byDay))
-	for _, d := range byDay {
-		out = append(out, *d)
+		out = append(out, DayCount{Day: time.Unix(day*86400, 0).UTC(), Runs: n[0], Succeeded: n[1], Failed: n[2],
+			Interrupted: n[3], Missed: n[4], NeverFired: n[5], Duplicates: n[6]})
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Day.Before(out[b].Day) })
 	return out

@@ -3,9 +3,9 @@
 -- sets LK: LK.ledger (hash: run id -> entry, lockrun.FleetEntry's JSON; plus "~ls" and
 -- "~lf", the ids of the key's last success and last failure, and "~c:<node>", the entry
 -- that a node's repeated errors collapse into), LK.order (sorted set: run id by claim
--- time, TIME µs) and LK.days (hash of per-day counters "<day><c>": day = days since 1970
--- on TIME, c = r claims, s succeeded, f failures of completed runs, i interrupted, m
--- missed, n never fired ticks, d duplicates).
+-- time, TIME µs) and LK.days (hash of per-day counters: field = days since 1970 on TIME,
+-- value "r,s,f,i,m,n,d": r claims, s succeeded, f failures of completed runs, i
+-- interrupted, m missed, n never fired ticks, d duplicates).
 --
 -- Entries are written by hand: cjson prints numbers with 14 digits, and a µs time has 16.
 -- Every write is a pcall: a write the server refuses (a full server, an ACL without hash
@@ -36,16 +36,31 @@ local function fields(m)
 end
 
 local DAY = 86400000000
+local COUNTER = {r=1, s=2, f=3, i=4, m=5, n=6, d=7}
+-- count adds n to counter c of the day of us: one field per day, "r,s,f,i,m,n,d" (a
+-- field per counter would take three times the memory over 400 days).
 local function count(us, c, n)
-  local day = math.floor(tonumber(us) / DAY)
-  local v = redis.pcall('HINCRBY', LK.days, string.format('%d', day) .. c, n)
-  if c == 'r' and v == n then
-    -- A new day: counters older than 400 days go (once a day, one HKEYS).
+  local day = string.format('%d', math.floor(tonumber(us) / DAY))
+  local v = redis.pcall('HGET', LK.days, day)
+  local t = {0, 0, 0, 0, 0, 0, 0}
+  if type(v) == 'string' then
+    local i = 1
+    for x in string.gmatch(v, '%d+') do
+      if i > 7 then break end
+      t[i] = tonumber(x)
+      i = i + 1
+    end
+  end
+  t[COUNTER[c]] = t[COUNTER[c]] + n
+  for i = 1, 7 do t[i] = string.format('%d', t[i]) end
+  redis.pcall('HSET', LK.days, day, table.concat(t, ','))
+  if type(v) ~= 'string' then
+    -- A new day: the days older than 400 go (once a day, one HKEYS).
     local ks = redis.pcall('HKEYS', LK.days)
     if type(ks) == 'table' then
       for _, f in ipairs(ks) do
-        local d = tonumber(string.match(f, '^%d+'))
-        if d and d < day - 400 then redis.pcall('HDEL', LK.days, f) end
+        local d = tonumber(f)
+        if d and d < tonumber(day) - 400 then redis.pcall('HDEL', LK.days, f) end
       end
     end
   end

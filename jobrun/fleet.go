@@ -2,6 +2,7 @@ package jobrun
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"cronlock/child"
@@ -50,6 +51,11 @@ func (r *runner) recordFleetNoLock() {
 // stays as it is. Rate-limited like the history's warning: a full Redis would have every
 // run of every job say it.
 func (r *runner) fleetFailed(err error) {
+	if errors.Is(err, lockrun.ErrUnacknowledged) && r.pendingKept {
+		// It is in the record on the master; only its replicas are unconfirmed, which
+		// the run's own lines already say. The next run sends it again, to be sure.
+		return
+	}
 	if err == nil || r.o.Quiet || !r.shouldWarn("fleet", r.row.Backend, err) {
 		return
 	}

@@ -296,7 +296,8 @@ func (r *runner) run() int {
 	}
 	ferr := lease.RecordErr()
 	rec := r.fleetRecord(out, &res)
-	unknown := relErr != nil && !errors.Is(relErr, lockrun.ErrLockLost)
+	unknown := relErr != nil && !errors.Is(relErr, lockrun.ErrLockLost) ||
+		ferr != nil && !lockrun.IsRefusal(ferr) // written, but not acknowledged by the replicas
 	if !early || unknown {
 		// The entry did not travel with the release, or the release's outcome is unknown
 		// (a failover, a time-out): the completion goes, or is retried, on its own.

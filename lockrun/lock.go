@@ -226,6 +226,11 @@ type Lease interface {
 	WriteRecord(ctx context.Context, rec *RunRecord) error
 }
 
+// ErrUnacknowledged: a write reached the server but fewer replicas than --min-replicas
+// acknowledged it, so a failover may still lose it (a ledger completion is then sent
+// again later; it is idempotent).
+var ErrUnacknowledged = errors.New("not acknowledged by enough replicas")
+
 // ErrUnlockReplyLost: an unlock whose first reply was lost was sent again and found no
 // lock, most likely because that first try removed it; who held it is not known.
 var ErrUnlockReplyLost = errors.New("an earlier try, whose reply was lost, most likely removed it (its holder is not known)")

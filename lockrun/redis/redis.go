@@ -325,10 +325,18 @@ type releaseArgs struct {
 	startUS  string // the run's start for the entry: Redis TIME at acquire
 	// pending are earlier runs of this host whose completion never reached the server.
 	pending []lockrun.PendingCompletion
+	noAck   bool // send no WAIT after it, whatever --min-replicas says
 }
 
 // releaseEval runs release.lua for token.
 func (l *Locker) releaseEval(ctx context.Context, key, token string, a releaseArgs) (any, error) {
+	keys, args := l.releaseKeysArgs(key, token, a)
+	res, _, err := l.eval(ctx, releaseScript(), keys, args...)
+	return res, err
+}
+
+// releaseKeysArgs are release.lua's KEYS and ARGV (see its header).
+func (l *Locker) releaseKeysArgs(key, token string, a releaseArgs) ([]string, []any) {
 	keys := []string{l.lockKey(key)}
 	args := []any{token, durMS(a.minHold), l.channel(key)}
 	if a.giveBack || a.entry != "" || len(a.pending) > 0 {
@@ -342,8 +350,20 @@ func (l *Locker) releaseEval(ctx context.Context, key, token string, a releaseAr
 			args = append(args, p.RunID, p.Entry, p.StartUS, p.EndUS)
 		}
 	}
-	res, _, err := l.eval(ctx, releaseScript(), keys, args...)
-	return res, err
+	return keys, args
+}
+
+// releaseAcked is releaseEval for a release that completes ledger entries: with
+// --min-replicas, WAIT goes in the same round trip, so that a completion the replicas did
+// not acknowledge (a failover may lose it) is known, and sent again.
+func (l *Locker) releaseAcked(ctx context.Context, key, token string, a releaseArgs) (any, acked, error) {
+	if l.minReplicas <= 0 || a.noAck || (a.entry == "" && len(a.pending) == 0) {
+		res, err := l.releaseEval(ctx, key, token, a)
+		return res, acked{n: -1}, err
+	}
+	keys, args := l.releaseKeysArgs(key, token, a)
+	res, acks, _, err := l.evalAcked(ctx, releaseScript(), keys, args...)
+	return res, acks, err
 }
 
 // ClaimMissed claims req.Tick as missed, in one acquire script that takes no lock: the

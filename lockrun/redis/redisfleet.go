@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -37,10 +38,13 @@ func (l *Locker) RecordRun(ctx context.Context, key string, rec *lockrun.RunReco
 // appendEntry runs fleet.lua, which completes the run's entry or adds it: start and end
 // "" mean the server's TIME now.
 func (l *Locker) appendEntry(ctx context.Context, key, entry, startUS, endUS, runID string) error {
-	res, _, err := l.eval(ctx, fleetScript(), []string{l.tickKey(key), l.ledgerKey(key), l.orderKey(key), l.daysKey(key), l.lockKey(key)},
+	res, acks, _, err := l.evalAcked(ctx, fleetScript(), []string{l.tickKey(key), l.ledgerKey(key), l.orderKey(key), l.daysKey(key), l.lockKey(key)},
 		entry, l.fleetKeep(), startUS, endUS, runID)
 	if err != nil {
 		return l.userError("record the run of "+key+" in the fleet's record", err)
+	}
+	if acks.n >= 0 && acks.n < int64(l.minReplicas) {
+		return l.unackedRecord(key, acks)
 	}
 	if s, _ := res.(string); s != "" {
 		return &recordRefusedError{key: key, server: l.target.server(), reply: s}
@@ -246,4 +250,12 @@ func (l *Locker) FleetDays(ctx context.Context, keys []string) (map[string][]loc
 		}
 	}
 	return out, nil
+}
+
+// unackedRecord is the error of a ledger write that fewer than --min-replicas replicas
+// acknowledged: a failover may lose it, so the caller sends it again (it is idempotent)
+// or keeps it for a later run.
+func (l *Locker) unackedRecord(key string, a acked) error {
+	return fmt.Errorf("record the run of %s in the fleet's record: only %d of %d replicas acknowledged it within %s on %s (check the replicas: INFO replication on the master): %w",
+		key, max(a.n, 0), l.minReplicas, a.within.Round(time.Millisecond), l.target.server(), lockrun.ErrUnacknowledged)
 }

@@ -29,6 +29,9 @@ type redisLease struct {
 	recordErr  error              // why Release could not write record
 	claimErr   error              // why the acquire could not write the claim's entry
 	pending    []lockrun.PendingCompletion
+	// noAck: the release sends no WAIT (a shortfall's: the replicas are known not to
+	// answer, and the tick's waiters must see it given back within its pending window).
+	noAck bool
 }
 
 // AcquiredUS is Redis TIME when the lock was taken, in µs (the entry's "a").
@@ -114,9 +117,13 @@ func (s *redisLease) Release(ctx context.Context) error {
 		fresh = 0
 	}
 	s.l.followMaster(ctx, fresh)
-	res, err := s.l.releaseEval(ctx, s.key, s.token, a)
+	a.noAck = s.noAck
+	res, acks, err := s.l.releaseAcked(ctx, s.key, s.token, a)
 	if err != nil {
 		return s.l.userError("release lock "+s.key, err)
+	}
+	if acks.n >= 0 && acks.n < int64(s.l.minReplicas) {
+		s.recordErr = s.l.unackedRecord(s.key, acks)
 	}
 	r, _ := res.([]any)
 	if len(r) == 0 {
@@ -124,7 +131,7 @@ func (s *redisLease) Release(ctx context.Context) error {
 	}
 	if len(r) > 3 {
 		s.endUS, _ = r[2].(string)
-		if e, _ := r[3].(string); e != "" {
+		if e, _ := r[3].(string); e != "" && s.recordErr == nil {
 			s.recordErr = &recordRefusedError{key: s.key, server: s.l.target.server(), reply: e}
 		}
 	}

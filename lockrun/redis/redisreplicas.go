@@ -192,6 +192,7 @@ func (l *Locker) checkAcquireAcks(ctx context.Context, lease *redisLease, a acke
 		return nil
 	}
 	lease.GiveBackTick()
+	lease.noAck = true
 	rerr := &ReplicaError{Key: lease.key, Server: l.target.server(), Want: l.minReplicas, Got: max(a.n, 0), Within: a.within}
 	// The claim's entry is completed as the run's error in the same script (SPEC §10:
 	// a shortfall has an entry).

@@ -160,6 +160,15 @@ func TestLedgerMissedAfterWait(t *testing.T) {
 // the host's history; the host's next run of the key sends it inside its own release (no
 // extra round trip), and both runs end completed in the fleet's record.
 func TestLedgerCompletionKeptAndSent(t *testing.T) {
+	// The next run is long enough for the history to be open at its release (the
+	// completion then travels in the release), or as short as a run gets (it may be read
+	// too late for the release: then one more round trip after it delivers it).
+	for _, next := range [][]string{{"sleep", "0.3"}, {"true"}} {
+		t.Run(next[0], func(t *testing.T) { completionKeptAndSent(t, next) })
+	}
+}
+
+func completionKeptAndSent(t *testing.T, next []string) {
 	srv := redistest.Start(t)
 	p, err := faultproxy.Start(srv.Addr)
 	if err != nil {
@@ -190,12 +199,14 @@ func TestLedgerCompletionKeptAndSent(t *testing.T) {
 	}
 	idA := rows[0].ID
 	before := len(p.Turns())
-	if code, _, errs := c.run("run", "-k", "pend", "--", "sleep", "0.3"); code != 0 {
+	if code, _, errs := c.run(append([]string{"run", "-k", "pend", "--"}, next...)...); code != 0 {
 		t.Fatalf("run B: exit %d (%s)", code, errs)
 	}
-	if got := strings.Join(turnCommands(t, p.Turns()[before:]), " | "); got != "EVALSHA | EVALSHA" {
-		t.Errorf("run B sent %q; want its acquire and its release alone", got)
+	got := strings.Join(turnCommands(t, p.Turns()[before:]), " | ")
+	if got != "EVALSHA | EVALSHA" && (next[0] == "sleep" || got != "EVALSHA | EVALSHA | EVALSHA") {
+		t.Errorf("run B sent %q; want its acquire and its release alone (or, read too late, one more)", got)
 	}
+	t.Logf("run B sent %q", got)
 	rows = fleetRows(t, m, "--key", "pend")
 	if len(rows) != 2 {
 		t.Fatalf("entries %+v; want runs A and B", rows)

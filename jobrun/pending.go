@@ -1,6 +1,7 @@
 package jobrun
 
 import (
+	"context"
 	"errors"
 	"strconv"
 
@@ -53,18 +54,69 @@ func (r *runner) sendPending(lease lockrun.Lease) []history.PendingCompletion {
 	var ps []history.PendingCompletion
 	select {
 	case ps = <-r.pendingRead:
+		r.pendingSeen = true
 	default:
 		return nil
 	}
 	if len(ps) == 0 {
 		return nil
 	}
+	pl.SetPending(toLockrun(ps))
+	return ps
+}
+
+func toLockrun(ps []history.PendingCompletion) []lockrun.PendingCompletion {
 	out := make([]lockrun.PendingCompletion, len(ps))
 	for i, p := range ps {
 		out[i] = lockrun.PendingCompletion{Key: p.Key, RunID: p.RunID, Entry: p.Entry, StartUS: p.StartUS, EndUS: p.EndUS}
 	}
-	pl.SetPending(out)
-	return ps
+	return out
+}
+
+// pendingSender is a backend that delivers kept completions on their own.
+type pendingSender interface {
+	SendPending(ctx context.Context, key string, ps []lockrun.PendingCompletion) error
+}
+
+// sendLatePending delivers the kept completions that were read too late for the release
+// (a run shorter than the history's opening): one round trip, only when there are any,
+// after the run's own rows are written. Delivered, they are forgotten.
+func (r *runner) sendLatePending() {
+	if r.pendingRead == nil || r.pendingSeen {
+		return
+	}
+	var ps []history.PendingCompletion
+	select {
+	case ps = <-r.pendingRead: // the recorder has ended: its answer is there, or none will come
+	default:
+	}
+	ps2 := ps[:0:0]
+	for _, p := range ps {
+		if p.RunID != r.runID { // this run's own, kept just now, goes with a later run
+			ps2 = append(ps2, p)
+		}
+	}
+	ps = ps2
+	sender, ok := r.locker.(pendingSender)
+	if len(ps) == 0 || !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.o.OpTimeout)
+	err := sender.SendPending(ctx, r.o.Key, toLockrun(ps))
+	cancel()
+	if err != nil {
+		return // kept: a later run sends them again
+	}
+	st, err := history.Open(r.histPath)
+	if err != nil {
+		return // sent again later, which is harmless
+	}
+	ids := make([]string, len(ps))
+	for i, p := range ps {
+		ids[i] = p.RunID
+	}
+	st.DropPending(r.o.Key, ids)
+	// Not closed, as the recorder's store is not: closing checkpoints the WAL.
 }
 
 // settlePending forgets the completions the release delivered, and keeps this run's own

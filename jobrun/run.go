@@ -139,6 +139,7 @@ type runner struct {
 	// deliver (history.Pending), once the history is open; see pending.go.
 	pendingRead chan []history.PendingCompletion
 	pendingKept bool // this run's own completion is kept for a later run
+	pendingSeen bool // pendingRead's answer was taken
 	ping        *notify.Pinger
 }
 
@@ -308,6 +309,7 @@ func (r *runner) run() int {
 	r.settlePending(lease, rec, pending, relErr, ferr)
 	r.fleetFailed(ferr)
 	r.rec.wait()
+	r.sendLatePending()
 	return out.Code
 }
 

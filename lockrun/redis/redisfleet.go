@@ -259,3 +259,20 @@ func (l *Locker) unackedRecord(key string, a acked) error {
 	return fmt.Errorf("record the run of %s in the fleet's record: only %d of %d replicas acknowledged it within %s on %s (check the replicas: INFO replication on the master): %w",
 		key, max(a.n, 0), l.minReplicas, a.within.Round(time.Millisecond), l.target.server(), lockrun.ErrUnacknowledged)
 }
+
+// SendPending completes earlier runs' entries whose completion never reached the server
+// (lockrun.PendingCompletion), in one round trip: the release script with no lock of its
+// own to let go. With --min-replicas it is acknowledged like a release.
+func (l *Locker) SendPending(ctx context.Context, key string, ps []lockrun.PendingCompletion) error {
+	if err := lockrun.ValidKey(key); err != nil || len(ps) == 0 {
+		return err
+	}
+	_, acks, err := l.releaseAcked(ctx, key, "", releaseArgs{pending: ps})
+	if err != nil {
+		return l.userError("complete earlier runs of "+key+" in the fleet's record", err)
+	}
+	if acks.n >= 0 && acks.n < int64(l.minReplicas) {
+		return l.unackedRecord(key, acks)
+	}
+	return nil
+}

@@ -303,7 +303,8 @@ func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mo
 			}
 			l.releaseEval(rctx, req.Key, token, releaseArgs{runID: req.RunID, giveBack: !req.Tick.IsZero(), entry: entry}) // best effort, the tick too
 			cancel()
-			return nil, nil, uerr
+			// Said after the release's try: what it learnt (a TLS port, say) names the cause.
+			return nil, nil, l.userError("take lock "+req.Key, err)
 		}
 		return nil, nil, l.userError("take lock "+req.Key, err)
 	}

@@ -112,7 +112,9 @@ func (l *Locker) fleetOf(ctx context.Context, keys []string, limit int) (map[str
 	olds := make([]*redis.StringSliceCmd, len(keys))
 	ticks := make([]*redis.StringCmd, len(keys))
 	locks := make([]*redis.StringCmd, len(keys))
-	_, err := l.c.Pipelined(octx, func(p redis.Pipeliner) error {
+	// Each command's own error is looked at: the old record's LRANGE may be refused (an
+	// ACL written for the ledger alone) without hiding the ledger.
+	l.c.Pipelined(octx, func(p redis.Pipeliner) error {
 		for i, k := range keys {
 			ledgers[i] = p.HGetAll(octx, l.ledgerKey(k))
 			olds[i] = p.LRange(octx, l.runsKey(k), 0, -1)
@@ -121,8 +123,12 @@ func (l *Locker) fleetOf(ctx context.Context, keys []string, limit int) (map[str
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, err
+	for i := range keys {
+		for _, err := range []error{ledgers[i].Err(), ticks[i].Err(), locks[i].Err()} {
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return nil, err
+			}
+		}
 	}
 	out := make(map[string][]lockrun.FleetEntry, len(keys))
 	for i, k := range keys {

@@ -89,6 +89,8 @@ func (r *runner) missed() int {
 	r.errorf("%s", r.row.Error)
 	if ce, ok := r.locker.(lockrun.ClaimsEntry); !ok || !ce.ClaimsEntry() {
 		r.recordFleetNoLock()
+	} else if ce, ok := r.locker.(interface{ ClaimRecordErr() error }); ok {
+		r.fleetFailed(ce.ClaimRecordErr())
 	}
 	return code
 }

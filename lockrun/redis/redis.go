@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -129,6 +130,8 @@ type Locker struct {
 	poll time.Duration
 	// now is the clock of Lease.Sent; nil means Boottime. Tests inject a fake one.
 	now func() time.Duration
+	// missedErr is why the last ClaimMissed could not write its ledger entry.
+	missedErr atomic.Pointer[recordRefusedError]
 }
 
 var (

@@ -121,8 +121,13 @@ func (l *Locker) acquireReply(ctx context.Context, req lockrun.Request, token st
 	case 2:
 		raw, _ := r[1].(string)
 		return nil, nil, lockrun.TickErrorOf(req, raw)
-	case 3:
-		return nil, nil, nil // ClaimMissed: the tick is this run's
+	case 3: // ClaimMissed: the tick is this run's
+		if len(r) > 2 {
+			if e, _ := r[2].(string); e != "" {
+				l.missedErr.Store(&recordRefusedError{key: req.Key, server: server, reply: e})
+			}
+		}
+		return nil, nil, nil
 	case 0:
 		value, _ := r[1].(string)
 		var pttl int64

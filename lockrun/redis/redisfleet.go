@@ -282,3 +282,12 @@ func (l *Locker) SendPending(ctx context.Context, key string, ps []lockrun.Pendi
 	}
 	return nil
 }
+
+// ClaimRecordErr is why the last ClaimMissed could not write the run's ledger entry (the
+// claim stands); nil when it was written.
+func (l *Locker) ClaimRecordErr() error {
+	if e := l.missedErr.Load(); e != nil {
+		return e
+	}
+	return nil
+}

@@ -240,12 +240,13 @@ var ErrUnlockReplyLost = errors.New("an earlier try, whose reply was lost, most 
 type FleetStore interface {
 	Locker
 	// Fleet returns key's newest runs, newest first, at most limit (0 = all kept),
-	// marked with MarkDuplicates, with the lock's holder as running and a tick claimer
-	// whose lock is gone without an entry as abandoned.
+	// marked with MarkDuplicates; a run that claimed and whose lock is gone without a
+	// completed entry reads as abandoned (DeriveAbandoned on Redis).
 	Fleet(ctx context.Context, key string, limit int) ([]FleetEntry, error)
 	// FleetAll is Fleet for several keys, by key.
 	FleetAll(ctx context.Context, keys []string, limit int) (map[string][]FleetEntry, error)
-	// FleetKeys returns the keys that have a record, sorted.
+	// FleetKeys returns the keys that have a record, sorted (on Redis also those with
+	// only a lock or a tick record).
 	FleetKeys(ctx context.Context) ([]string, error)
 	// TickRecord returns key's last claimed tick; nil, nil when none was ever claimed.
 	TickRecord(ctx context.Context, key string) (*TickRecord, error)

@@ -15,6 +15,8 @@ import (
 	"cronlock/runstatus"
 )
 
+// runsKey is the record of cronlock before the ledger (a list): read, never written, so
+// that entries written before an upgrade still show until the list expires.
 func (l *Locker) runsKey(key string) string { return l.prefix + "{" + key + "}:runs" }
 
 func (l *Locker) fleetKeep() int {

@@ -129,7 +129,7 @@ func TestCheckFleet(t *testing.T) {
 	proctest.WaitFile(t, ready)
 	key := envOf(a.env, "CRONLOCK_PREFIX") + "{dup}:lock"
 	t.Cleanup(func() {
-		for _, k := range []string{"fence", "runs"} {
+		for _, k := range []string{"fence", "runs", "ledger", "order", "days"} {
 			redistest.Do(redistest.Addr(t), "DEL", envOf(a.env, "CRONLOCK_PREFIX")+"{dup}:"+k)
 		}
 	})

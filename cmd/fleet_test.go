@@ -1,12 +1,16 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"cronlock/internal/redistest"
 )
@@ -22,40 +26,62 @@ func prefixOf(c *cli) string {
 	return ""
 }
 
-func runsKey(c *cli, key string) string {
-	return strings.TrimPrefix(prefixOf(c), "CRONLOCK_PREFIX=") + "{" + key + "}:runs"
+// ledgerKey is the Redis name of key's ledger (a hash by run id); its sibling names
+// (":order", ":days", ":lock", ":tick") share the prefix.
+func ledgerKey(c *cli, key string) string {
+	return strings.TrimPrefix(prefixOf(c), "CRONLOCK_PREFIX=") + "{" + key + "}:ledger"
 }
 
-// checkEntrySizes checks every entry of a record is at most 512 bytes, and the list's
-// MEMORY USAGE at most 512 bytes an entry plus the list's own overhead.
-func checkEntrySizes(t *testing.T, list string) int {
+// sibling is the Redis name of key's kind ("lock", "tick", "order"…).
+func sibling(c *cli, key, kind string) string {
+	return strings.TrimSuffix(ledgerKey(c, key), "ledger") + kind
+}
+
+// ledgerEntries reads key's ledger: run id -> entry (the "~" fields left out).
+func ledgerEntries(t *testing.T, c *cli, key string) map[string]string {
 	t.Helper()
-	addr := redistest.Addr(t)
-	n, err := redistest.Do(addr, "LLEN", list)
+	rc := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+	defer rc.Close()
+	m, err := rc.HGetAll(context.Background(), ledgerKey(c, key)).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	count, _ := strconv.Atoi(n)
+	for id := range m {
+		if strings.HasPrefix(id, "~") {
+			delete(m, id)
+		}
+	}
+	return m
+}
+
+// checkEntrySizes checks every entry of key's ledger is at most 640 bytes, and the
+// MEMORY USAGE of the ledger and its order at most 640 + 300 bytes an entry; it returns
+// how many entries there are.
+func checkEntrySizes(t *testing.T, c *cli, key string) int {
+	t.Helper()
+	es := ledgerEntries(t, c, key)
 	longest := 0
-	for i := 0; i < count; i++ {
-		e, err := redistest.Do(addr, "LINDEX", list, strconv.Itoa(i))
+	for id, e := range es {
+		longest = max(longest, len(e))
+		if len(e) > 640 {
+			t.Errorf("entry %s is %d bytes; want at most 640: %s", id, len(e), e)
+		}
+	}
+	addr := redistest.Addr(t)
+	mem := 0
+	for _, k := range []string{ledgerKey(c, key), sibling(c, key, "order")} {
+		m, err := redistest.Do(addr, "MEMORY", "USAGE", k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		longest = max(longest, len(e))
-		if len(e) > 512 {
-			t.Errorf("entry %d is %d bytes; want at most 512: %s", i, len(e), e)
-		}
+		n, _ := strconv.Atoi(m)
+		mem += n
 	}
-	mem, err := redistest.Do(addr, "MEMORY", "USAGE", list)
-	if err != nil {
-		t.Fatal(err)
+	if count := len(es); count > 0 && mem > (640+300)*count+512 {
+		t.Errorf("MEMORY USAGE of %d entries is %d bytes; want at most %d", count, mem, (640+300)*count+512)
 	}
-	if m, _ := strconv.Atoi(mem); count > 0 && m > 512*count+256 {
-		t.Errorf("MEMORY USAGE of %d entries is %d bytes; want at most %d", count, m, 512*count+256)
-	}
-	t.Logf("%d entries, longest %d bytes, MEMORY USAGE %s bytes", count, longest, mem)
-	return count
+	t.Logf("%d entries, longest %d bytes, MEMORY USAGE of ledger and order %d bytes", len(es), longest, mem)
+	return len(es)
 }
 
 // TestFleetRecord: three hosts' succeeded, failed, timeout, missed and error runs are in
@@ -128,10 +154,12 @@ func TestFleetRecord(t *testing.T) {
 			t.Errorf("%s %s marked DUPLICATE; the runs did not overlap", r.Node, r.Status)
 		}
 	}
-	checkEntrySizes(t, runsKey(m, "billing"))
-	ttl, err := redistest.Do(redistest.Addr(t), "PTTL", runsKey(m, "billing"))
-	if d, _ := strconv.ParseInt(ttl, 10, 64); err != nil || d < 399*24*3600*1000 || d > 400*24*3600*1000 {
-		t.Errorf("PTTL of the record: %s (%v); want 400 days", ttl, err)
+	checkEntrySizes(t, m, "billing")
+	for _, k := range []string{"ledger", "order", "days", "tick"} {
+		ttl, err := redistest.Do(redistest.Addr(t), "PTTL", sibling(m, "billing", k))
+		if d, _ := strconv.ParseInt(ttl, 10, 64); err != nil || d < 399*24*3600*1000 || d > 400*24*3600*1000 {
+			t.Errorf("PTTL of %s: %s (%v); want 400 days", k, ttl, err)
+		}
 	}
 
 	// The table for people, and stats in history stats' format.
@@ -158,7 +186,7 @@ func TestFleetBounded(t *testing.T) {
 			t.Fatalf("exit %d (%s); want 127", code, errs)
 		}
 	}
-	if n := checkEntrySizes(t, runsKey(h.cli, "billing")); n != 3 {
+	if n := checkEntrySizes(t, h.cli, "billing"); n != 3 {
 		t.Errorf("%d entries kept; want CRONLOCK_FLEET_KEEP=3", n)
 	}
 	rows := fleetRows(t, monitor(t, h), "--key", "billing")
@@ -182,7 +210,7 @@ func TestFleetDuplicate(t *testing.T) {
 	if code, _, errs := hosts[0].run("run", "-k", "billing", "--", "true"); code != 0 {
 		t.Fatalf("first run: exit %d (%s)", code, errs)
 	}
-	lock := strings.TrimSuffix(runsKey(hosts[0].cli, "billing"), "runs") + "lock"
+	lock := sibling(hosts[0].cli, "billing", "lock")
 	dir := t.TempDir()
 	a := hosts[0].command("run", "-k", "billing", "--ttl", "3s", "--on-lock-lost", "continue", "--",
 		"sh", "-c", "touch "+dir+"/a; sleep 2")
@@ -224,8 +252,8 @@ func TestFleetDuplicate(t *testing.T) {
 	}
 }
 
-// TestFleetRoundTrips: a short run writes its entry with the release: at most 3 round
-// trips in all, and the entry is there.
+// TestFleetRoundTrips: a short run writes its entry with the claim and completes it with
+// the release: at most 3 round trips in all, and the entry is there, completed.
 func TestFleetRoundTrips(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newCLI(t, "redis://"+srv.Addr+"/0")
@@ -243,7 +271,7 @@ func TestFleetRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, evals, lpush := 0, 0, 0
+	n, evals, claims := 0, 0, 0
 	for _, line := range strings.Split(info, "\n") {
 		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
 		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
@@ -251,20 +279,24 @@ func TestFleetRoundTrips(t *testing.T) {
 		switch name {
 		case "cmdstat_eval", "cmdstat_evalsha":
 			evals += k
-		case "cmdstat_lpush":
-			lpush = k
+		case "cmdstat_hsetnx":
+			claims = k
 		}
 		if !ok || !strings.HasPrefix(name, "cmdstat_") || scriptCommands[strings.Split(strings.TrimPrefix(name, "cmdstat_"), "|")[0]] {
 			continue
 		}
 		n += k
 	}
-	// The LPUSH ran inside the release's EVAL: two scripts in all, acquire and release.
-	if n > 3 || evals != 2 || lpush != 1 {
-		t.Errorf("%d round trips, %d EVAL, %d LPUSH for a short run; want at most 3, 2 and 1", n, evals, lpush)
+	// The entry's HSETNX ran inside the acquire's EVAL: two scripts in all, acquire and
+	// release.
+	if n > 3 || evals != 2 || claims != 1 {
+		t.Errorf("%d round trips, %d EVAL, %d HSETNX for a short run; want at most 3, 2 and 1", n, evals, claims)
 	}
-	if l, _ := srv.Do("LLEN", runsKey(c, "rt")); l != "1" {
-		t.Errorf("LLEN of the record: %s; want 1", l)
+	if l, _ := srv.Do("HLEN", ledgerKey(c, "rt")); l != "2" { // the entry and the last success's id
+		t.Errorf("HLEN of the ledger: %s; want 2", l)
+	}
+	if l, _ := srv.Do("ZCARD", sibling(c, "rt", "order")); l != "1" {
+		t.Errorf("ZCARD of the ledger's order: %s; want 1", l)
 	}
 }
 
@@ -300,7 +332,7 @@ func TestFleetRunningThenAbandoned(t *testing.T) {
 	a.Process.Kill()
 	a.Wait()
 	// The lease (1 s) runs out on the Redis clock.
-	lock := strings.TrimSuffix(runsKey(h.cli, "billing"), "runs") + "lock"
+	lock := sibling(h.cli, "billing", "lock")
 	for i := 0; ; i++ {
 		if v, _ := redistest.Do(redistest.Addr(t), "EXISTS", lock); v == "0" {
 			break
@@ -336,8 +368,7 @@ func TestFleetSlowReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	lock := strings.TrimSuffix(runsKey(h.cli, "billing"), "runs") + "lock"
-	list := runsKey(h.cli, "billing")
+	lock := sibling(h.cli, "billing", "lock")
 	for i := 0; ; i++ {
 		if _, err := os.Stat(dir + "/done"); err == nil {
 			break
@@ -357,8 +388,8 @@ func TestFleetSlowReader(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n, _ := redistest.Do(redistest.Addr(t), "LLEN", list); n != "0" {
-		t.Errorf("entry written before the output was through (LLEN %s): its outcome was not final", n)
+	if es := ledgerEntries(t, h.cli, "billing"); len(es) != 1 || !strings.Contains(fmt.Sprint(es), `"s":"running"`) {
+		t.Errorf("entries before the output was through: %v; want the claim's entry, still running (its outcome was not final)", es)
 	}
 	b := make([]byte, 64<<10)
 	total := 0

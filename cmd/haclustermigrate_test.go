@@ -36,7 +36,9 @@ func TestClusterMigrationKeepsAckedLock(t *testing.T) {
 	do(t, dst, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID)
 	do(t, src, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID)
 	host, port, _ := strings.Cut(dst.Addr, ":")
-	if got := do(t, src, "MIGRATE", host, port, "", "0", "5000", "KEYS", lock, fence); got != "OK" {
+	// Every key of the lock: the lock and its counter, and the fleet's ledger.
+	ledger := prefix + "{" + key + "}:"
+	if got := do(t, src, "MIGRATE", host, port, "", "0", "5000", "KEYS", lock, fence, ledger+"ledger", ledger+"order", ledger+"days"); got != "OK" {
 		t.Fatalf("MIGRATE: %s", got)
 	}
 	// Longer than the lease: only renewals that reached the target kept it.

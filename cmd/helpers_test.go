@@ -730,7 +730,7 @@ func newFleet(t *testing.T, backend string, nodes ...string) []*fleetHost {
 		prefix := strings.ReplaceAll(t.Name(), "/", "-") + strconv.Itoa(os.Getpid()) + ":"
 		t.Cleanup(func() {
 			// The tick record lives 400 days: leave none on the shared server.
-			for _, k := range []string{"tick", "fence", "runs"} {
+			for _, k := range []string{"tick", "fence", "runs", "ledger", "order", "days"} {
 				redistest.Do(redistest.Addr(t), "DEL", prefix+"{billing}:"+k)
 			}
 		})

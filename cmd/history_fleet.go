@@ -173,7 +173,7 @@ type fleetJSON struct {
 	Error        string  `json:"error,omitempty"`
 	Skips        int     `json:"skips"`
 	Duplicate    bool    `json:"duplicate"`
-	// The claim's marks (SPEC §10): the backend had lost its data; the schedule before a
+	// The claim's marks: the backend had lost its data; the schedule before a
 	// change ("EXPR ZONE"), and whether it flipped back; the ticks nobody claimed.
 	DataLoss       bool    `json:"data_loss,omitempty"`
 	ScheduleWas    string  `json:"schedule_was,omitempty"`
@@ -181,6 +181,12 @@ type fleetJSON struct {
 	NeverFiredFrom *string `json:"never_fired_from,omitempty"`
 	NeverFiredTo   *string `json:"never_fired_to,omitempty"`
 	NeverFired     int     `json:"never_fired,omitempty"`
+	// Count and LastAt: repeats of one host's error collapsed into this entry (the
+	// first is the entry's own; absent when it was not repeated). Version: the cronlock
+	// that claimed.
+	Count   int     `json:"count,omitempty"`
+	LastAt  *string `json:"last_at,omitempty"`
+	Version string  `json:"version,omitempty"`
 }
 
 func writeFleetJSON(w io.Writer, es []lockrun.FleetEntry) error {
@@ -197,7 +203,7 @@ func writeFleetJSON(w io.Writer, es []lockrun.FleetEntry) error {
 			StartedAt: e.Started().Format(time.RFC3339Nano), FinishedAt: when(e.Finished()),
 			DurationMS: e.DurationMS, Tries: e.Tries, FencingToken: e.Fence, Error: e.Error,
 			Skips: e.Skips, Duplicate: e.Duplicate, DataLoss: e.DataLoss, ScheduleWas: e.ScheduleWas,
-			ScheduleFlip: e.Flip, NeverFired: e.NeverFired}
+			ScheduleFlip: e.Flip, NeverFired: e.NeverFired, Count: e.Count, LastAt: when(usTime(e.LastUS)), Version: e.Version}
 		if e.NeverFiredTo != 0 {
 			j.NeverFiredFrom = when(time.UnixMicro(e.NeverFiredFrom))
 			j.NeverFiredTo = when(time.UnixMicro(e.NeverFiredTo))
@@ -245,6 +251,9 @@ func writeFleetTable(o *historyOptions, es []lockrun.FleetEntry) error {
 		}
 		if e.Skips > 0 {
 			note = append(note, fmt.Sprintf("%d skipped", e.Skips))
+		}
+		if e.Count > 1 && e.LastUS > 0 {
+			note = append(note, fmt.Sprintf("%d times, the last at %s", e.Count, usTime(e.LastUS).In(loc).Format("2006-01-02 15:04:05 MST")))
 		}
 		if e.Error != "" {
 			note = append(note, e.Error)
@@ -300,8 +309,16 @@ func historyStatsFleetRun(c *cobra.Command, o *historyStatsOptions, bo *backendO
 	}
 	sort.Strings(keys)
 	var stats []history.KeyStats
+	var days map[string][]lockrun.DayCount
+	if dc, ok := l.(fleetDayCounter); ok && o.Filter.Node == "" && len(keys) > 0 {
+		if days, err = dc.FleetDays(context.Background(), keys); err != nil {
+			return exitf(ExitFailed, "%v", err)
+		}
+	}
 	for _, k := range keys {
-		stats = append(stats, history.Summarise(k, byKey[k], truncated[k]))
+		ks := history.Summarise(k, byKey[k], truncated[k])
+		countBeyondEntries(&ks, days[k], o.Filter.Since, o.Filter.Until)
+		stats = append(stats, ks)
 	}
 	hist := &historyOptions{JSON: o.JSON, Stdout: o.Stdout, Stderr: o.Stderr, LogFormat: o.LogFormat}
 	if len(stats) == 0 {
@@ -324,4 +341,41 @@ func neverFiredNote(e lockrun.FleetEntry, loc *time.Location) string {
 		return fmt.Sprintf("%d ticks never fired: %s to %s", e.NeverFired, from, to)
 	}
 	return "ticks never fired up to " + to
+}
+
+// usTime is a ledger time (µs); zero for 0.
+func usTime(us int64) time.Time {
+	if us <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
+}
+
+// fleetDayCounter is a fleet store that keeps per-day counters of each key's runs.
+type fleetDayCounter interface {
+	FleetDays(ctx context.Context, keys []string) (map[string][]lockrun.DayCount, error)
+}
+
+// countBeyondEntries replaces the counts of ks, made from the entries the ledger keeps,
+// with the key's per-day counters over the days from since to until (whole days of the
+// backend's clock, UTC), when those count more runs: the success rate then covers up to
+// 400 days, not only the newest CRONLOCK_FLEET_KEEP entries. Durations, the last success
+// and failure and the streak stay the entries'. A run the counters saw claimed and never
+// complete (killed, lost) counts as a failure, as abandoned does.
+func countBeyondEntries(ks *history.KeyStats, days []lockrun.DayCount, since, until time.Time) {
+	var c lockrun.DayCount
+	for _, d := range days {
+		if !since.IsZero() && d.Day.Before(since.UTC().Truncate(24*time.Hour)) || !until.IsZero() && !d.Day.Before(until) {
+			continue
+		}
+		c.Runs += d.Runs
+		c.Succeeded += d.Succeeded
+		c.Interrupted += d.Interrupted
+	}
+	if c.Runs <= ks.Runs {
+		return
+	}
+	ks.Runs, ks.Succeeded, ks.Interrupted = c.Runs, c.Succeeded, c.Interrupted
+	ks.Failed = max(c.Runs-c.Succeeded-c.Interrupted-ks.Running, 0)
+	ks.Truncated = false // the counts cover every run of those days
 }

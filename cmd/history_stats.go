@@ -64,7 +64,9 @@ show as x and interrupted runs as !. Skipped runs are ·, running runs ?.
 select runs by start time, --since inclusive, --until exclusive.
 
 --fleet summarises every host's runs from the fleet's record in Redis or etcd (at most the
-CRONLOCK_FLEET_KEEP newest runs of each key are kept there).`,
+CRONLOCK_FLEET_KEEP newest runs of each key are kept there; on Redis the counts and the
+success rate come from per-day counters of up to 400 days when those cover more runs,
+except with --node).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if last < 0 {

@@ -38,6 +38,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &runOptions{OnLockLost: "kill", job: jobrun.Options{TTL: 60 * time.Second,
 		Grace: 10 * time.Second, RetryDelay: 10 * time.Second, StaleAfter: 24 * time.Hour, Capture: 64 << 10, MaxSkew: 30 * time.Second}}
 	j := &o.job
+	j.Version = shortVersion()
 	c := &cobra.Command{
 		Use:   "run [flags] -- COMMAND [ARG...]",
 		Short: "Run COMMAND while holding the lock KEY",

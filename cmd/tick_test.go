@@ -235,7 +235,9 @@ func TestTickLateSkip(t *testing.T) {
 // INFO): INFO commandstats counts them apart from the EVAL that ran them.
 var scriptCommands = map[string]bool{"get": true, "set": true, "del": true, "pttl": true, "time": true,
 	"publish": true, "info": true, "pexpire": true, "config": true,
-	"lpush": true, "ltrim": true, "lindex": true, "lset": true} // the fleet's record
+	"lpush": true, "ltrim": true, "lindex": true, "lset": true, // the record before the ledger
+	"hset": true, "hsetnx": true, "hget": true, "hmget": true, "hdel": true, "hexists": true, "hincrby": true,
+	"hkeys": true, "zadd": true, "zcard": true, "zrange": true, "zrem": true} // the fleet's ledger
 
 // TestTickRoundTrips: a run with --schedule costs Redis exactly the commands of a run
 // without it (the tick travels in the acquire script), at most 3 for a short run.

@@ -14,6 +14,12 @@ import (
 var version = ""
 
 func versionString() string {
+	return fmt.Sprintf("cronlock %s %s %s/%s", shortVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// shortVersion is cronlock's version alone ("v1.2.3", "devel (0123456789ab)"), as the
+// fleet's ledger records it with each claim.
+func shortVersion() string {
 	v := version
 	if v == "" {
 		v = "devel"
@@ -28,7 +34,7 @@ func versionString() string {
 			}
 		}
 	}
-	return fmt.Sprintf("cronlock %s %s %s/%s", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return v
 }
 
 func newVersionCmd(stdout io.Writer) *cobra.Command {

@@ -90,7 +90,7 @@ func (r *runner) acquire(sig *child.Signals) (lease lockrun.Lease, code int, don
 		return nil, r.tickSkip(tick), true
 	case errors.As(res.err, &missed):
 		// Judged on the backend's clock, which claimed the tick as missed for this run.
-		return nil, r.recordMissed(missed.Late), true
+		return nil, r.recordMissed(missed.Late, false), true
 	case errors.As(res.err, &held) && cut:
 		// The wait ran out at tick + --start-deadline, not at --wait: the run is missed.
 		return nil, r.missed(), true
@@ -141,6 +141,11 @@ func (r *runner) tryAcquire(sig *child.Signals, req lockrun.Request) (acquireRes
 			if res.lease != nil {
 				rctx, c2 := context.WithTimeout(context.Background(), r.o.OpTimeout)
 				res.lease.GiveBackTick() // the job never started
+				// Its claim's entry is completed with the release, as interrupted.
+				sg := s.(syscall.Signal)
+				res.lease.SetRecord(&lockrun.RunRecord{RunID: r.runID, Node: r.o.Node, Status: runstatus.Interrupted,
+					Exit: 128 + int(sg), Signal: unix.SignalName(sg), Tick: r.tick, Tries: 1,
+					Error: fmt.Sprintf("stopped by %s before the job started", unix.SignalName(sg))})
 				res.lease.Release(rctx)
 				c2()
 			}

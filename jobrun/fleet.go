@@ -2,6 +2,7 @@ package jobrun
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"cronlock/child"
@@ -50,7 +51,16 @@ func (r *runner) recordFleetNoLock() {
 // stays as it is. Rate-limited like the history's warning: a full Redis would have every
 // run of every job say it.
 func (r *runner) fleetFailed(err error) {
+	if errors.Is(err, lockrun.ErrUnacknowledged) && r.pendingKept {
+		// It is in the record on the master; only its replicas are unconfirmed, which
+		// the run's own lines already say. The next run sends it again, to be sure.
+		return
+	}
 	if err == nil || r.o.Quiet || !r.shouldWarn("fleet", r.row.Backend, err) {
+		return
+	}
+	if r.pendingKept {
+		r.infof("warning: %v; the run's end is not in the fleet's record yet (cronlock history --fleet): this host's next run of %s sends it, its outcome is unchanged%s", err, r.o.Key, r.repeatNote())
 		return
 	}
 	r.infof("warning: %v; the run is not in the fleet's record (cronlock history --fleet), its outcome is unchanged%s", err, r.repeatNote())

@@ -98,6 +98,9 @@ type Options struct {
 	OutputOnFailure bool
 	OutputMax       int64
 
+	// Version is cronlock's version, recorded with the run's claim in the fleet's record.
+	Version string
+
 	Quiet, Verbose bool
 	LogFormat      string // logline.Text or logline.JSON
 
@@ -133,7 +136,12 @@ type runner struct {
 	tick          time.Time // the run's schedule tick (UTC); zero without --schedule
 	refused       bool      // the backend answered the acquire with a refusal (status error)
 	known         bool      // this host claimed the key on this backend before (history.KnowsKey)
-	ping          *notify.Pinger
+	// pendingRead gets this key's completions that earlier runs of this host could not
+	// deliver (history.Pending), once the history is open; see pending.go.
+	pendingRead chan []history.PendingCompletion
+	pendingKept bool // this run's own completion is kept for a later run
+	pendingSeen bool // pendingRead's answer was taken
+	ping        *notify.Pinger
 }
 
 func (r *runner) run() int {
@@ -173,6 +181,7 @@ func (r *runner) run() int {
 	}
 	r.locker = locker
 	defer locker.Close()
+	r.readPending()
 	r.row.Backend = locker.Describe()
 
 	if code, done := r.jitter(sig); done {
@@ -235,6 +244,7 @@ func (r *runner) run() int {
 			lease.SetRecord(r.fleetRecord(out, &res))
 		}
 	}
+	pending := r.sendPending(lease)
 	released := make(chan error, 1)
 	go func() {
 		rctx, cancel := context.WithTimeout(context.Background(), o.OpTimeout+time.Second+o.MinHold)
@@ -273,7 +283,8 @@ func (r *runner) run() int {
 	// or between two), another run may hold the key, and -v must not suggest this run
 	// freed it.
 	lost := res.LossErr != nil || (end != nil && end.Status == runstatus.LockLost)
-	switch err := <-released; {
+	relErr := <-released
+	switch err := relErr; {
 	case errors.Is(err, lockrun.ErrLockLost) && lost:
 		r.verbosef("did not release %s: it was lost during the run, and is no longer this run's", o.Key)
 	case errors.Is(err, lockrun.ErrLockLost):
@@ -287,13 +298,20 @@ func (r *runner) run() int {
 		r.verbosef("released %s", o.Key)
 	}
 	ferr := lease.RecordErr()
-	if !early {
+	rec := r.fleetRecord(out, &res)
+	unknown := relErr != nil && !errors.Is(relErr, lockrun.ErrLockLost) ||
+		ferr != nil && !lockrun.IsRefusal(ferr) // written, but not acknowledged by the replicas
+	if !early || unknown {
+		// The entry did not travel with the release, or the release's outcome is unknown
+		// (a failover, a time-out): the completion goes, or is retried, on its own.
 		ctx, cancel := context.WithTimeout(context.Background(), o.OpTimeout)
-		ferr = lease.WriteRecord(ctx, r.fleetRecord(out, &res))
+		ferr = lease.WriteRecord(ctx, rec)
 		cancel()
 	}
+	r.settlePending(lease, rec, pending, relErr, ferr)
 	r.fleetFailed(ferr)
 	r.rec.wait()
+	r.sendLatePending()
 	return out.Code
 }
 

@@ -24,7 +24,9 @@ const lateSkip = time.Minute
 func (r *runner) request() lockrun.Request {
 	o := r.o
 	req := lockrun.Request{Key: o.Key, TTL: o.TTL, Wait: o.Wait, MinHold: o.MinHold,
-		Node: o.Node, PID: os.Getpid(), RunID: r.runID, Now: wallNow, Known: r.known, CmdHash: cmdHash(o.Command)}
+		Node: o.Node, PID: os.Getpid(), RunID: r.runID, Now: wallNow, Known: r.known, CmdHash: cmdHash(o.Command),
+		Entry: &lockrun.RunRecord{RunID: r.runID, Node: o.Node, Status: runstatus.Running, Tick: r.tick, Tries: 1,
+			Version: o.Version, CmdHash: cmdHash(o.Command)}}
 	if o.Schedule != nil {
 		req.Tick, req.Schedule, req.Zone = r.tick, o.Schedule.String(), o.Schedule.Zone()
 		// A clock ahead by a quarter of the interval could claim the next tick early:
@@ -95,8 +97,12 @@ func (r *runner) pastDeadline(t time.Time) bool {
 func (r *runner) missed() int {
 	o := r.o
 	late := wallNow().Sub(r.tick)
+	// The entry travels with the claim where the backend writes it there (Redis): a
+	// missed run then costs one round trip, the claim, whichever path found it missed.
+	req := r.request()
+	req.Entry.Status, req.Entry.Exit, req.Entry.Error = runstatus.Missed, o.ConflictExitCode, r.missedMessage(late)
 	ctx, cancel := context.WithTimeout(context.Background(), o.OpTimeout+time.Second)
-	err := r.locker.ClaimMissed(ctx, r.request())
+	err := r.locker.ClaimMissed(ctx, req)
 	cancel()
 	var te *lockrun.TickError
 	switch {
@@ -105,21 +111,37 @@ func (r *runner) missed() int {
 	case err != nil:
 		return r.fail(ExitFailed, "%v", err)
 	}
-	return r.recordMissed(late)
+	return r.recordMissed(late, true)
+}
+
+// missedMessage says that the run missed its tick, late is how long after the tick it
+// would have started.
+func (r *runner) missedMessage(late time.Duration) string {
+	return fmt.Sprintf("%s: missed the %s tick: it would start %s after it, later than --start-deadline %s; the job was not run (was cron or this host down or busy?)",
+		r.o.Key, r.tickName(), heldFor(late), shortDuration(r.o.StartDeadline))
 }
 
 // recordMissed records and says a missed run whose tick is claimed (as missed) for it;
-// late is how long after the tick it would have started.
-func (r *runner) recordMissed(late time.Duration) int {
-	o := r.o
+// late is how long after the tick it would have started. entryWritten: the claim wrote
+// the run's entry with its status (ClaimMissed on a backend that ClaimsEntry); else the
+// entry is written now, one round trip off the success path (a tick the backend's clock
+// judged missed inside Acquire, whose entry did not know the run's outcome yet).
+func (r *runner) recordMissed(late time.Duration, entryWritten bool) int {
+	code := r.o.ConflictExitCode
 	r.row.Status = runstatus.Missed
-	r.row.Error = fmt.Sprintf("%s: missed the %s tick: it would start %s after it, later than --start-deadline %s; the job was not run (was cron or this host down or busy?)",
-		o.Key, r.tickName(), heldFor(late), shortDuration(o.StartDeadline))
-	code := o.ConflictExitCode
+	r.row.Error = r.missedMessage(late)
 	r.row.Exit = &code
 	r.recordInsert()
 	r.errorf("%s", r.row.Error)
-	r.recordFleetNoLock()
+	ce, ok := r.locker.(lockrun.ClaimsEntry)
+	switch {
+	case !entryWritten || !ok || !ce.ClaimsEntry():
+		r.recordFleetNoLock()
+	default:
+		if ce, ok := r.locker.(interface{ ClaimRecordErr() error }); ok {
+			r.fleetFailed(ce.ClaimRecordErr())
+		}
+	}
 	return code
 }
 

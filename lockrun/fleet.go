@@ -12,11 +12,13 @@ import (
 	"cronlock/runstatus"
 )
 
-// The fleet's record (README, "The fleet's record"): <prefix>{KEY}:runs, a Redis list, newest first, of one
-// compact JSON entry per run that took the lock (written by release.lua with the release)
-// and per missed or error run (fleet.lua, one round trip of its own). LTRIM keeps the
-// newest FleetKeep entries; the list expires fleetTTL after its last write, so the record
-// of a retired job does not stay on a noeviction server.
+// The fleet's record (README, "The fleet's record") is a ledger (SPEC §10): one compact
+// JSON entry per run that claimed the lock or a tick, written at the claim (status
+// running, or missed) and completed by the run's release; no other run's claim rewrites
+// it. How a backend stores it is its own (Redis: a hash by run id and a sorted set by
+// claim time, lockrun/redis); the entry's format is shared here. "abandoned" is never
+// stored: readers derive it from an entry still running whose lock is gone
+// (DeriveAbandoned).
 
 // DefaultFleetKeep is how many entries the record of one key keeps when
 // a backend's Options.FleetKeep is 0 (CRONLOCK_FLEET_KEEP).
@@ -24,14 +26,16 @@ const DefaultFleetKeep = 200
 
 // maxFleetEntry is the most bytes one entry of the record takes: the error and, if need
 // be, the node name are cut to fit.
-const maxFleetEntry = 512
+const maxFleetEntry = 640
 
 // fleetErrorBytes is how much of a run's error an entry keeps at most.
 const fleetErrorBytes = 200
 
-// fleetSuffixRoom is what the scripts append to the entry Go encodes:
-// `,"a":<16 digits>,"f":<16 digits>,"k":<up to 10 digits>}`.
-const fleetSuffixRoom = 60
+// fleetSuffixRoom is what the scripts append to the entry Go encodes: the fencing token
+// at a claim (`,"fe":` and up to 20 digits), `,"a":<16 digits>,"f":<16 digits>`, the
+// collapsed count and last time (`,"c":…,"l":<16 digits>`), the marks of the tick logic
+// (schedule change, never fired, data loss: about 100 bytes) and `,"k":<up to 10 digits>}`.
+const fleetSuffixRoom = 220
 
 // FleetEntry is one run in the fleet's record, as stored (short names keep an entry far
 // below maxFleetEntry). Times are Redis TIME in microseconds, so that the hosts' clock skew
@@ -122,8 +126,13 @@ type RunRecord struct {
 	Duration time.Duration
 	Tries    int
 	Error    string
-	// CmdHash, DataLoss, ScheduleWas and Flip are the claim's marks (see FleetEntry).
-	CmdHash     string
+	// Shared ledger fields (FleetEntry's Version, Attempt, TakeoverOf, CmdHash); zero
+	// values are left out of the entry.
+	Version    string
+	Attempt    int
+	TakeoverOf string
+	CmdHash    string
+	// DataLoss, ScheduleWas and Flip are the claim's marks (see FleetEntry).
 	DataLoss    bool
 	ScheduleWas string
 	Flip        bool
@@ -132,12 +141,25 @@ type RunRecord struct {
 // EncodeFleetEntry is the entry of rec without its closing brace and the fields the
 // scripts add ("a", "f", "k"), cut to fit maxFleetEntry.
 func EncodeFleetEntry(rec *RunRecord, fence uint64) string {
+	return encodeEntry(rec, fence, true)
+}
+
+// EncodeClaimEntry is the entry a claim writes, as EncodeFleetEntry: without an exit code
+// while the run's status is running (the script adds the fencing token and the times).
+func EncodeClaimEntry(rec *RunRecord) string {
+	return encodeEntry(rec, 0, rec.Status != runstatus.Running)
+}
+
+func encodeEntry(rec *RunRecord, fence uint64, exit bool) string {
 	e := FleetEntry{RunID: rec.RunID, Node: rec.Node, Status: rec.Status, Signal: rec.Signal,
 		DurationMS: rec.Duration.Milliseconds(), Tries: max(rec.Tries, 1), Fence: fence,
-		Error: cutUTF8(rec.Error, fleetErrorBytes), CmdHash: rec.CmdHash, DataLoss: rec.DataLoss,
-		ScheduleWas: cutUTF8(rec.ScheduleWas, 80), Flip: rec.Flip}
-	x := rec.Exit
-	e.Exit = &x
+		Error: cutUTF8(rec.Error, fleetErrorBytes), Version: cutUTF8(rec.Version, 40),
+		Attempt: rec.Attempt, TakeoverOf: rec.TakeoverOf, CmdHash: cutUTF8(rec.CmdHash, 32),
+		DataLoss: rec.DataLoss, ScheduleWas: cutUTF8(rec.ScheduleWas, 80), Flip: rec.Flip}
+	if exit {
+		x := rec.Exit
+		e.Exit = &x
+	}
 	if !rec.Tick.IsZero() {
 		e.TickUS = rec.Tick.UnixMicro()
 	}
@@ -149,6 +171,8 @@ func EncodeFleetEntry(rec *RunRecord, fence uint64) string {
 		}
 		// Escapes make the encoded text longer than the string: cut by what is over.
 		switch {
+		case len(e.Node) > 64:
+			e.Node = cutUTF8(e.Node, max(len(e.Node)-over, 64))
 		case e.Error != "":
 			e.Error = cutUTF8(e.Error, max(len(e.Error)-over, 0))
 		case len(e.Node) > 16:
@@ -175,13 +199,16 @@ func encodePrefix(e FleetEntry) string {
 		Tries      int    `json:"r"`
 		Fence      uint64 `json:"fe,omitempty"`
 		Error      string `json:"e,omitempty"`
+		Version    string `json:"v,omitempty"`
+		Attempt    int    `json:"at,omitempty"`
+		TakeoverOf string `json:"to,omitempty"`
 		CmdHash    string `json:"ch,omitempty"`
 		DataLoss   bool   `json:"dl,omitempty"`
 		Sched      string `json:"sc,omitempty"`
 		Flip       bool   `json:"fl,omitempty"`
 	}
 	enc.Encode(prefix{e.RunID, e.Node, e.Status, e.Exit, e.Signal, e.TickUS, e.DurationMS, e.Tries, e.Fence, e.Error,
-		e.CmdHash, e.DataLoss, e.ScheduleWas, e.Flip})
+		e.Version, e.Attempt, e.TakeoverOf, e.CmdHash, e.DataLoss, e.ScheduleWas, e.Flip})
 	s := strings.TrimRight(b.String(), "\n")
 	return strings.TrimSuffix(s, "}")
 }
@@ -230,6 +257,24 @@ func PendingEntry(key, lockV, tickV string, ids map[string]bool) (FleetEntry, bo
 // when the key's schedule is not known. Readers build it from the tick record with the
 // schedule package (lockrun imports only the standard library).
 type TickOf func(key string, at time.Time) (tick time.Time, ok bool)
+
+// DeriveAbandoned turns the entries of one key that are still running, and whose run
+// no longer holds the key's lock, into abandoned ones: the run claimed, and its lease
+// ended without a release that completed the entry (its cronlock was killed, its host
+// lost, or the completion never reached the backend). abandoned is never stored, so a
+// late completion still turns it into the run's real outcome. holderRunID is the run
+// id in the key's lock ("" when the lock is free, or kept by --min-hold after a
+// release).
+func DeriveAbandoned(es []FleetEntry, holderRunID string) {
+	for i := range es {
+		if es[i].Status == runstatus.Running && es[i].RunID != holderRunID {
+			es[i].Status = runstatus.Abandoned
+			if es[i].Error == "" {
+				es[i].Error = "claimed and let its lock expire without completing its entry (killed, its host lost, or its completion never reached the server)"
+			}
+		}
+	}
+}
 
 // MarkDuplicates sets Duplicate on the entries of one key that ran the same tick, or
 // held the lock in overlapping intervals of the Redis clock: the job ran twice. Entries
@@ -331,4 +376,47 @@ func markRollouts(es []FleetEntry, tickOf TickOf) {
 			}
 		}
 	}
+}
+
+// PendingCompletion is the completed entry of a run whose release could not deliver it
+// (a failover, a time-out): the host keeps it (its local history) and a later release of
+// the key on that host delivers it, so every claimed run ends completed in the ledger.
+type PendingCompletion struct {
+	Key     string
+	RunID   string
+	Entry   string // EncodeFleetEntry's text
+	StartUS string // the backend's time at the claim, µs; "" when unknown
+	EndUS   string // when the run ended, µs (the host's clock: the backend never answered)
+}
+
+// DayCount is one day of a key's per-day counters in the fleet's record (SPEC §10: they
+// carry success rates beyond the entries kept), by the backend's clock in UTC.
+type DayCount struct {
+	Day time.Time // midnight UTC
+	// Runs counts the claims of the day (every run with an entry, and each repeat
+	// collapsed into one); Succeeded, Failed (of completed runs), Interrupted and Missed
+	// count outcomes of those claims, NeverFired ticks no host claimed, Duplicates runs
+	// found twice. Runs that never completed (running, abandoned) are in Runs alone.
+	Runs, Succeeded, Failed, Interrupted, Missed, NeverFired, Duplicates int
+}
+
+// ParseDayCounts reads a backend's per-day counters: field = days since 1970, value
+// "r,s,f,i,m,n,d" (runs, succeeded, failed, interrupted, missed, never fired,
+// duplicates), oldest day first; what it cannot read is skipped.
+func ParseDayCounts(fields map[string]string) []DayCount {
+	out := make([]DayCount, 0, len(fields))
+	for f, v := range fields {
+		day, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			continue
+		}
+		var n [7]int
+		for i, x := range strings.SplitN(v, ",", 7) {
+			n[i], _ = strconv.Atoi(x)
+		}
+		out = append(out, DayCount{Day: time.Unix(day*86400, 0).UTC(), Runs: n[0], Succeeded: n[1], Failed: n[2],
+			Interrupted: n[3], Missed: n[4], NeverFired: n[5], Duplicates: n[6]})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Day.Before(out[b].Day) })
+	return out
 }

@@ -75,6 +75,11 @@ type Request struct {
 	// CmdHash is a hash of the command, stored with the claim: two runs of one command
 	// between two ticks, one of them without --schedule, are a roll-out's DUPLICATE.
 	CmdHash string
+	// Entry is the run's entry in the fleet's record, which a backend that writes it at
+	// the claim (ClaimsEntry) writes in the same call: Status running for Acquire, the
+	// missed run's status, exit and error for ClaimMissed. nil = an entry of RunID,
+	// Node and Tick alone.
+	Entry *RunRecord
 }
 
 // WallNow is the request's wall clock: Now, or time.Now when Now is nil.
@@ -306,6 +311,11 @@ type Lease interface {
 	WriteRecord(ctx context.Context, rec *RunRecord) error
 }
 
+// ErrUnacknowledged: a write reached the server but fewer replicas than --min-replicas
+// acknowledged it, so a failover may still lose it (a ledger completion is then sent
+// again later; it is idempotent).
+var ErrUnacknowledged = errors.New("not acknowledged by enough replicas")
+
 // ErrUnlockReplyLost: an unlock whose first reply was lost was sent again and found no
 // lock, most likely because that first try removed it; who held it is not known.
 var ErrUnlockReplyLost = errors.New("an earlier try, whose reply was lost, most likely removed it (its holder is not known)")
@@ -315,12 +325,13 @@ var ErrUnlockReplyLost = errors.New("an earlier try, whose reply was lost, most 
 type FleetStore interface {
 	Locker
 	// Fleet returns key's newest runs, newest first, at most limit (0 = all kept),
-	// marked with MarkDuplicates, with the lock's holder as running and a tick claimer
-	// whose lock is gone without an entry as abandoned.
+	// marked with MarkDuplicates; a run that claimed and whose lock is gone without a
+	// completed entry reads as abandoned (DeriveAbandoned on Redis).
 	Fleet(ctx context.Context, key string, limit int) ([]FleetEntry, error)
 	// FleetAll is Fleet for several keys, by key.
 	FleetAll(ctx context.Context, keys []string, limit int) (map[string][]FleetEntry, error)
-	// FleetKeys returns the keys that have a record, sorted.
+	// FleetKeys returns the keys that have a record, sorted (on Redis also those with
+	// only a lock or a tick record).
 	FleetKeys(ctx context.Context) ([]string, error)
 	// TickRecord returns key's last claimed tick; nil, nil when none was ever claimed.
 	TickRecord(ctx context.Context, key string) (*TickRecord, error)
@@ -333,6 +344,12 @@ type FleetStore interface {
 // both to Acquire instead of judging them on the host's clock.
 type ServerClock interface {
 	HasServerClock() bool
+}
+
+// ClaimsEntry is a FleetStore that writes a run's entry in the fleet's record with the
+// claim itself (Request.Entry), so a missed claim needs no RecordRun after it.
+type ClaimsEntry interface {
+	ClaimsEntry() bool
 }
 
 // Expiring is a backend whose locks free themselves when their lease ends (Redis, etcd).

@@ -107,7 +107,8 @@ type redisStats struct {
 // scriptInner are commands that the scripts call: INFO commandstats counts those too.
 var scriptInner = map[string]bool{"get": true, "set": true, "time": true, "del": true, "publish": true,
 	"lpush": true, "ltrim": true, "pexpire": true, "lrange": true, "pttl": true, "expire": true, "info": true,
-	"lindex": true, "lset": true}
+	"lindex": true, "lset": true, "hset": true, "hsetnx": true, "hget": true, "hmget": true, "hdel": true,
+	"hexists": true, "hincrby": true, "hkeys": true, "zadd": true, "zcard": true, "zrange": true, "zrem": true} // the ledger
 
 func (r *infoReader) read() (redisStats, error) {
 	s := redisStats{cmds: map[string][2]float64{}}

@@ -20,11 +20,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"cronlock/lockrun"
+	"cronlock/runstatus"
 )
 
 // Redis layout of one lock KEY (the hash tag puts all of them in one Cluster slot):
@@ -35,8 +37,13 @@ import (
 //	<prefix>{KEY}:released  pub/sub channel: "released" is published when the lock is freed
 //	<prefix>{KEY}:tick      string, 400-day TTL: a JSON object, the last schedule tick
 //	                        claimed (--schedule) and by whom (see acquire.lua)
-//	<prefix>{KEY}:runs      list, 400-day TTL: the fleet's record, one JSON entry per run,
-//	                        newest first, capped (see fleet.go)
+//	<prefix>{KEY}:ledger    hash, 400-day TTL: the fleet's ledger, run id -> JSON entry
+//	                        (lockrun.FleetEntry), written at the claim and completed by
+//	                        the release; plus the ids of the last success and failure
+//	<prefix>{KEY}:order     sorted set, 400-day TTL: the ledger's run ids by claim time
+//	<prefix>{KEY}:days      hash, 400-day TTL: per-day counters of the ledger's runs
+//	                        (lua/ledger.lua); the three expire 400 days after the last claim
+//	<prefix>{KEY}:runs      list: the record of cronlock before the ledger, read only
 //
 // Holder metadata lives in the lock's own value, not in a sibling key, so that it expires
 // with the lock in the same instant and Inspect reads both in one GET.
@@ -47,11 +54,11 @@ var luaFiles embed.FS
 // The scripts are sent by their SHA1, the body only when Redis lacks them (redisscript.go).
 // Each is prepared on first use: a run on the local backend never needs them.
 var (
-	acquireScript = sync.OnceValue(func() string { return loadScript("acquire.lua") })
+	acquireScript = sync.OnceValue(func() string { return loadScript("ledger.lua") + "\n" + loadScript("acquire.lua") })
 	renewScript   = sync.OnceValue(func() string { return loadScript("renew.lua") })
-	releaseScript = sync.OnceValue(func() string { return loadScript("release.lua") })
+	releaseScript = sync.OnceValue(func() string { return loadScript("ledger.lua") + "\n" + loadScript("release.lua") })
 	unlockScript  = sync.OnceValue(func() string { return loadScript("unlock.lua") })
-	fleetScript   = sync.OnceValue(func() string { return loadScript("fleet.lua") })
+	fleetScript   = sync.OnceValue(func() string { return loadScript("ledger.lua") + "\n" + loadScript("fleet.lua") })
 )
 
 // loadScript reads an embedded script and drops its comment lines and indentation, which
@@ -129,6 +136,8 @@ type Locker struct {
 	poll time.Duration
 	// now is the clock of Lease.Sent; nil means Boottime. Tests inject a fake one.
 	now func() time.Duration
+	// missedErr is why the last ClaimMissed could not write its ledger entry.
+	missedErr atomic.Pointer[recordRefusedError]
 }
 
 var (
@@ -250,13 +259,18 @@ func (l *Locker) Acquire(ctx context.Context, req lockrun.Request) (lockrun.Leas
 // by another token. When no reply came and the retries ran out, it releases the lock in
 // case the script did run, so the fleet is not blocked for a TTL.
 func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mode string) (*redisLease, *lockrun.Holder, error) {
-	keys := []string{l.lockKey(req.Key), l.fenceKey(req.Key)}
+	keys := []string{l.lockKey(req.Key), l.fenceKey(req.Key), l.tickKey(req.Key), l.ledgerKey(req.Key), l.orderKey(req.Key), l.daysKey(req.Key)}
 	args := []any{token, durMS(req.TTL), req.Node, req.PID, req.RunID, req.WallNow().UnixMilli(), l.allowArg()}
+	tick := ""
 	if !req.Tick.IsZero() {
-		keys = append(keys, l.tickKey(req.Key), l.runsKey(req.Key))
-		args = append(args, req.Tick.UnixMicro(), durMS(req.MaxSkew), req.Schedule, req.Zone, mode)
-	} else {
-		args = append(args, "", 0, "", "", "")
+		tick = strconv.FormatInt(req.Tick.UnixMicro(), 10)
+	}
+	// With --min-replicas the tick's claim is pending until the replicas acknowledged it
+	// (or it was given back): the WAIT takes up to one operation time-out, and the
+	// give-back's release another.
+	pendingMS := int64(0)
+	if l.minReplicas > 0 && mode == "" && tick != "" {
+		pendingMS = durMS(2 * l.timeout)
 	}
 	known, prev := "", ""
 	if req.Known {
@@ -265,27 +279,63 @@ func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mo
 	if !req.PrevTick.IsZero() {
 		prev = strconv.FormatInt(req.PrevTick.UnixMicro(), 10)
 	}
-	args = append(args, durMS(req.StartDeadline), known, prev, req.Canonical, req.CmdHash)
+	args = append(args, tick, durMS(req.MaxSkew), req.Schedule, req.Zone, mode, claimEntry(req, mode), l.fleetKeep(), pendingMS,
+		durMS(req.StartDeadline), known, prev, req.Canonical, req.CmdHash)
 	if req.OnTry != nil {
 		req.OnTry()
 	}
-	// Read before the first send: when a retry inside eval finds the lock already ours,
-	// its PX was set by the attempt sent here.
-	sent := lockrun.ClockOr(l.now)()
-	res, acks, unknown, err := l.evalAcked(ctx, mode == "", acquireScript(), keys, args...)
+	var (
+		sent    time.Duration
+		res     any
+		acks    acked
+		unknown bool
+		err     error
+	)
+	// A pending claim of this tick by another run (reply 6) is waited for, within a bound
+	// of this run's own: it is either confirmed (then this run skips) or given back (then
+	// this run may claim the tick), never guessed.
+	for waited := time.Duration(0); ; {
+		// Read before the first send: when a retry inside eval finds the lock already
+		// ours, its PX was set by the attempt sent here.
+		sent = lockrun.ClockOr(l.now)()
+		res, acks, unknown, err = l.evalAcked(ctx, mode == "", acquireScript(), keys, args...)
+		left, raw, pending := pendingReply(res)
+		if err != nil || !pending {
+			break
+		}
+		if waited >= 4*l.timeout {
+			return nil, nil, lockrun.TickErrorOf(req, raw) // still pending: the claimer's run goes on
+		}
+		d := min(left+10*time.Millisecond, 4*l.timeout-waited)
+		select {
+		case <-ctx.Done():
+			return nil, nil, l.userError("take lock "+req.Key, ctx.Err())
+		case <-time.After(d):
+		}
+		waited += d
+	}
 	if err != nil {
 		// A release cannot reach a server that no dial reaches either. A refused WAIT
 		// came after the script had taken the lock.
 		if (unknown || scriptRan(err)) && l.unreachable() == nil {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
-			l.releaseEval(rctx, req.Key, token, releaseArgs{runID: req.RunID, giveBack: !req.Tick.IsZero()}) // best effort, the tick too
+			uerr := l.userError("take lock "+req.Key, err)
+			// The claim's entry, if the script ran, is completed as this run's error.
+			var entry string
+			if mode == "" {
+				entry = lockrun.EncodeFleetEntry(&lockrun.RunRecord{RunID: req.RunID, Node: req.Node, Status: runstatus.Error,
+					Exit: exitError, Tick: req.Tick, Tries: 1, Error: uerr.Error()}, 0)
+			}
+			l.releaseEval(rctx, req.Key, token, releaseArgs{runID: req.RunID, giveBack: !req.Tick.IsZero(), entry: entry}) // best effort, the tick too
 			cancel()
+			// Said after the release's try: what it learnt (a TLS port, say) names the cause.
+			return nil, nil, l.userError("take lock "+req.Key, err)
 		}
 		return nil, nil, l.userError("take lock "+req.Key, err)
 	}
 	lease, held, err := l.acquireReply(ctx, req, token, sent, res)
 	if lease != nil && mode == "" {
-		if err := l.checkAcquireAcks(ctx, lease, acks); err != nil {
+		if err := l.checkAcquireAcks(ctx, lease, acks, req.Node, req.Tick); err != nil {
 			return nil, nil, err
 		}
 		l.checkMajority(req, acks)
@@ -300,26 +350,47 @@ type releaseArgs struct {
 	giveBack bool   // give back a tick claimed by runID (the job never started)
 	entry    string // the fleet entry to write with the release ('' = none; see EncodeFleetEntry)
 	startUS  string // the run's start for the entry: Redis TIME at acquire
+	// pending are earlier runs of this host whose completion never reached the server.
+	pending []lockrun.PendingCompletion
+	noAck   bool // send no WAIT after it, whatever --min-replicas says
 }
 
 // releaseEval runs release.lua for token.
 func (l *Locker) releaseEval(ctx context.Context, key, token string, a releaseArgs) (any, error) {
+	keys, args := l.releaseKeysArgs(key, token, a)
+	res, _, err := l.eval(ctx, releaseScript(), keys, args...)
+	return res, err
+}
+
+// releaseKeysArgs are release.lua's KEYS and ARGV (see its header).
+func (l *Locker) releaseKeysArgs(key, token string, a releaseArgs) ([]string, []any) {
 	keys := []string{l.lockKey(key)}
 	args := []any{token, durMS(a.minHold), l.channel(key)}
-	if a.giveBack || a.entry != "" {
-		keys = append(keys, l.tickKey(key))
+	if a.giveBack || a.entry != "" || len(a.pending) > 0 {
+		keys = append(keys, l.tickKey(key), l.ledgerKey(key), l.orderKey(key), l.daysKey(key))
 		giveBack := ""
 		if a.giveBack {
 			giveBack = a.runID
 		}
-		args = append(args, giveBack)
+		args = append(args, giveBack, a.entry, l.fleetKeep(), a.startUS, a.runID, len(a.pending))
+		for _, p := range a.pending {
+			args = append(args, p.RunID, p.Entry, p.StartUS, p.EndUS)
+		}
 	}
-	if a.entry != "" {
-		keys = append(keys, l.runsKey(key))
-		args = append(args, a.entry, l.fleetKeep(), a.startUS, a.runID)
+	return keys, args
+}
+
+// releaseAcked is releaseEval for a release that completes ledger entries: with
+// --min-replicas, WAIT goes in the same round trip, so that a completion the replicas did
+// not acknowledge (a failover may lose it) is known, and sent again.
+func (l *Locker) releaseAcked(ctx context.Context, key, token string, a releaseArgs) (any, acked, error) {
+	if l.minReplicas <= 0 || a.noAck || (a.entry == "" && len(a.pending) == 0) {
+		res, err := l.releaseEval(ctx, key, token, a)
+		return res, acked{n: -1}, err
 	}
-	res, _, err := l.eval(ctx, releaseScript(), keys, args...)
-	return res, err
+	keys, args := l.releaseKeysArgs(key, token, a)
+	res, acks, _, err := l.evalAcked(ctx, false, releaseScript(), keys, args...)
+	return res, acks, err
 }
 
 // ClaimMissed claims req.Tick as missed, in one acquire script that takes no lock: the
@@ -402,4 +473,20 @@ func (l *Locker) unreachable() error {
 		return nil
 	}
 	return l.dialer.lastError()
+}
+
+// pendingReply reads acquire.lua's reply {4, ms, record}: this tick's claim by another
+// run is pending for ms more.
+func pendingReply(res any) (left time.Duration, record string, ok bool) {
+	r, _ := res.([]any)
+	if len(r) < 3 {
+		return 0, "", false
+	}
+	if code, _ := r[0].(int64); code != 6 {
+		return 0, "", false
+	}
+	ms, _ := r[1].(string)
+	n, _ := strconv.ParseInt(ms, 10, 64)
+	record, _ = r[2].(string)
+	return time.Duration(n) * time.Millisecond, record, true
 }

@@ -111,17 +111,27 @@ func (l *Locker) acquireReply(ctx context.Context, req lockrun.Request, token st
 		if len(r) > 3 {
 			acquired, _ = r[3].(string)
 		}
-		var marks lockrun.FleetEntry
+		lease := &redisLease{l: l, key: req.Key, token: token, ttl: req.TTL, minHold: req.MinHold, fence: fence, sent: sent,
+			runID: req.RunID, ticked: !req.Tick.IsZero(), acquiredUS: acquired}
 		if len(r) > 4 {
-			marks = l.claimMarks(req, r[4])
+			if e, _ := r[4].(string); e != "" {
+				lease.claimErr = &recordRefusedError{key: req.Key, server: server, reply: e}
+			}
 		}
-		return &redisLease{l: l, key: req.Key, token: token, ttl: req.TTL, minHold: req.MinHold, fence: fence, sent: sent,
-			runID: req.RunID, ticked: !req.Tick.IsZero(), acquiredUS: acquired, marks: marks}, nil, nil
+		if len(r) > 5 {
+			lease.marks = l.claimMarks(req, r[5])
+		}
+		return lease, nil, nil
 	case 2:
 		raw, _ := r[1].(string)
 		return nil, nil, lockrun.TickErrorOf(req, raw)
-	case 3:
-		return nil, nil, nil // ClaimMissed: the tick is this run's
+	case 3: // ClaimMissed: the tick is this run's
+		if len(r) > 2 {
+			if e, _ := r[2].(string); e != "" {
+				l.missedErr.Store(&recordRefusedError{key: req.Key, server: server, reply: e})
+			}
+		}
+		return nil, nil, nil
 	case 4:
 		s, _ := r[1].(string)
 		ms, _ := strconv.ParseInt(s, 10, 64)

@@ -93,7 +93,7 @@ func (l *Locker) readHolders(ctx context.Context, lockKeys []string) ([]*lockrun
 // with SCAN (never KEYS, which would block the server).
 func (l *Locker) List(ctx context.Context) (map[string]lockrun.Holder, error) {
 	out := map[string]lockrun.Holder{}
-	err := l.scanNames(ctx, "lock", "list locks", func(names []string) error {
+	err := l.scanNames(ctx, []string{"lock"}, "list locks", func(names []string) error {
 		lockKeys := make([]string, len(names))
 		for i, n := range names {
 			lockKeys[i] = l.lockKey(n)
@@ -119,15 +119,18 @@ func (l *Locker) List(ctx context.Context) (map[string]lockrun.Holder, error) {
 // each page's KEYs to page, none twice (SCAN may return a key again) and none that is not
 // a valid key. Each SCAN call has its own operation time-out: a walk over millions of
 // unrelated keys takes as long as it takes, while a stuck server is still noticed.
-func (l *Locker) scanNames(ctx context.Context, kind, what string, page func(names []string) error) error {
+func (l *Locker) scanNames(ctx context.Context, kinds []string, what string, page func(names []string) error) error {
 	seen := map[string]bool{}
-	match := l.prefix + "{*}:" + kind
+	match := l.prefix + "{*}:*"
+	if len(kinds) == 1 {
+		match = l.prefix + "{*}:" + kinds[0]
+	}
 	nodes, err := l.scanNodes(ctx)
 	if err != nil {
 		return l.userError(what, err)
 	}
 	for _, node := range nodes {
-		if err := l.scanNode(ctx, node, match, kind, what, seen, page); err != nil {
+		if err := l.scanNode(ctx, node, match, kinds, what, seen, page); err != nil {
 			return err
 		}
 	}
@@ -135,7 +138,7 @@ func (l *Locker) scanNames(ctx context.Context, kind, what string, page func(nam
 }
 
 // scanNode is scanNames on one server.
-func (l *Locker) scanNode(ctx context.Context, node scanner, match, kind, what string, seen map[string]bool, page func(names []string) error) error {
+func (l *Locker) scanNode(ctx context.Context, node scanner, match string, kinds []string, what string, seen map[string]bool, page func(names []string) error) error {
 	var cursor uint64
 	for {
 		octx, cancel := context.WithTimeout(ctx, l.timeout)
@@ -150,9 +153,11 @@ func (l *Locker) scanNode(ctx context.Context, node scanner, match, kind, what s
 		}
 		var names []string
 		for _, k := range keys {
-			if name, ok := l.keyName(k, kind); ok && !seen[name] {
-				seen[name] = true
-				names = append(names, name)
+			for _, kind := range kinds {
+				if name, ok := l.keyName(k, kind); ok && !seen[name] {
+					seen[name] = true
+					names = append(names, name)
+				}
 			}
 		}
 		if len(names) > 0 {

@@ -28,7 +28,19 @@ type redisLease struct {
 	record     *lockrun.RunRecord // written by Release (SetRecord)
 	endUS      string             // Redis TIME at Release, µs; "" before it answered
 	recordErr  error              // why Release could not write record
+	claimErr   error              // why the acquire could not write the claim's entry
+	pending    []lockrun.PendingCompletion
+	// noAck: the release sends no WAIT (a shortfall's: the replicas are known not to
+	// answer, and the tick's waiters must see it given back within its pending window).
+	noAck bool
 }
+
+// AcquiredUS is Redis TIME when the lock was taken, in µs (the entry's "a").
+func (s *redisLease) AcquiredUS() string { return s.acquiredUS }
+
+// SetPending gives Release earlier runs' completions that never reached the server
+// (lockrun.PendingCompletion): they travel in the release's own script.
+func (s *redisLease) SetPending(p []lockrun.PendingCompletion) { s.pending = p }
 
 // SetRecord makes Release write rec to the fleet's record in its own script: the run's
 // entry costs no round trip. Call it before Release, from the goroutine that calls it.
@@ -36,7 +48,12 @@ func (s *redisLease) SetRecord(rec *lockrun.RunRecord) { s.record = rec }
 
 // RecordErr is why Release could not write the record given to SetRecord; nil when it
 // was written or none was given.
-func (s *redisLease) RecordErr() error { return s.recordErr }
+func (s *redisLease) RecordErr() error {
+	if s.claimErr != nil {
+		return s.claimErr
+	}
+	return s.recordErr
+}
 
 // WriteRecord writes rec to the fleet's record now, in one round trip of its own: for a
 // run whose outcome was not final when it let the lock go. Its end is the release's time
@@ -99,7 +116,7 @@ func (s *redisLease) Release(ctx context.Context) error {
 	if giveBack {
 		minHold = 0 // the next host is to run the tick now, not be held off
 	}
-	a := releaseArgs{minHold: minHold, runID: s.runID, giveBack: giveBack}
+	a := releaseArgs{minHold: minHold, runID: s.runID, giveBack: giveBack, pending: s.pending}
 	if s.record != nil && s.acquiredUS != "" {
 		a.entry, a.startUS = lockrun.EncodeFleetEntry(s.withMarks(s.record), s.fence), s.acquiredUS
 	}
@@ -108,9 +125,13 @@ func (s *redisLease) Release(ctx context.Context) error {
 		fresh = 0
 	}
 	s.l.followMaster(ctx, fresh)
-	res, err := s.l.releaseEval(ctx, s.key, s.token, a)
+	a.noAck = s.noAck
+	res, acks, err := s.l.releaseAcked(ctx, s.key, s.token, a)
 	if err != nil {
 		return s.l.userError("release lock "+s.key, err)
+	}
+	if acks.n >= 0 && acks.n < int64(s.l.minReplicas) {
+		s.recordErr = s.l.unackedRecord(s.key, acks)
 	}
 	r, _ := res.([]any)
 	if len(r) == 0 {
@@ -118,8 +139,8 @@ func (s *redisLease) Release(ctx context.Context) error {
 	}
 	if len(r) > 3 {
 		s.endUS, _ = r[2].(string)
-		if e, _ := r[3].(string); e != "" {
-			s.recordErr = fmt.Errorf("record the run of %s in the fleet's record on %s: %s", s.key, s.l.target.server(), e)
+		if e, _ := r[3].(string); e != "" && s.recordErr == nil {
+			s.recordErr = &recordRefusedError{key: s.key, server: s.l.target.server(), reply: e}
 		}
 	}
 	if code, _ := r[0].(int64); code == 0 {

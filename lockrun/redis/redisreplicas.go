@@ -6,12 +6,18 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"cronlock/lockrun"
+	"cronlock/runstatus"
 )
+
+// exitError is the exit code of a run that ends with status error (jobrun.ExitFailed):
+// the code its ledger entry records when the backend ends the run itself.
+const exitError = 125
 
 // --min-replicas: WAIT N is pipelined right after the acquire and every renewal, on the
 // connection that ran the script (WAIT counts the replicas that acknowledged that
@@ -61,7 +67,19 @@ func (l *Locker) evalAcked(ctx context.Context, countReplicas bool, script strin
 		var info *redis.Cmd
 		send := func(p pipeliner, asking bool) (ev, w *redis.Cmd) {
 			a.within = waitTimeout(octx)
-			ev, w, info = l.pipelineAcked(octx, p, asking, !evalshaDenied.Load(), countReplicas, a.within, script, keys, args...)
+			bySHA := !evalshaDenied.Load()
+			if bySHA && !scriptRanBySHA(script) {
+				// The server may not know the script (a restart, a failover, its first
+				// run): WAIT is answered after the script's NOSCRIPT, and on a connection
+				// whose earlier writes a lagging replica has not acknowledged it blocks for
+				// all it was given. Half is left for the body to be sent with a WAIT of its
+				// own.
+				a.within = (a.within / 2).Truncate(time.Millisecond)
+			}
+			ev, w, info = l.pipelineAcked(octx, p, asking, bySHA, countReplicas, a.within, script, keys, args...)
+			if bySHA && ev.Err() == nil {
+				scriptSeen.Store(scriptSHA(script), true)
+			}
 			if err := ev.Err(); err != nil && evalshaFallback(err) {
 				// The script did not run (NOSCRIPT, or an ACL without +evalsha): send its
 				// body, with a WAIT of its own, in one more round trip.
@@ -111,6 +129,15 @@ func (l *Locker) evalAcked(ctx context.Context, countReplicas bool, script strin
 		return res, nil
 	})
 	return res, a, unknown, err
+}
+
+// scriptSeen holds the SHA1s of the scripts a server of this process ran by SHA: their
+// next EVALSHA will most likely not meet NOSCRIPT.
+var scriptSeen sync.Map
+
+func scriptRanBySHA(script string) bool {
+	_, ok := scriptSeen.Load(scriptSHA(script))
+	return ok
 }
 
 // pipelineAcked sends the script (by SHA1 when bySHA, else its body), WAIT and, with
@@ -240,15 +267,21 @@ func (l *Locker) redirected(ctx context.Context, err error) error {
 }
 
 // checkAcquireAcks lets a lease go when fewer than minReplicas acknowledged it.
-func (l *Locker) checkAcquireAcks(ctx context.Context, lease *redisLease, a acked) error {
+func (l *Locker) checkAcquireAcks(ctx context.Context, lease *redisLease, a acked, node string, tick time.Time) error {
 	if l.minReplicas <= 0 || a.n >= int64(l.minReplicas) {
 		return nil
 	}
 	lease.GiveBackTick()
+	lease.noAck = true
+	rerr := &ReplicaError{Key: lease.key, Server: l.target.server(), Want: l.minReplicas, Got: max(a.n, 0), Within: a.within}
+	// The claim's entry is completed as the run's error in the same script (SPEC §10:
+	// a shortfall has an entry).
+	lease.SetRecord(&lockrun.RunRecord{RunID: lease.runID, Node: node, Status: runstatus.Error, Exit: exitError,
+		Tick: tick, Tries: 1, Error: rerr.Error()})
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
 	lease.Release(rctx) // best effort: an unreleased lock expires after its TTL
 	cancel()
-	return &ReplicaError{Key: lease.key, Server: l.target.server(), Want: l.minReplicas, Got: max(a.n, 0), Within: a.within}
+	return rerr
 }
 
 // renewAcks is the error of a renewal that fewer than minReplicas acknowledged: not a

@@ -5,30 +5,37 @@
 -- ARGV[1] token, ARGV[2] ttl in ms, ARGV[3] node, ARGV[4] pid, ARGV[5] run id,
 -- ARGV[6] the holder's wall clock in ms (reported as "since"),
 -- ARGV[7] '1' when the user allows a server that can evict keys (no INFO is read then)
--- With --schedule (SPEC §9), also:
+-- With --schedule (README, "Once per tick"), also:
 -- KEYS[3] the tick record (a JSON string, 400-day TTL): tick_us, prev_us (the tick it
 --   replaced, for giving back), expr, tz, node, run_id, skips, missed
 -- ARGV[8] the run's tick in UTC microseconds ('' = no schedule: KEYS[3] is not read),
 -- ARGV[9] the largest clock skew allowed in ms ('0' = no check), ARGV[10] EXPR,
 -- ARGV[11] zone, ARGV[12] 'missed' to claim the tick alone, as missed, without the lock
--- KEYS[4] the fleet's record (a list of JSON entries, newest first): a skip is also
---   counted in the claimer's entry ("k") when that entry is already written and newest
+-- The ledger (README, "The fleet's record"), written at every claim (lock, tick, missed) in this same call:
+-- KEYS[4] the ledger's hash, KEYS[5] its order, KEYS[6] its per-day counters (ledger.lua,
+--   which redis.go puts in front of this script; the tick logic may count never-fired
+--   ticks there with count(nowS, 'n', N))
+-- ARGV[13] the claim's entry, Go-encoded without its closing brace, without "fe", "a",
+--   "f", "k" ('' = write none); ARGV[14] how many entries to keep (CRONLOCK_FLEET_KEEP)
+-- ARGV[15] with --min-replicas, how long (ms) the tick's claim stays pending: until the
+--   replicas acknowledged it or it was given back (release.lua clears it); '0' = none
+-- A skip is counted in the claimer's entry ("k"), found by its run id.
 -- Always sent (ARGV[8] to ARGV[12] are then '' without a schedule):
--- ARGV[13] --start-deadline in ms ('0' = none), judged on TIME when ARGV[9] > 0
--- ARGV[14] '1' when this host claimed the key on this server before (data loss check)
--- ARGV[15] the schedule's tick before ARGV[8], µs ('' = none): the never-fired check
--- ARGV[16] the schedule in canonical form with its zone, "0 0 * * * UTC"
--- ARGV[17] a hash of the command ('' = none)
+-- ARGV[16] --start-deadline in ms ('0' = none), judged on TIME when ARGV[9] > 0
+-- ARGV[17] '1' when this host claimed the key on this server before (data loss check)
+-- ARGV[18] the schedule's tick before ARGV[8], µs ('' = none): the never-fired check
+-- ARGV[19] the schedule in canonical form with its zone, "0 0 * * * UTC"
+-- ARGV[20] a hash of the command ('' = none)
 --
--- marks collects what the claim found, in the JSON names of lockrun.FleetEntry: sc (the
--- previous claim's "EXPR ZONE" when the schedule changed), fl (it flipped back to one of
--- the last 24 h), nf/nt (the ticks never claimed: nf just after the last claimed or held
--- tick, nt the last of them; count them with the schedule), dl (the fencing counter was
+-- marks collects what the claim found, in the JSON names of lockrun.FleetEntry, and goes
+-- into the claim's entry: sc (the previous claim's "EXPR ZONE" when the schedule
+-- changed), fl (it flipped back to one of the last 24 h), dl (the fencing counter was
 -- gone although this host knew the key: the server lost its data), ch (command hash).
--- nf and nt are decimal strings (cjson writes a µs number as 1.8e+15): whoever puts
--- marks into an entry writes them as digits ('"nf":' .. marks.nf), as FleetEntry reads.
+-- Ticks never claimed (nf just after the last claimed or held tick, nt the last of them;
+-- readers count them with the schedule) get an entry of their own, never_fired. nf and
+-- nt are decimal strings (cjson writes a µs number as 1.8e+15).
 --
--- The order is SPEC §9's: refusals that write nothing, the clock skew, the tick, the lock.
+-- The order: refusals that write nothing, the clock skew, the tick, the lock.
 --
 -- Returns {1, fence, warn, acquired} when the lock is ours: taken now, or already held by
 --   this very token (a retried acquire whose first reply was lost, go-redis #2985). fence
@@ -44,18 +51,22 @@
 --   ARGV[9] ms away from the server's TIME. Nothing is written.
 -- Returns {2, record} when this tick, or a later one, was claimed by another run: the
 --   tick record as it now is (its skip count raised). Nothing else is written.
--- Returns {3, ''} when ARGV[12] is 'missed' and the tick was claimed for this run.
+-- Returns {6, ms, record} when this tick's claim by another run is pending (--min-replicas,
+--   ARGV[15]) for ms more: ask again then. Nothing is written.
+-- Returns {3, '', lerr} when ARGV[12] is 'missed' and the tick was claimed for this run.
+-- lerr (also the 5th item of a taken lock's reply) is '' or why the ledger's entry could
+-- not be written: the claim stands all the same. A taken lock's reply carries marks as
+-- its 6th item: a JSON object, or '' when empty.
 -- Returns {4, early_ms} when ARGV[9] > 0 and the tick has not come yet on TIME: nothing
 --   is written; the run sleeps that long and asks again.
--- Returns {5, late_ms, marks} when ARGV[9] > 0, ARGV[13] > 0 and TIME is past tick +
---   deadline: the tick was claimed as missed for this run, and no lock taken.
--- {1, …} also carries marks as a fifth element: a JSON object, or '' when empty.
+-- Returns {5, late_ms, marks} when ARGV[9] > 0, ARGV[16] > 0 and TIME is past tick +
+--   deadline: the tick was claimed as missed for this run, and no lock taken; the run
+--   writes its entry (fleet.lua), which knows its exit and message.
 
 -- Needed before Redis 5 to write after TIME; a no-op (or absent) since.
 if redis.replicate_commands then redis.replicate_commands() end
 
 local missedMode = ARGV[12] == 'missed'
-local marks = {}
 local cur = redis.call('GET', KEYS[1])
 if cur and not missedMode then
   local ok, h = pcall(cjson.decode, cur)
@@ -74,6 +85,23 @@ end
 
 local t = redis.call('TIME')
 local nowS = t[1] .. string.format('%06d', tonumber(t[2]))
+
+-- Fields the tick logic adds to this claim's entry (see the header).
+local marks = {}
+
+LK.ledger, LK.order, LK.days = KEYS[4], KEYS[5], KEYS[6] -- the ledger (ledger.lua)
+
+-- claimEntry writes the claim's entry: ARGV[13] and what only the server knows. The
+-- never-fired range has an entry of its own (neverFiredEntry), not the run's.
+local function claimEntry(tail, holder)
+  if (ARGV[13] or '') == '' then return '' end
+  local m = {}
+  for k, v in pairs(marks) do
+    if k ~= 'nf' and k ~= 'nt' then m[k] = v end
+  end
+  local e = ARGV[13] .. tail .. ',"a":' .. nowS .. fields(m) .. ',"k":0}'
+  return addEntry(ARGV[5], e, nowS, tonumber(ARGV[14]) or 200, holder)
+end
 
 -- The tick: a fast clock would claim the next tick early and make the fleet skip it, so
 -- the skew is checked first. A record of this tick or a later one, not this run's own
@@ -96,41 +124,46 @@ if tickUs ~= '' then
       rec = r
     end
   end
+  -- A --min-replicas claim of this very tick not yet confirmed: the claimer may still
+  -- give it back (a shortfall), so wait for it rather than skip.
+  if rec and rec.run_id ~= ARGV[5] and rec.tick_us == tickUs and type(rec.pending_until) == 'string' then
+    local left = (tonumber(rec.pending_until) or 0) - tonumber(nowS)
+    if left > 0 then return {6, string.format('%.0f', math.ceil(left / 1000)), raw} end
+  end
   if rec and rec.run_id ~= ARGV[5] and not greater(tickUs, rec.tick_us) then
     rec.skips = (tonumber(rec.skips) or 0) + 1
     local v = cjson.encode(rec)
     -- pcall: a full server must not turn a skip into an error; the count is a nicety.
     redis.pcall('SET', KEYS[3], v, 'KEEPTTL', 'XX')
-    -- The claimer's run may have ended before this host's cron fired: its entry gets the
-    -- count too. Only the newest entry is looked at, so this costs one LINDEX.
-    if KEYS[4] and rec.run_id and rec.run_id ~= '' then
-      -- pcall: an ACL without list rights must not turn a skip into an error.
-      local head = redis.pcall('LINDEX', KEYS[4], 0)
-      if type(head) == 'string' and string.find(head, '{"id":"' .. rec.run_id .. '"', 1, true) == 1 then
-        local n = string.gsub(head, ',"k":%d+}$', ',"k":' .. string.format('%d', rec.skips) .. '}')
-        redis.pcall('LSET', KEYS[4], 0, n)
+    -- The claimer's entry gets the count too, found by its run id (one HGET).
+    if rec.run_id and rec.run_id ~= '' then
+      -- pcall: an ACL without hash rights must not turn a skip into an error.
+      local e = redis.pcall('HGET', KEYS[4], rec.run_id)
+      if type(e) == 'string' then
+        local n = string.gsub(e, ',"k":%d+}$', ',"k":' .. string.format('%d', rec.skips) .. '}')
+        redis.pcall('HSET', KEYS[4], rec.run_id, n)
       end
     end
     return {2, v}
   end
-  -- The backend's clock decides (SPEC §10): a host ahead by less than the skew allowed
+  -- The backend's clock decides: a host ahead by less than the skew allowed
   -- must not claim a tick before it has come, nor call it missed before tick + deadline.
   if maxSkew > 0 and not missedMode then
     local diff = tonumber(nowS) - tonumber(tickUs) -- µs; exact in a double up to 2^53
     if diff < 0 then
       return {4, string.format('%.0f', math.ceil(-diff / 1000))}
     end
-    local dl = tonumber(ARGV[13]) or 0
+    local dl = tonumber(ARGV[16]) or 0
     if dl > 0 and diff > dl * 1000 then missedMode = 'judged' end
   end
 end
 
 -- The marks of a claim of this tick: the schedule change and flip, never-fired ticks.
 -- sched (in the record) keeps the schedules claimed in the last 24 h, {cx, µs} each.
-local cx = ARGV[16] or ''
+local cx = ARGV[19] or ''
 local sched = {}
 if tickUs ~= '' then
-  if ARGV[17] and ARGV[17] ~= '' then marks.ch = ARGV[17] end
+  if ARGV[20] and ARGV[20] ~= '' then marks.ch = ARGV[20] end
   if rec and rec.run_id ~= ARGV[5] then
     local day = tonumber(nowS) - 86400000000
     local flipped = false
@@ -150,7 +183,7 @@ if tickUs ~= '' then
     -- before this one were never claimed by any host.
     local last = rec.tick_us
     if type(rec.held_us) == 'string' and greater(rec.held_us, last) then last = rec.held_us end
-    local prev = ARGV[15] or ''
+    local prev = ARGV[18] or ''
     if rec.cx == cx and prev ~= '' and greater(prev, last) then
       marks.nf = string.format('%.0f', tonumber(last) + 1)
       marks.nt = prev
@@ -166,8 +199,8 @@ if tickUs ~= '' then
     if #sched >= 8 then table.remove(sched, 1) end
     sched[#sched + 1] = {cx, nowS}
   end
-elseif ARGV[17] and ARGV[17] ~= '' then
-  marks.ch = ARGV[17]
+elseif ARGV[20] and ARGV[20] ~= '' then
+  marks.ch = ARGV[20]
 end
 
 local function marksJSON()
@@ -175,15 +208,15 @@ local function marksJSON()
   return cjson.encode(marks)
 end
 
--- Until the ledger takes marks into the claim's entry: ticks never claimed get an entry
--- of their own in the fleet's record, once, at the claim that found them.
+-- Ticks never claimed get an entry of their own in the ledger, once, at the claim that
+-- found them (id: the claim's run id + "-nf"), and one never-fired gap in the day's
+-- counters (the ticks in it are counted by readers, with the schedule).
 local function neverFiredEntry()
-  if not marks.nt or not KEYS[4] then return end
+  if not marks.nt or (ARGV[13] or '') == '' then return end
   local e = '{"id":"' .. ARGV[5] .. '-nf","n":' .. cjson.encode(ARGV[3]) .. ',"s":"never_fired","t":' .. marks.nt ..
     ',"d":0,"r":0,"nf":' .. marks.nf .. ',"nt":' .. marks.nt .. ',"a":' .. nowS .. ',"f":' .. nowS .. ',"k":0}'
-  -- No LTRIM: the keep count (CRONLOCK_FLEET_KEEP) is the release's, which trims.
-  redis.pcall('LPUSH', KEYS[4], e)
-  redis.pcall('PEXPIRE', KEYS[4], 34560000000)
+  local _, added = addEntry(ARGV[5] .. '-nf', e, nowS, tonumber(ARGV[14]) or 200, nil, true)
+  if added then count(nowS, 'n', 1) end
 end
 
 -- A new claim resets the record; prev_us lets a run whose job never started give the
@@ -194,9 +227,12 @@ local function claimTick(missed)
     prev = rec.tick_us
     if rec.run_id == ARGV[5] then prev = rec.prev_us or '' end
   end
+  local pending
+  local win = tonumber(ARGV[15] or '') or 0
+  if not missed and win > 0 then pending = string.format('%.0f', tonumber(nowS) + win * 1000) end
   local r = {
     tick_us = tickUs, prev_us = prev, expr = ARGV[10], tz = ARGV[11], node = ARGV[3],
-    run_id = ARGV[5], skips = 0, missed = missed, claimed_us = nowS,
+    run_id = ARGV[5], skips = 0, missed = missed, claimed_us = nowS, pending_until = pending,
   }
   if cx ~= '' then r.cx = cx; r.sched = sched end
   redis.call('SET', KEYS[3], cjson.encode(r), 'PX', 34560000000)
@@ -207,9 +243,17 @@ if missedMode == 'judged' then
   claimTick(true)
   return {5, string.format('%.0f', (tonumber(nowS) - tonumber(tickUs)) / 1000), marksJSON()}
 end
+
 if missedMode then
   claimTick(true)
-  return {3, ''}
+  local holder
+  if cur then
+    local ok, h = pcall(cjson.decode, cur)
+    if ok and type(h) == 'table' then holder = h.run_id end
+  end
+  local lerr, added = claimEntry(',"f":' .. nowS, holder)
+  if added then finalCount(ARGV[5], 'missed', nowS) end
+  return {3, '', lerr}
 end
 
 if cur then
@@ -255,9 +299,6 @@ end
 
 local fence = nowS
 local stored = redis.call('GET', KEYS[2])
--- The counter has no TTL and is never deleted by cronlock: gone while this host has
--- claimed the key here before, the server lost its data (and with it the tick record).
-if not stored and ARGV[14] == '1' then marks.dl = true end
 if stored then
   if not string.match(stored, '^%d+$') then
     return {-1, 'fence', 'garbage', string.sub(stored, 1, 64)}
@@ -268,6 +309,9 @@ if stored then
   end
   if greater(n, fence) then fence = n end
 end
+-- The counter has no TTL and is never deleted by cronlock: gone while this host has
+-- claimed the key here before, the server lost its data (and with it the tick record).
+if not stored and ARGV[17] == '1' then marks.dl = true end
 -- The first write: a full server refuses it before anything was written, and once a
 -- script has written, Redis lets it finish, so tick and lock are claimed together.
 redis.call('SET', KEYS[2], fence)
@@ -279,4 +323,5 @@ local v = cjson.encode({
   ttl_ms = tonumber(ARGV[2]),
 })
 redis.call('SET', KEYS[1], v, 'PX', ARGV[2], 'NX')
-return {1, fence, warn, nowS, marksJSON()}
+local lerr = claimEntry(',"fe":' .. fence, ARGV[5])
+return {1, fence, warn, nowS, lerr, marksJSON()}

@@ -63,7 +63,7 @@ type Run struct {
 	Node         string
 	Duplicate    bool // the fleet reader marked it DUPLICATE (same tick, or overlapping)
 
-	// Marks of the fleet's ledger (SPEC §10); the local history has none of them.
+	// Marks of the fleet's ledger; the local history has none of them.
 	NeverFired                   int       // a NeverFiredStatus entry: how many ticks no host claimed
 	NeverFiredFrom, NeverFiredTo time.Time // the first and the last of those ticks
 	Flip                         bool      // the claim went back to a schedule or zone the key had within 24 h

@@ -254,7 +254,7 @@ func TestEveryMinuteSweep(t *testing.T) {
 	}
 }
 
-// TestInProgressAfterAFailure (issue 20, item 10): while the due tick's run is in
+// TestInProgressAfterAFailure: while the due tick's run is in
 // progress, the failure of the run before it does not make the check CRITICAL, and no
 // older run is called "the last run". The bound of "in progress" is twice the usual p95
 // with five successes or more, else the next tick; past it the check warns, and a run in
@@ -300,7 +300,7 @@ func TestInProgressAfterAFailure(t *testing.T) {
 	}
 }
 
-// TestOKNamesTheSuccessTick (issue 20, item 11): during the grace the due tick is the one
+// TestOKNamesTheSuccessTick: during the grace the due tick is the one
 // before, but the line names the tick the success (or the run in progress) was for,
 // judged by scheduled_for and not by when the run ended.
 func TestOKNamesTheSuccessTick(t *testing.T) {

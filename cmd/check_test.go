@@ -194,7 +194,7 @@ func hourAt(m, s int) (time.Duration, time.Time) {
 	return h.Add(time.Duration(m)*time.Minute + time.Duration(s)*time.Second).Sub(now), h.UTC()
 }
 
-// TestCheckInProgressAfterFailure (issue 20, item 10): the run of the due tick is in
+// TestCheckInProgressAfterFailure: the run of the due tick is in
 // progress on one host after the run of the tick before failed on another. That is OK:
 // the failure ended before the run that now answers for the job; and the line never
 // calls the older run "the last run". Once the run is done and failed too, CRITICAL.
@@ -223,7 +223,7 @@ func TestCheckInProgressAfterFailure(t *testing.T) {
 	}
 }
 
-// TestCheckNamesTheSuccessTick (issue 20, item 11): seconds after the tick, within the
+// TestCheckNamesTheSuccessTick: seconds after the tick, within the
 // grace, the due tick is the one before; the OK line names the tick the success was for
 // (its scheduled_for), not the due one.
 func TestCheckNamesTheSuccessTick(t *testing.T) {
@@ -243,7 +243,7 @@ func TestCheckNamesTheSuccessTick(t *testing.T) {
 	}
 }
 
-// TestCheckUnderNagios (issue 20, item 12): what a Nagios 4 makes of the output. The
+// TestCheckUnderNagios: what a Nagios 4 makes of the output. The
 // reasons are separated by something it keeps (it turns ";" into ":"); perfdata has
 // duration and lateness; -v puts each reason on a long-output line; --json holds no "|"
 // (where Nagios would cut it) and no ";", and still decodes to the same line.
@@ -288,7 +288,7 @@ func TestCheckUnderNagios(t *testing.T) {
 	}
 }
 
-// TestCheckPluginOptions (issue 20, item 12): the options the plugin guidelines reserve.
+// TestCheckPluginOptions: the options the plugin guidelines reserve.
 // -V prints the version and ends UNKNOWN, as the Monitoring Plugins do (a check command
 // left with -V must not show OK); -t bounds the whole check: a Redis that accepts the
 // connection and never answers is UNKNOWN at -t, saying so, long before --redis-timeout.

@@ -160,7 +160,7 @@ func TestCrontabRefusals(t *testing.T) {
 	}
 }
 
-// TestCrontabLintNamesZones (issue 20, item 13): a wrapped line whose --schedule reads
+// TestCrontabLintNamesZones: a wrapped line whose --schedule reads
 // like its crontab schedule but is read in another zone than cron fires it in is
 // reported with both zones and where each came from: this machine's /etc/localtime for
 // cron, --tz or CRONLOCK_TZ (the settings) for cronlock.

@@ -174,7 +174,7 @@ func TestSentinelFailoverTorture(t *testing.T) {
 }
 
 // everyClaimCompleted checks that every run of c's history that took key's lock has its
-// entry completed in the fleet's record on url (SPEC §10, issue 20 item 17), once a few
+// entry completed in the fleet's record on url, once a few
 // more runs had the chance to send the completions the fault kept from Redis.
 func everyClaimCompleted(t *testing.T, c *cli, url, key string) {
 	t.Helper()

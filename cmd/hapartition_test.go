@@ -13,7 +13,7 @@ import (
 	"cronlock/runstatus"
 )
 
-// A Sentinel partition (SPEC §12, issue 20 item 14): the master and one holder are cut
+// A Sentinel partition: the master and one holder are cut
 // off from the Sentinels, the replicas and the other hosts, for real (internal/faultproxy
 // black-holes every connection to the master but the holder's, and the holder's to the
 // Sentinels). The Sentinels promote a replica, another host takes the lock there once it

@@ -11,7 +11,7 @@ import (
 	"cronlock/internal/redistest"
 )
 
-// Tests of the fleet's ledger (SPEC §10, issue 20) through the built binary, against a
+// Tests of the fleet's ledger through the built binary, against a
 // real Redis.
 
 // waitLockGone waits for key's lock to expire on the Redis clock, on the shared server or

@@ -14,7 +14,7 @@ import (
 	"cronlock/internal/redistest"
 )
 
-// Tests of the edges of once per tick (SPEC §10): the backend's clock decides the tick
+// Tests of the edges of once per tick: the backend's clock decides the tick
 // and the start deadline, a data loss is said, ticks nobody claimed are recorded, and a
 // schedule that changes or flips is marked. Hosts are simulated as in tick_test.go.
 

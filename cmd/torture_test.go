@@ -33,7 +33,7 @@ package cmd
 // resetting connections, or a holder SIGKILLed, no two jobs may ever overlap.
 //
 // The sentinel sub-test runs the hosts on redis-sentinel:// (a master and two replicas
-// with AOF always, three Sentinels) and adds a partition (SPEC §12): the master and one
+// with AOF always, three Sentinels) and adds a partition: the master and one
 // host are cut off from the Sentinels, the replicas and the other hosts for a few seconds
 // (redistest.SentinelNet: every connection to a server passes through its faultproxy),
 // long enough for the Sentinels to promote a replica. An overlap is allowed there only

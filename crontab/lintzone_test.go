@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// TestLintZoneMismatch (issue 20, item 13): a wrapped line whose --schedule reads like
+// TestLintZoneMismatch: a wrapped line whose --schedule reads like
 // its crontab schedule but is read in another zone than cron fires the line in is
 // reported with both zones and where each came from; zones that differ only by name
 // (UTC, Etc/UTC) are no mismatch.

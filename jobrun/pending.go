@@ -9,7 +9,7 @@ import (
 	"cronlock/lockrun"
 )
 
-// Completions that never reached the fleet's record (SPEC §10, issue 20 item 17): a run
+// Completions that never reached the fleet's record: a run
 // whose release, and the retry of its completion after it, got no answer (a failover, a
 // stalled server) keeps its completed entry in the local history; the next run of the
 // same key on this host sends it inside its own release script, at no extra round trip.

@@ -12,7 +12,7 @@ import (
 	"cronlock/runstatus"
 )
 
-// The fleet's record (README, "The fleet's record") is a ledger (SPEC §10): one compact
+// The fleet's record (README, "The fleet's record") is a ledger: one compact
 // JSON entry per run that claimed the lock or a tick, written at the claim (status
 // running, or missed) and completed by the run's release; no other run's claim rewrites
 // it. How a backend stores it is its own (Redis: a hash by run id and a sorted set by
@@ -56,10 +56,10 @@ type FleetEntry struct {
 	EndUS      int64  `json:"f"`             // Redis TIME when the lock was released (or the entry written)
 	Skips      int    `json:"k"`             // runs of other hosts skipped for this run's tick
 
-	// Fields of the ledger (SPEC §10), shared by every backend; all optional on the wire.
+	// Fields of the ledger, shared by every backend; all optional on the wire.
 	Version    string `json:"v,omitempty"`  // the cronlock version that claimed
-	Attempt    int    `json:"at,omitempty"` // tick attempt (SPEC §13); 0 = 1
-	TakeoverOf string `json:"to,omitempty"` // run id this attempt took over (SPEC §13)
+	Attempt    int    `json:"at,omitempty"` // tick attempt; 0 = 1
+	TakeoverOf string `json:"to,omitempty"` // run id this attempt took over
 	CmdHash    string `json:"ch,omitempty"` // hash of the command, for roll-out duplicates
 	// ScheduleWas is set on a claim whose canonical EXPR or zone differs from the key's
 	// previous claim: "EXPR ZONE" of that claim. Flip is set when this claim went back to
@@ -389,7 +389,7 @@ type PendingCompletion struct {
 	EndUS   string // when the run ended, µs (the host's clock: the backend never answered)
 }
 
-// DayCount is one day of a key's per-day counters in the fleet's record (SPEC §10: they
+// DayCount is one day of a key's per-day counters in the fleet's record (they
 // carry success rates beyond the entries kept), by the backend's clock in UTC.
 type DayCount struct {
 	Day time.Time // midnight UTC

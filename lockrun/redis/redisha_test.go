@@ -108,7 +108,7 @@ func exerciseLockPaths(t *testing.T, l *Locker) {
 		t.Fatalf("List = %d locks, %v; want %d", len(held), err, len(keys))
 	}
 	names, err := l.FleetKeys(ctx)
-	// Every key with a lock, a tick or a ledger (issue 20 item 5).
+	// Every key with a lock, a tick or a ledger .
 	if err != nil || strings.Join(names, " ") != "excl s-a s-b s-c s-d s-e s-f ticked" {
 		t.Fatalf("FleetKeys = %v, %v; want every key with a lock, a tick or a ledger", names, err)
 	}

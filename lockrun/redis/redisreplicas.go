@@ -274,8 +274,8 @@ func (l *Locker) checkAcquireAcks(ctx context.Context, lease *redisLease, a acke
 	lease.GiveBackTick()
 	lease.noAck = true
 	rerr := &ReplicaError{Key: lease.key, Server: l.target.server(), Want: l.minReplicas, Got: max(a.n, 0), Within: a.within}
-	// The claim's entry is completed as the run's error in the same script (SPEC §10:
-	// a shortfall has an entry).
+	// The claim's entry is completed as the run's error in the same script: a
+	// shortfall has an entry.
 	lease.SetRecord(&lockrun.RunRecord{RunID: lease.runID, Node: node, Status: runstatus.Error, Exit: exitError,
 		Tick: tick, Tries: 1, Error: rerr.Error()})
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)

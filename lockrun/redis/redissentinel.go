@@ -183,7 +183,7 @@ func (r *sentinelResolver) close() {
 	}
 }
 
-// Confirming a renewal with the Sentinels (SPEC §12). A partition can cut a holder off
+// Confirming a renewal with the Sentinels. A partition can cut a holder off
 // together with the master it renews on, away from the Sentinels: they promote a
 // replica on their side and hand the lock to another host there, while the old master,
 // still writable, goes on accepting the holder's renewals. Measured: the two jobs ran

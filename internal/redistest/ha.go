@@ -41,18 +41,10 @@ func StartSentinelReplicas(t testing.TB, n int, extra ...string) *Sentinel {
 	for i := 0; i < n; i++ {
 		r := Start(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(d.Master.Port)}, extra...)...)
 		d.Replicas = append(d.Replicas, r)
-		waitFor(t, 10*time.Second, "the replica to sync", func() bool {
-			info, err := r.Do("INFO", "replication")
-			return err == nil && strings.Contains(info, "master_link_status:up")
-		})
+		waitSynced(t, r)
 	}
 	d.Replica = d.Replicas[0]
-	// After a diskless sync the master counts a replica (in WAIT too) only once the
-	// replica's first once-a-second REPLCONF ACK came in.
-	waitFor(t, 10*time.Second, "the master to see its replicas online", func() bool {
-		info, err := d.Master.Do("INFO", "replication")
-		return err == nil && strings.Count(info, "state=online") == n
-	})
+	waitOnline(t, d.Master, n)
 	d.startSentinels(bin, d.Master.Port)
 	return d
 }
@@ -166,4 +158,24 @@ func waitFor(t testing.TB, limit time.Duration, what string, ok func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// waitSynced waits for replica r's link to its master to be up.
+func waitSynced(t testing.TB, r *Server) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "the replica to sync", func() bool {
+		info, err := r.Do("INFO", "replication")
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	})
+}
+
+// waitOnline waits for master to count n replicas online. After a diskless sync the
+// master counts a replica (in WAIT too) only once the replica's first once-a-second
+// REPLCONF ACK came in.
+func waitOnline(t testing.TB, master *Server, n int) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "the master to see its replicas online", func() bool {
+		info, err := master.Do("INFO", "replication")
+		return err == nil && strings.Count(info, "state=online") == n
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"cronlock/internal/faultproxy"
 	"cronlock/internal/proctest"
@@ -48,16 +47,10 @@ func StartSentinelNet(t testing.TB, n int, extra ...string) *SentinelNet {
 			t.Fatalf("REPLICAOF: %v", err)
 		}
 		d.Replicas = append(d.Replicas, r)
-		waitFor(t, 10*time.Second, "the replica to sync", func() bool {
-			info, err := r.Do("INFO", "replication")
-			return err == nil && strings.Contains(info, "master_link_status:up")
-		})
+		waitSynced(t, r)
 	}
 	d.Replica = d.Replicas[0]
-	waitFor(t, 10*time.Second, "the master to see its replicas online", func() bool {
-		info, err := d.Master.Do("INFO", "replication")
-		return err == nil && strings.Count(info, "state=online") == n
-	})
+	waitOnline(t, d.Master, n)
 	d.startSentinels(bin, proxyPort(t, d.Proxies[0]))
 	return d
 }

@@ -145,6 +145,9 @@ func TestEtcdLedgerKeepTwo(t *testing.T) {
 		if r.Status == "abandoned" && r.Node == "vmA" {
 			abandoned++
 		}
+		if r.Version == "" {
+			t.Errorf("entry %+v: no cronlock version (written at the claim and kept by the completion)", r)
+		}
 	}
 	if abandoned != 1 || len(rows) > 4 {
 		t.Fatalf("entries %+v: want vmA's run, killed while it held the lock, kept through the trims (abandoned), the record bounded", rows)

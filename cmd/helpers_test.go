@@ -319,6 +319,7 @@ type fleetRow struct {
 	Error        string  `json:"error"`
 	Skips        int     `json:"skips"`
 	Duplicate    bool    `json:"duplicate"`
+	Version      string  `json:"version"`
 }
 
 // monitor is a "monitoring box": only the Redis URL and the prefix of the fleet, no

@@ -18,7 +18,8 @@ const outputSettle = 20 * time.Millisecond
 // fleetRecord is this run's entry for the fleet's record.
 func (r *runner) fleetRecord(out outcome, res *child.Result) *lockrun.RunRecord {
 	rec := &lockrun.RunRecord{RunID: r.runID, Node: r.o.Node, Status: out.Status, Exit: out.Code,
-		Signal: out.Signal, Tick: r.tick, Tries: max(r.row.Try, 1), Error: out.Message, CmdHash: cmdHash(r.o.Command)}
+		Signal: out.Signal, Tick: r.tick, Tries: max(r.row.Try, 1), Error: out.Message, CmdHash: cmdHash(r.o.Command),
+		Version: r.o.Version}
 	if res != nil && res.Started {
 		rec.Duration = res.Duration
 	}
@@ -38,7 +39,7 @@ func (r *runner) recordFleetNoLock() {
 		return
 	}
 	rec := &lockrun.RunRecord{RunID: r.runID, Node: r.o.Node, Status: r.row.Status, Tick: r.tick,
-		Tries: max(r.row.Try, 1), Error: r.row.Error}
+		Tries: max(r.row.Try, 1), Error: r.row.Error, Version: r.o.Version, CmdHash: cmdHash(r.o.Command)}
 	if r.row.Exit != nil {
 		rec.Exit = *r.row.Exit
 	}

@@ -61,7 +61,8 @@ type Run struct {
 	ScheduledFor time.Time     // the --schedule tick of the run; zero without one
 	Duration     time.Duration // the job's run time; 0 = not recorded, Finished − Started stands in
 	Node         string
-	Duplicate    bool // the fleet reader marked it DUPLICATE (same tick, or overlapping)
+	Duplicate    bool          // the fleet reader marked it DUPLICATE (same tick, or overlapping)
+	Grace        time.Duration // --jitter + --start-deadline recorded at its claim (fleet's ledger)
 
 	// Marks of the fleet's ledger; the local history has none of them.
 	NeverFired                   int       // a NeverFiredStatus entry: how many ticks no host claimed
@@ -69,6 +70,21 @@ type Run struct {
 	Flip                         bool      // the claim went back to a schedule or zone the key had within 24 h
 	ScheduleWas                  string    // "EXPR ZONE" of the claim before, when this claim's differed
 	DataLoss                     bool      // the claim found that the backend had lost the key's data
+}
+
+// MinGrace is the least default grace: cron, a busy host and the lock's wait together
+// start a run within minutes of its tick.
+const MinGrace = 5 * time.Minute
+
+// DefaultGrace is the grace when none is given: the larger of MinGrace and the --jitter +
+// --start-deadline that the runs recorded at their claims, since such a run starts that
+// late after its tick by design and must not read as missing meanwhile.
+func DefaultGrace(runs []Run) time.Duration {
+	g := MinGrace
+	for _, r := range runs {
+		g = max(g, r.Grace)
+	}
+	return g
 }
 
 // Input is what the verdict is made from. The zero Grace is no grace; callers give the

@@ -458,3 +458,24 @@ func TestNeverFiredCountBounded(t *testing.T) {
 		t.Fatalf("%v %q; want WARNING with at least 100000 ticks", r.State, r.Line())
 	}
 }
+
+// TestDefaultGrace: 5m at least, else the largest --jitter + --start-deadline a claim
+// recorded.
+func TestDefaultGrace(t *testing.T) {
+	for _, c := range []struct {
+		graces []time.Duration
+		want   time.Duration
+	}{
+		{nil, 5 * time.Minute},
+		{[]time.Duration{0, time.Minute}, 5 * time.Minute},
+		{[]time.Duration{20 * time.Minute, 0, 50 * time.Minute}, 50 * time.Minute},
+	} {
+		var runs []Run
+		for _, g := range c.graces {
+			runs = append(runs, Run{Status: "succeeded", Grace: g})
+		}
+		if got := DefaultGrace(runs); got != c.want {
+			t.Errorf("DefaultGrace(%v) = %s; want %s", c.graces, got, c.want)
+		}
+	}
+}

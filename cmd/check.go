@@ -30,6 +30,7 @@ type checkOptions struct {
 	TZ       string // --tz / CRONLOCK_TZ: the zone of --schedule, as run reads it
 	MaxAge   time.Duration
 	Grace    time.Duration
+	GraceSet bool   // --grace was given; else check.DefaultGrace
 	History  string // the history file, resolved; "" = off
 	ThisNode string
 	JSON     bool
@@ -55,7 +56,7 @@ const defaultCheckTimeout = 10 * time.Second
 const checkRecords = 500
 
 func newCheckCmd(stdout, stderr io.Writer) *cobra.Command {
-	o := &checkOptions{Grace: 5 * time.Minute, Timeout: defaultCheckTimeout, Stdout: stdout, Stderr: stderr}
+	o := &checkOptions{Grace: check.MinGrace, Timeout: defaultCheckTimeout, Stdout: stdout, Stderr: stderr}
 	var flagPath string
 	c := &cobra.Command{
 		Use:   "check --key KEY [--schedule EXPR [--tz ZONE]] [--max-age D] [--grace D] [--history FILE] [-t D] [-v] [--json]",
@@ -110,7 +111,7 @@ On the local backend the runs come from the history (--history FILE reads a copy
 	f.StringVar(&o.Schedule, "schedule", "", "the job's crontab schedule (default: the one its last --schedule run recorded)")
 	f.StringVar(&o.TZ, "tz", "", "zone of --schedule (env CRONLOCK_TZ; default the zone of /etc/localtime, as cron uses; never $TZ)")
 	f.Var(durationValue{d: &o.MaxAge}, "max-age", "CRITICAL when the last success is older than this (needed without a schedule)")
-	f.Var(durationValue{d: &o.Grace}, "grace", "how long after its tick a run may take to succeed")
+	f.Var(durationValue{d: &o.Grace}, "grace", "how long after its tick a run may take to succeed (default: the larger of 5m and the --jitter + --start-deadline its runs recorded)")
 	f.StringVar(&flagPath, "history", "", "SQLite history file to read (env CRONLOCK_HISTORY; default per user)")
 	f.BoolVar(&o.JSON, "json", false, "one JSON object instead of the status line")
 	f.CountVarP(&o.Verbose, "verbose", "v", "long output: every reason on a line of its own, and the facts behind the verdict")
@@ -133,6 +134,7 @@ func (o *checkOptions) setUp(c *cobra.Command, flagPath *string) error {
 	if o.Grace < 0 || o.MaxAge < 0 {
 		return errors.New("--grace and --max-age cannot be negative")
 	}
+	o.GraceSet = c.Flags().Changed("grace")
 	if err := o.load(c); err != nil {
 		return err
 	}
@@ -330,6 +332,9 @@ func checkVerdict(ctx context.Context, o *checkOptions) check.Result {
 			}
 		}
 	}
+	if !o.GraceSet {
+		in.Grace = check.DefaultGrace(in.Runs)
+	}
 	in.Schedule = recorded
 	if o.Schedule != "" {
 		if in.Schedule, err = schedule.Parse(o.Schedule, o.TZ); err != nil {
@@ -404,7 +409,8 @@ func fleetRuns(ctx context.Context, l lockrun.FleetStore, key string) ([]check.R
 	for _, e := range entries {
 		r := check.Run{Status: e.Status, Started: e.Started(), ScheduledFor: e.ScheduledFor(),
 			Duration: time.Duration(e.DurationMS) * time.Millisecond, Node: e.Node, Duplicate: e.Duplicate,
-			Flip: e.Flip, ScheduleWas: e.ScheduleWas, DataLoss: e.DataLoss}
+			Grace: time.Duration(e.GraceMS) * time.Millisecond,
+			Flip:  e.Flip, ScheduleWas: e.ScheduleWas, DataLoss: e.DataLoss}
 		if e.Status != runstatus.Running && e.Status != runstatus.Abandoned {
 			r.Finished = e.Finished()
 		}

@@ -319,3 +319,26 @@ func TestCheckPluginOptions(t *testing.T) {
 		t.Errorf("a Redis that never answers, -t 1: exit %d %q; want 3 UNKNOWN at the -t bound", code, out)
 	}
 }
+
+// TestCheckGraceFromClaims: a job whose runs may start up to --start-deadline (or
+// --jitter) after their tick is not missing during that time: without --grace, check
+// allows the larger of 5m and what the key's claims recorded. Its 09:00-style run,
+// recorded with --start-deadline 50m, is still the answer 30 minutes into the next hour;
+// with --grace 5m given, that next tick is due and has no success.
+func TestCheckGraceFromClaims(t *testing.T) {
+	hosts := newFleet(t, "redis", "vmA", "mon")
+	a, mon := hosts[0], hosts[1]
+	off, hour := hourAt(1, 0)
+	off, hour = off-2*time.Hour, hour.Add(-2*time.Hour) // a tick that came long ago on Redis's clock too
+	if code, _, errs := a.at(off, "run", "--key", "late", "--schedule", "0 * * * *", "--tz", "UTC", "--max-skew", "0",
+		"--start-deadline", "50m", "--", "true"); code != 0 {
+		t.Fatalf("vmA's run: exit %d %s", code, errs)
+	}
+	later := off + time.Hour + 29*time.Minute // the next hour's tick + 30m
+	if code, out := mon.check(later, "--key", "late"); code != 0 || !strings.Contains(out, hour.Format("15:04")+" tick") {
+		t.Errorf("30m after the next tick, no --grace: exit %d %q; want 0 OK (the recorded 50m grace: the next tick is not due yet)", code, out)
+	}
+	if code, out := mon.check(later, "--key", "late", "--grace", "5m"); code != 2 {
+		t.Errorf("30m after the next tick, --grace 5m: exit %d %q; want 2 CRITICAL (its tick is due, with no success)", code, out)
+	}
+}

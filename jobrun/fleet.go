@@ -19,7 +19,7 @@ const outputSettle = 20 * time.Millisecond
 func (r *runner) fleetRecord(out outcome, res *child.Result) *lockrun.RunRecord {
 	rec := &lockrun.RunRecord{RunID: r.runID, Node: r.o.Node, Status: out.Status, Exit: out.Code,
 		Signal: out.Signal, Tick: r.tick, Tries: max(r.row.Try, 1), Error: out.Message, CmdHash: cmdHash(r.o.Command),
-		Version: r.o.Version}
+		Version: r.o.Version, Grace: r.o.Jitter + r.o.StartDeadline}
 	if res != nil && res.Started {
 		rec.Duration = res.Duration
 	}
@@ -39,7 +39,8 @@ func (r *runner) recordFleetNoLock() {
 		return
 	}
 	rec := &lockrun.RunRecord{RunID: r.runID, Node: r.o.Node, Status: r.row.Status, Tick: r.tick,
-		Tries: max(r.row.Try, 1), Error: r.row.Error, Version: r.o.Version, CmdHash: cmdHash(r.o.Command)}
+		Tries: max(r.row.Try, 1), Error: r.row.Error, Version: r.o.Version, CmdHash: cmdHash(r.o.Command),
+		Grace: r.o.Jitter + r.o.StartDeadline}
 	if r.row.Exit != nil {
 		rec.Exit = *r.row.Exit
 	}

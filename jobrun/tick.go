@@ -26,7 +26,7 @@ func (r *runner) request() lockrun.Request {
 	req := lockrun.Request{Key: o.Key, TTL: o.TTL, Wait: o.Wait, MinHold: o.MinHold,
 		Node: o.Node, PID: os.Getpid(), RunID: r.runID, Now: wallNow, Known: r.known, CmdHash: cmdHash(o.Command),
 		Entry: &lockrun.RunRecord{RunID: r.runID, Node: o.Node, Status: runstatus.Running, Tick: r.tick, Tries: 1,
-			Version: o.Version, CmdHash: cmdHash(o.Command)}}
+			Version: o.Version, CmdHash: cmdHash(o.Command), Grace: o.Jitter + o.StartDeadline}}
 	if o.Schedule != nil {
 		req.Tick, req.Schedule, req.Zone = r.tick, o.Schedule.String(), o.Schedule.Zone()
 		// A clock ahead by a quarter of the interval could claim the next tick early:

@@ -61,6 +61,9 @@ type FleetEntry struct {
 	Attempt    int    `json:"at,omitempty"` // tick attempt; 0 = 1
 	TakeoverOf string `json:"to,omitempty"` // run id this attempt took over
 	CmdHash    string `json:"ch,omitempty"` // hash of the command, for roll-out duplicates
+	// GraceMS is the claim's --jitter + --start-deadline in ms: how late after its tick a
+	// run of this key may start by design, which check's default grace allows for.
+	GraceMS int64 `json:"g,omitempty"`
 	// ScheduleWas is set on a claim whose canonical EXPR or zone differs from the key's
 	// previous claim: "EXPR ZONE" of that claim. Flip is set when this claim went back to
 	// a schedule the key had within 24 hours (hosts disagree on the schedule or zone).
@@ -132,6 +135,7 @@ type RunRecord struct {
 	Attempt    int
 	TakeoverOf string
 	CmdHash    string
+	Grace      time.Duration // --jitter + --start-deadline (FleetEntry.GraceMS)
 	// DataLoss, ScheduleWas and Flip are the claim's marks (see FleetEntry).
 	DataLoss    bool
 	ScheduleWas string
@@ -154,7 +158,7 @@ func encodeEntry(rec *RunRecord, fence uint64, exit bool) string {
 	e := FleetEntry{RunID: rec.RunID, Node: rec.Node, Status: rec.Status, Signal: rec.Signal,
 		DurationMS: rec.Duration.Milliseconds(), Tries: max(rec.Tries, 1), Fence: fence,
 		Error: cutUTF8(rec.Error, fleetErrorBytes), Version: cutUTF8(rec.Version, 40),
-		Attempt: rec.Attempt, TakeoverOf: rec.TakeoverOf, CmdHash: cutUTF8(rec.CmdHash, 32),
+		Attempt: rec.Attempt, TakeoverOf: rec.TakeoverOf, CmdHash: cutUTF8(rec.CmdHash, 32), GraceMS: rec.Grace.Milliseconds(),
 		DataLoss: rec.DataLoss, ScheduleWas: cutUTF8(rec.ScheduleWas, 80), Flip: rec.Flip}
 	if exit {
 		x := rec.Exit
@@ -203,12 +207,13 @@ func encodePrefix(e FleetEntry) string {
 		Attempt    int    `json:"at,omitempty"`
 		TakeoverOf string `json:"to,omitempty"`
 		CmdHash    string `json:"ch,omitempty"`
+		GraceMS    int64  `json:"g,omitempty"`
 		DataLoss   bool   `json:"dl,omitempty"`
 		Sched      string `json:"sc,omitempty"`
 		Flip       bool   `json:"fl,omitempty"`
 	}
 	enc.Encode(prefix{e.RunID, e.Node, e.Status, e.Exit, e.Signal, e.TickUS, e.DurationMS, e.Tries, e.Fence, e.Error,
-		e.Version, e.Attempt, e.TakeoverOf, e.CmdHash, e.DataLoss, e.ScheduleWas, e.Flip})
+		e.Version, e.Attempt, e.TakeoverOf, e.CmdHash, e.GraceMS, e.DataLoss, e.ScheduleWas, e.Flip})
 	s := strings.TrimRight(b.String(), "\n")
 	return strings.TrimSuffix(s, "}")
 }

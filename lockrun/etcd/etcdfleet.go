@@ -45,7 +45,7 @@ func claimEntry(req lockrun.Request, status string, startUS, endUS int64) string
 	e := lockrun.FleetEntry{RunID: req.RunID, Node: strings.ToValidUTF8(req.Node[:min(len(req.Node), maxEntryNode)], ""),
 		Status: status, Tries: 1, StartUS: startUS, EndUS: endUS, CmdHash: req.CmdHash}
 	if req.Entry != nil {
-		e.Version, e.CmdHash = req.Entry.Version, req.Entry.CmdHash
+		e.Version, e.CmdHash, e.GraceMS = req.Entry.Version, req.Entry.CmdHash, req.Entry.Grace.Milliseconds()
 	}
 	if !req.Tick.IsZero() {
 		e.TickUS = req.Tick.UnixMicro()

@@ -14,7 +14,7 @@
 
 local LK = {}
 local LTTL = 34560000000 -- 400 days after the last claim: a retired job must not fill a noeviction server
-local NUM = {t=1, x=1, d=1, r=1, fe=1, a=1, f=1, k=1, at=1, nf=1, nt=1, nc=1, c=1, l=1}
+local NUM = {t=1, x=1, d=1, r=1, fe=1, a=1, f=1, k=1, at=1, nf=1, nt=1, nc=1, c=1, l=1, g=1}
 local FAIL = {failed=1, timeout=1, lock_lost=1, error=1, abandoned=1}
 
 local function jv(k, v)

@@ -432,4 +432,16 @@ func TestFleetWriteRefused(t *testing.T) {
 	if v, _ := srv.Do("EXISTS", strings.TrimPrefix(prefixOf(c), "CRONLOCK_PREFIX=")+"{acl}:lock"); v != "0" {
 		t.Error("the lock was kept after the refused write")
 	}
+	// A tick claimed with its entry refused: the reader does not know how the run ended,
+	// and must not make it up as abandoned (which check reads as CRITICAL).
+	if code, _, errs := c.run("run", "-k", "acl-tick", "--schedule", "* * * * *", "--", "true"); code != 0 {
+		t.Fatalf("scheduled run: exit %d, %s", code, errs)
+	}
+	admin := newCLI(t, "redis://"+srv.Addr+"/0")
+	admin.env = append(admin.env, prefixOf(c))
+	for _, r := range fleetRows(t, admin) {
+		if r.Status == "abandoned" {
+			t.Errorf("entry %+v: a run whose entry the server refused is not abandoned", r)
+		}
+	}
 }

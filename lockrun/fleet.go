@@ -229,9 +229,12 @@ func cutUTF8(s string, n int) string {
 	return s[:n]
 }
 
-// PendingEntry is the run the lock and the tick record know of and the record does not:
-// the holder of the lock ("running"), or a tick's claimer whose lock is gone
-// ("abandoned"). A missed claim writes its entry separately and is never abandoned.
+// PendingEntry is the run that holds the lock and has no entry in the record: taken by a
+// cronlock from before the ledger (which wrote none at the claim), or whose claim's entry
+// the server refused (a full server, an ACL without hash rights). It reads as running; its
+// tick comes from the tick record when that run claimed it. A tick's claimer with neither
+// lock nor entry is not made up as abandoned: every claim writes its entry, so a missing
+// one was trimmed or refused, and the run's end is not known.
 func PendingEntry(key, lockV, tickV string, ids map[string]bool) (FleetEntry, bool) {
 	var lv HolderValue
 	if lockV != "" && json.Unmarshal([]byte(lockV), &lv) == nil && lv.RunID != "" && !ids[lv.RunID] && lv.ReleasedUS == "" {
@@ -244,18 +247,7 @@ func PendingEntry(key, lockV, tickV string, ids map[string]bool) (FleetEntry, bo
 		}
 		return e, true
 	}
-	var tr TickValue
-	if tickV == "" || json.Unmarshal([]byte(tickV), &tr) != nil || tr.RunID == "" || tr.Missed || ids[tr.RunID] {
-		return FleetEntry{}, false
-	}
-	if lv.RunID == tr.RunID {
-		return FleetEntry{}, false // kept for --min-hold after its release: the entry is written
-	}
-	e := FleetEntry{Key: key, RunID: tr.RunID, Node: tr.Node, Status: runstatus.Abandoned, Tries: 1, Skips: tr.Skips,
-		Error: "claimed its tick and let the lock expire without a record of its end (killed, or its host was lost)"}
-	e.TickUS, _ = strconv.ParseInt(tr.TickUS, 10, 64)
-	e.StartUS, _ = strconv.ParseInt(tr.ClaimedUS, 10, 64)
-	return e, true
+	return FleetEntry{}, false
 }
 
 // TickOf gives, for a key, the latest tick of its schedule at or before at; ok is false

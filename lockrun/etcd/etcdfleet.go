@@ -289,12 +289,6 @@ func (l *Locker) FleetAll(ctx context.Context, keys []string, limit int) (map[st
 			ids[e.RunID] = true
 			es = append(es, e)
 		}
-		// A holder with no entry took the lock with a cronlock from before the ledger, which
-		// wrote none at the claim. A tick claimer with neither lock nor entry is not read as
-		// abandoned: every claim writes its entry now, so its entry was trimmed.
-		if tr.RunID != holder {
-			tickV = ""
-		}
 		if e, ok := lockrun.PendingEntry(k, l.redisStyleLock(lockKV), tickV, ids); ok {
 			es = append([]lockrun.FleetEntry{e}, es...)
 		}

@@ -334,6 +334,15 @@ func (e FleetEntry) end() int64 {
 	return e.StartUS
 }
 
+// MarkRollouts is MarkDuplicates's roll-out rule alone: runs of one command hash in one
+// tick interval of which one ran without --schedule, told by their start times (µs). For
+// a backend that judges overlaps by other means (etcd: revisions).
+func MarkRollouts(es []FleetEntry, tickOf TickOf) {
+	if tickOf != nil {
+		markRollouts(es, tickOf)
+	}
+}
+
 // markRollouts marks runs of one command hash in one tick interval of which one ran
 // without --schedule (see MarkDuplicates).
 func markRollouts(es []FleetEntry, tickOf TickOf) {

@@ -17,6 +17,15 @@ type TickValue struct {
 	Skips     int    `json:"skips"`
 	Missed    bool   `json:"missed"`
 	ClaimedUS string `json:"claimed_us"`
+	// CX is the claim's schedule in canonical form with its zone (Request.Canonical), and
+	// Sched the schedules claimed in the last 24 hours with when (see ClaimMarks).
+	CX    string       `json:"cx,omitempty"`
+	Sched SchedHistory `json:"sched,omitempty"`
+	// HeldUS is a later tick that fired while a run of this one held the lock: it was
+	// skipped, not never fired.
+	HeldUS string `json:"held_us,omitempty"`
+	// PendingUntil is when a --min-replicas claim stops being pending (Redis).
+	PendingUntil string `json:"pending_until,omitempty"`
 }
 
 // TickErrorOf reads the tick record a skipped run found; what cannot be read stays empty.

@@ -63,6 +63,11 @@ type Options struct {
 	Prefix string
 	// FleetKeep is how many entries the fleet's record keeps per key; 0 = DefaultFleetKeep.
 	FleetKeep int
+	// PrevTick reads a key's schedule for the fleet's readers: the latest tick of expr in
+	// zone tz at or before a time, nil when expr cannot be read. With it, Fleet marks a
+	// roll-out's runs of one command between two ticks, one without --schedule, as
+	// duplicates (as the Redis backend does).
+	PrevTick func(expr, tz string) func(time.Time) time.Time
 }
 
 // Locker is the etcd backend: a key attached to a lease that its holder keeps alive,
@@ -215,6 +220,10 @@ func (l *Locker) Describe() string { return "etcd " + l.hosts }
 
 // Name names the issuer of this backend's fencing tokens: create revisions.
 func (l *Locker) Name() string { return "etcd" }
+
+// Prefix is the key namespace: with the endpoints, it names where the key lives, for the
+// stamps of keys a host has claimed (its data-loss check).
+func (l *Locker) Prefix() string { return l.prefix }
 
 // FreedBy says that the lock's lease ends by itself.
 func (l *Locker) FreedBy(ttl time.Duration) string {

@@ -65,7 +65,7 @@ func (l *Locker) Acquire(ctx context.Context, req lockrun.Request) (lockrun.Leas
 // attemptOutlasting is one attempt that rides out a leader election: the cluster's "no
 // leader" and "leader changed" are asked again for up to one operation time-out (an
 // election takes about a second), as the Redis backend rides out a restart.
-func (l *Locker) attemptOutlasting(ctx context.Context, req lockrun.Request) (*etcdLease, *lockrun.Holder, error) {
+func (l *Locker) attemptOutlasting(ctx context.Context, req lockrun.Request) (lockrun.Lease, *lockrun.Holder, error) {
 	deadline := time.Now().Add(l.timeout)
 	for {
 		lease, held, _, err := l.attempt(ctx, req, false)
@@ -124,7 +124,7 @@ func (l *Locker) ClaimMissed(ctx context.Context, req lockrun.Request) error {
 // attempt asks for the lock once (a changed tick record is read again, a few times). It
 // returns the lease, or the holder and the revision it was seen at when another run holds
 // the lock. With missed it claims the tick alone, as missed.
-func (l *Locker) attempt(ctx context.Context, req lockrun.Request, missed bool) (*etcdLease, *lockrun.Holder, int64, error) {
+func (l *Locker) attempt(ctx context.Context, req lockrun.Request, missed bool) (lockrun.Lease, *lockrun.Holder, int64, error) {
 	c, err := l.client()
 	if err != nil {
 		return nil, nil, 0, err
@@ -139,7 +139,12 @@ func (l *Locker) attempt(ctx context.Context, req lockrun.Request, missed bool) 
 		sent := lockrun.ClockOr(l.now)()
 		var read *clientv3.TxnResponse
 		err := l.op(ctx, "take lock "+req.Key, func(ctx context.Context, c *clientv3.Client) (err error) {
-			read, err = c.Txn(ctx).Then(clientv3.OpGet(lockKey), clientv3.OpGet(tickKey)).Commit()
+			ops := []clientv3.Op{clientv3.OpGet(lockKey), clientv3.OpGet(tickKey)}
+			if scheduled && req.Known {
+				// The data-loss check: a key this host claimed has entries (or a tick record).
+				ops = append(ops, clientv3.OpGet(l.runsDir(req.Key), clientv3.WithPrefix(), clientv3.WithCountOnly()))
+			}
+			read, err = c.Txn(ctx).Then(ops...).Commit()
 			return err
 		})
 		if err != nil {
@@ -156,6 +161,7 @@ func (l *Locker) attempt(ctx context.Context, req lockrun.Request, missed bool) 
 			}
 		}
 		var newTick string
+		var marks claimMarks
 		if scheduled {
 			tickUS := strconv.FormatInt(req.Tick.UnixMicro(), 10)
 			if rec != nil && rec.RunID != req.RunID && !greaterDec(tickUS, rec.TickUS) {
@@ -164,7 +170,12 @@ func (l *Locker) attempt(ctx context.Context, req lockrun.Request, missed bool) 
 				raw, _ := json.Marshal(rec)
 				return nil, nil, 0, lockrun.TickErrorOf(req, string(raw))
 			}
-			newTick = l.newTickRecord(req, rec, tickUS, missed)
+			marks.TickMarks = lockrun.ClaimMarks(rec, req, req.WallNow().UnixMicro())
+			// etcd has no fencing counter (the token is the lock key's create revision): a
+			// key this host claimed before with neither a tick record nor an entry left was
+			// lost (a restore from an older snapshot, keys deleted by hand).
+			marks.dataLoss = !missed && req.Known && tickKV == nil && countOf(read, 2) == 0
+			newTick = l.newTickRecord(req, rec, tickUS, missed, marks.Sched)
 		}
 		if missed {
 			// The missed run's entry comes with its claim; the run completes it (its exit,
@@ -172,24 +183,33 @@ func (l *Locker) attempt(ctx context.Context, req lockrun.Request, missed bool) 
 			now := req.WallNow().UnixMicro()
 			var resp *clientv3.TxnResponse
 			err := l.op(ctx, "claim the tick of "+req.Key, func(ctx context.Context, c *clientv3.Client) (err error) {
-				resp, err = c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(tickKey), "=", tickRev)).
-					Then(clientv3.OpPut(tickKey, newTick), clientv3.OpPut(l.runsDir(req.Key)+req.RunID, claimEntry(req, runstatus.Missed, now, now))).Commit()
+				then := append([]clientv3.Op{clientv3.OpPut(tickKey, newTick),
+					clientv3.OpPut(l.runsDir(req.Key)+req.RunID, marks.entry(req, runstatus.Missed, now, now))}, l.neverFiredOps(req, marks, now)...)
+				resp, err = c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(tickKey), "=", tickRev)).Then(then...).Commit()
 				return err
 			})
 			if err != nil {
 				return nil, nil, 0, err
 			}
 			if resp.Succeeded {
+				l.warnMarks(req, marks)
 				return nil, nil, 0, nil
 			}
 			continue // claimed meanwhile: judge the new record
 		}
 		if lockKV != nil {
+			if scheduled {
+				l.noteHeld(ctx, req, tickRev, rec)
+			}
 			return nil, holderOf(lockKV.Value, lockKV.CreateRevision), read.Header.Revision, nil
 		}
-		lease, retry, err := l.create(ctx, c, req, sent, tickRev, newTick)
+		lease, retry, err := l.create(ctx, c, req, sent, tickRev, newTick, marks)
 		if err != nil || !retry {
-			return lease, nil, 0, err
+			if lease == nil {
+				return nil, nil, 0, err // not a typed nil in the interface
+			}
+			l.warnMarks(req, marks)
+			return marks.wrap(lease), nil, 0, err
 		}
 		// Taken, or the tick claimed, since the read: read again.
 	}
@@ -204,7 +224,7 @@ func (l *Locker) attempt(ctx context.Context, req lockrun.Request, missed bool) 
 // chosen here, so the transaction can name it before the grant has answered. The cluster
 // nearly always applies them in the order sent; a transaction that overtook its grant is
 // refused whole ("lease not found") and is sent again once the grant has answered.
-func (l *Locker) create(ctx context.Context, c *clientv3.Client, req lockrun.Request, sent time.Duration, tickRev int64, newTick string) (lease *etcdLease, retry bool, err error) {
+func (l *Locker) create(ctx context.Context, c *clientv3.Client, req lockrun.Request, sent time.Duration, tickRev int64, newTick string, marks claimMarks) (lease *etcdLease, retry bool, err error) {
 	id := newLeaseID()
 	granted := make(chan error, 1)
 	go func() {
@@ -223,10 +243,11 @@ func (l *Locker) create(ctx context.Context, c *clientv3.Client, req lockrun.Req
 	// run that dies holding the lock stays visible (abandoned, as readers derive it) after
 	// later claims; its release completes it.
 	then := []clientv3.Op{clientv3.OpPut(lockKey, string(v), clientv3.WithLease(id)),
-		clientv3.OpPut(l.runsDir(req.Key)+req.RunID, claimEntry(req, runstatus.Running, now.UnixMicro(), 0))}
+		clientv3.OpPut(l.runsDir(req.Key)+req.RunID, marks.entry(req, runstatus.Running, now.UnixMicro(), 0))}
 	if newTick != "" {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(tickKey), "=", tickRev))
 		then = append(then, clientv3.OpPut(tickKey, newTick))
+		then = append(then, l.neverFiredOps(req, marks, now.UnixMicro())...)
 	}
 	var resp *clientv3.TxnResponse
 	commit := func() error {
@@ -285,7 +306,7 @@ func (l *Locker) revoke(ctx context.Context, id clientv3.LeaseID) error {
 }
 
 // newTickRecord is the JSON of this run's claim of its tick (acquire.lua's claimTick).
-func (l *Locker) newTickRecord(req lockrun.Request, rec *lockrun.TickValue, tickUS string, missed bool) string {
+func (l *Locker) newTickRecord(req lockrun.Request, rec *lockrun.TickValue, tickUS string, missed bool, sched lockrun.SchedHistory) string {
 	prev := ""
 	if rec != nil {
 		prev = rec.TickUS
@@ -294,7 +315,8 @@ func (l *Locker) newTickRecord(req lockrun.Request, rec *lockrun.TickValue, tick
 		}
 	}
 	b, _ := json.Marshal(lockrun.TickValue{TickUS: tickUS, PrevUS: prev, Expr: req.Schedule, TZ: req.Zone,
-		Node: req.Node, RunID: req.RunID, Missed: missed, ClaimedUS: strconv.FormatInt(req.WallNow().UnixMicro(), 10)})
+		Node: req.Node, RunID: req.RunID, Missed: missed, ClaimedUS: strconv.FormatInt(req.WallNow().UnixMicro(), 10),
+		CX: req.Canonical, Sched: sched})
 	return string(b)
 }
 

@@ -41,9 +41,11 @@ const maxEntryNode = 128
 // or missed (the tick alone), the run's start on this host's clock, no exit yet. The
 // fencing token of a running entry is the entry key's create revision, which is the lock
 // key's: the transaction does not know it before it commits.
-func claimEntry(req lockrun.Request, status string, startUS, endUS int64) string {
+// It carries what the claim found (marks: a schedule change or flip, a data loss).
+func claimEntry(req lockrun.Request, m claimMarks, status string, startUS, endUS int64) string {
 	e := lockrun.FleetEntry{RunID: req.RunID, Node: strings.ToValidUTF8(req.Node[:min(len(req.Node), maxEntryNode)], ""),
-		Status: status, Tries: 1, StartUS: startUS, EndUS: endUS, CmdHash: req.CmdHash}
+		Status: status, Tries: 1, StartUS: startUS, EndUS: endUS, CmdHash: req.CmdHash,
+		ScheduleWas: m.ScheduleWas, Flip: m.Flip, DataLoss: m.dataLoss}
 	if req.Entry != nil {
 		e.Version, e.CmdHash, e.GraceMS = req.Entry.Version, req.Entry.CmdHash, req.Entry.Grace.Milliseconds()
 	}
@@ -297,9 +299,25 @@ func (l *Locker) FleetAll(ctx context.Context, keys []string, limit int) (map[st
 			es = es[:limit]
 		}
 		markByRevision(es, endRev)
+		// Roll-outs by the hosts' clocks: a run without --schedule has only its start to
+		// say which tick interval it fell in.
+		lockrun.MarkRollouts(es, l.tickOf(tr))
 		out[k] = es
 	}
 	return out, nil
+}
+
+// tickOf reads the key's schedule from its tick record for the roll-out rule; nil without
+// Options.PrevTick or a readable schedule.
+func (l *Locker) tickOf(tr lockrun.TickValue) lockrun.TickOf {
+	if l.o.PrevTick == nil || tr.Expr == "" {
+		return nil
+	}
+	prev := l.o.PrevTick(tr.Expr, tr.TZ)
+	if prev == nil {
+		return nil
+	}
+	return func(_ string, at time.Time) (time.Time, bool) { return prev(at), true }
 }
 
 // claimState is a running entry as readers see it: still running while its run holds the

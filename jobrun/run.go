@@ -144,7 +144,7 @@ type runner struct {
 	// releaseAt is when the release was sent: a kept completion's end, as the lock was
 	// still held then (a later time could overlap the next holder's claim: DUPLICATE).
 	releaseAt time.Time
-	ping        *notify.Pinger
+	ping      *notify.Pinger
 }
 
 func (r *runner) run() int {

@@ -271,6 +271,8 @@ func runTorture(t *testing.T, mode string, length time.Duration) {
 			"CRONLOCK_REDIS_URL="+url,
 			// A race-built cronlock otherwise sleeps 1 s at exit.
 			"GORACE=atexit_sleep_ms=0",
+			// Every run's entry is kept, so that checkLedger can find each one in a soak.
+			"CRONLOCK_FLEET_KEEP=100000",
 		))
 	}
 

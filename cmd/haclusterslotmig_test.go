@@ -62,8 +62,10 @@ func TestClusterSlotMigrationRunsGoOn(t *testing.T) {
 
 	// The referee: every job takes the flock at once or writes an overlap.
 	referee, overlaps := filepath.Join(c.dir, "referee"), filepath.Join(c.dir, "overlaps")
-	job := func(sleep string) []string {
-		return []string{"sh", "-c", "exec 9>>" + referee + "; flock -n 9 || echo overlap >>" + overlaps + "; sleep " + sleep}
+	// Each run's command is its own ($0 names it): runs of one command with and without
+	// --schedule in one tick are a roll-out, DUPLICATE in the fleet's record.
+	job := func(sleep, name string) []string {
+		return []string{"sh", "-c", "exec 9>>" + referee + "; flock -n 9 || echo overlap >>" + overlaps + "; sleep " + sleep, name}
 	}
 	const workers, perWorker = 3, 25
 	var mu sync.Mutex
@@ -88,11 +90,8 @@ func TestClusterSlotMigrationRunsGoOn(t *testing.T) {
 					}
 				case w == 2:
 					args = append(args, "--schedule", "* * * * *")
-					// A command of its own: one command run with and without --schedule
-					// in one tick is a roll-out, DUPLICATE in the fleet's record.
-					sleep = "0.03"
 				}
-				cmd := c.command(append(append(args, "--"), job(sleep)...)...)
+				cmd := c.command(append(append(args, "--"), job(sleep, fmt.Sprintf("job-%d-%d", w, i))...)...)
 				var errb strings.Builder
 				cmd.Stderr = &errb
 				// Not c.exitCode: it may end the test, which only the test's goroutine can.

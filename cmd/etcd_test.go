@@ -399,6 +399,9 @@ func TestEtcdElectionRiddenOut(t *testing.T) {
 	if err := holder.Wait(); err != nil {
 		t.Errorf("holder: %v, stderr %q; want it to keep its lock", err, herr.String())
 	}
+	m := newCLI(t, "")
+	m.env = append(m.env, "CRONLOCK_BACKEND=etcd", "CRONLOCK_ETCD_ENDPOINTS="+cl.Endpoints(), "CRONLOCK_HISTORY=off", prefixOf(c))
+	settleLedger(t, []*cli{c}, m, []string{"elect", "other"}, ledgerExpect{settle: []string{"--redis-timeout", "2s"}})
 }
 
 // TestEtcdMinReplicasRefused: --min-replicas means nothing on etcd (a quorum holds every

@@ -51,6 +51,9 @@ func clusterFailoverRun(t *testing.T, cl *redistest.Cluster, extra ...string) (i
 	if _, out, errs := c.run("status", "--json"); strings.Contains(out, `"key":"long"`) {
 		t.Fatalf("the lock outlived the run: %s%s; the run said %q", out, errs, errb.String())
 	}
+	m := newCLI(t, cl.URL())
+	m.env = append(m.env, "CRONLOCK_HISTORY=off", prefixOf(c))
+	settleLedger(t, []*cli{c}, m, []string{"long"}, ledgerExpect{settle: append([]string{"--redis-timeout", "1s"}, extra...)})
 	return code, rows[0], errb.String()
 }
 

@@ -60,6 +60,9 @@ func TestClusterMigrationKeepsAckedLock(t *testing.T) {
 	if code != 0 || status != runstatus.Succeeded {
 		t.Fatalf("exit %d, status %s, stderr %q: want the lock kept through the migration", code, status, errb.String())
 	}
+	m := newCLI(t, cl.URL())
+	m.env = append(m.env, "CRONLOCK_HISTORY=off", prefixOf(c))
+	settleLedger(t, []*cli{c}, m, []string{key}, ledgerExpect{settle: []string{"--redis-timeout", "1s", "--min-replicas", "1"}})
 }
 
 func do(t *testing.T, s *redistest.Server, args ...string) string {

@@ -62,8 +62,10 @@ func TestClusterSlotMigrationRunsGoOn(t *testing.T) {
 
 	// The referee: every job takes the flock at once or writes an overlap.
 	referee, overlaps := filepath.Join(c.dir, "referee"), filepath.Join(c.dir, "overlaps")
-	job := func(sleep string) []string {
-		return []string{"sh", "-c", "exec 9>>" + referee + "; flock -n 9 || echo overlap >>" + overlaps + "; sleep " + sleep}
+	// Each run's command is its own ($0 names it): runs of one command with and without
+	// --schedule in one tick are a roll-out, DUPLICATE in the fleet's record.
+	job := func(sleep, name string) []string {
+		return []string{"sh", "-c", "exec 9>>" + referee + "; flock -n 9 || echo overlap >>" + overlaps + "; sleep " + sleep, name}
 	}
 	const workers, perWorker = 3, 25
 	var mu sync.Mutex
@@ -89,7 +91,7 @@ func TestClusterSlotMigrationRunsGoOn(t *testing.T) {
 				case w == 2:
 					args = append(args, "--schedule", "* * * * *")
 				}
-				cmd := c.command(append(append(args, "--"), job(sleep)...)...)
+				cmd := c.command(append(append(args, "--"), job(sleep, fmt.Sprintf("job-%d-%d", w, i))...)...)
 				var errb strings.Builder
 				cmd.Stderr = &errb
 				// Not c.exitCode: it may end the test, which only the test's goroutine can.
@@ -143,6 +145,9 @@ func TestClusterSlotMigrationRunsGoOn(t *testing.T) {
 	if ran.Load() == 0 {
 		t.Fatal("no run ran")
 	}
+	m := newCLI(t, cl.URL())
+	m.env = append(m.env, "CRONLOCK_HISTORY=off", prefixOf(c))
+	settleLedger(t, []*cli{c}, m, []string{key}, ledgerExpect{settle: []string{"--redis-timeout", "2s"}})
 }
 
 // migrateBackAndForth moves slot between the masters, from the one that serves it now

@@ -117,6 +117,12 @@ func sentinelPartition(t *testing.T, replicas int, with []int, extra ...string) 
 	}
 	t.Logf("the other host's job ran %v after the partition began; overlap %v; holder ended %v after it began: exit %d (%s) %q",
 		out.otherAfter.Round(time.Millisecond), out.overlap, out.holderEnd.Round(time.Millisecond), out.code, out.status, out.stderr)
+	// The holder's end was written on the cut-off master only, which the healed
+	// deployment discards: its host keeps it, and its next run sends it.
+	waitUntil(t, 20*time.Second, "the deployment to settle after the partition", d.Settled)
+	m := newCLI(t, d.URL())
+	m.env = append(m.env, "CRONLOCK_HISTORY=off", prefixOf(a))
+	settleLedger(t, []*cli{a, b}, m, []string{"part"}, ledgerExpect{settle: append([]string{"--redis-timeout", "1s"}, extra...)})
 	return out
 }
 

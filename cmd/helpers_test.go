@@ -785,3 +785,160 @@ func inMinute() (off time.Duration, tick time.Time) {
 }
 
 func rfc(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// ledgerExpect is what a nemesis test allows the fleet's record after its runs
+// (settleLedger). The zero value allows nothing: every run that claimed is completed
+// with its local status, and no entry is DUPLICATE.
+type ledgerExpect struct {
+	// settle is extra arguments of the settling runs (a --redis-timeout, say).
+	settle []string
+	// excuse says why run r (a row of a host's history) may lack its completed entry:
+	// its completion was written before the server lost its data, say; "" = it may not.
+	excuse func(r historyRow) string
+	// dupOK reports whether the run of id may be DUPLICATE: the test expects a
+	// fail-closed overlap there. A DUPLICATE entry passes when it or an entry whose
+	// interval overlaps its own (or that has its tick) is allowed. nil: runs that ended
+	// lock_lost are (stopped fail-closed, their hold ends at their release).
+	dupOK func(id string) bool
+}
+
+// settleLedger checks that a nemesis lost no run from the fleet's record. After the test's
+// runs, each host runs each key once more (a "settling" run, with --wait so that it takes
+// the lock and its release carries the completions the host kept: jobrun's pending.go;
+// again while the host's history still keeps some), and then every run of the hosts'
+// histories that claimed the lock (a fencing token, not skipped) must have an entry in
+// `history --fleet --json` read through monitor, completed with the same status; a run
+// its host saw abandoned (its cronlock was killed) may be missing or abandoned. No entry
+// may be DUPLICATE unless ex says so. Only reads and a few short runs: it adds seconds,
+// not the nemesis's length.
+func settleLedger(t *testing.T, hosts []*cli, monitor *cli, keys []string, ex ledgerExpect) {
+	t.Helper()
+	for _, h := range hosts {
+		for _, key := range keys {
+			for i := 0; ; i++ {
+				args := append(append([]string{"run", "-k", key, "--wait", "30s", "--ttl", "5s"}, ex.settle...), "--", "true")
+				if code, _, errs := h.run(args...); code != 0 {
+					t.Fatalf("a settling run of %s: exit %d (%s)", key, code, errs)
+				}
+				n := keptCompletions(t, h, key)
+				if n == 0 {
+					break
+				}
+				if i == 4 {
+					t.Fatalf("%d completions of %s still kept by the host after %d settling runs", n, key, i+1)
+				}
+			}
+		}
+	}
+	byID := map[string]fleetRow{}
+	var entries []fleetRow
+	for _, key := range keys {
+		for _, e := range fleetRows(t, monitor, "--key", key) {
+			byID[e.ID] = e
+			entries = append(entries, e)
+		}
+	}
+	claimed, missing, excused, killed := 0, 0, 0, 0
+	var reasons []string
+	for _, h := range hosts {
+		for _, key := range keys {
+			for _, r := range h.history(key) {
+				if r.FencingToken == 0 || r.Status == runstatus.Skipped {
+					continue // it never took the lock
+				}
+				claimed++
+				e, ok := byID[r.ID]
+				switch {
+				case r.Status == runstatus.Abandoned || r.Status == runstatus.Running:
+					// Its cronlock was killed: nobody can complete its entry.
+					killed++
+					if ok && e.Status != runstatus.Abandoned && e.Status != runstatus.Running {
+						t.Errorf("run %s (%s) died on its host, yet its entry says %s: %+v", r.ID, r.Node, e.Status, e)
+					}
+				case ok && e.Status == r.Status && e.FinishedAt != nil:
+				case ex.excuse != nil && ex.excuse(r) != "":
+					excused++
+					reasons = append(reasons, ex.excuse(r))
+				default:
+					missing++
+					if !ok {
+						t.Errorf("run %s of %s (%s, %s, token %d) has no entry in the fleet's record", r.ID, key, r.Node, r.Status, r.FencingToken)
+					} else {
+						t.Errorf("run %s of %s (%s, %s) is not completed as such in the fleet's record: %+v", r.ID, key, r.Node, r.Status, e)
+					}
+				}
+			}
+		}
+	}
+	dups := 0
+	for _, e := range entries {
+		if !e.Duplicate {
+			continue
+		}
+		dups++
+		if !dupAllowed(e, entries, byID, ex.dupOK) {
+			t.Errorf("entry %+v is DUPLICATE, and no fail-closed overlap explains it", e)
+		}
+	}
+	t.Logf("fleet's record: %d runs took the lock, %d not completed, %d excused (%s), %d killed; %d DUPLICATE entries",
+		claimed, missing, excused, strings.Join(reasons[:min(len(reasons), 3)], "; "), killed, dups)
+}
+
+// dupAllowed reports whether DUPLICATE entry e is explained: it, or a DUPLICATE entry
+// of its key whose hold overlaps e's (or that claimed e's tick), is allowed by dupOK.
+func dupAllowed(e fleetRow, all []fleetRow, byID map[string]fleetRow, dupOK func(string) bool) bool {
+	ok := dupOK
+	if ok == nil {
+		ok = func(id string) bool { r, found := byID[id]; return found && r.Status == runstatus.LockLost }
+	}
+	if ok(e.ID) {
+		return true
+	}
+	from, to := holdOf(e)
+	for _, p := range all {
+		if p.ID == e.ID || p.Key != e.Key || !p.Duplicate || !ok(p.ID) {
+			continue
+		}
+		pf, pt := holdOf(p)
+		sameTick := e.ScheduledFor != nil && p.ScheduledFor != nil && *e.ScheduledFor == *p.ScheduledFor
+		if sameTick || (pf.Before(to) && from.Before(pt)) {
+			return true
+		}
+	}
+	return false
+}
+
+// holdOf is when the entry's run held the lock, as MarkDuplicates reads it: a running
+// entry until now and beyond, an abandoned one only at its start.
+func holdOf(e fleetRow) (time.Time, time.Time) {
+	from, _ := time.Parse(time.RFC3339Nano, e.StartedAt)
+	switch {
+	case e.FinishedAt != nil:
+		to, _ := time.Parse(time.RFC3339Nano, *e.FinishedAt)
+		return from, to
+	case e.Status == runstatus.Running:
+		return from, time.Now().Add(time.Hour)
+	}
+	return from, from
+}
+
+// keptCompletions counts the completions h's history keeps for key (jobrun's pending.go).
+func keptCompletions(t *testing.T, h *cli, key string) int {
+	t.Helper()
+	path := ""
+	for _, kv := range h.env { // the last one counts, as for exec
+		if v, ok := strings.CutPrefix(kv, "CRONLOCK_HISTORY="); ok {
+			path = v
+		}
+	}
+	st, err := history.Open(path)
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	defer st.Close()
+	ps, err := st.Pending(key, 1000)
+	if err != nil {
+		t.Fatalf("read the completions %s keeps: %v", path, err)
+	}
+	return len(ps)
+}

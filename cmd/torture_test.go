@@ -186,6 +186,10 @@ type torture struct {
 	start    time.Time
 	deadline time.Time
 
+	// overlapIDs are the run ids of the jobs the referee saw overlap (check), each
+	// allowed or failed there.
+	overlapIDs map[string]bool
+
 	mu      sync.Mutex
 	active  map[string]*tInv
 	all     []*tInv
@@ -267,6 +271,8 @@ func runTorture(t *testing.T, mode string, length time.Duration) {
 			"CRONLOCK_REDIS_URL="+url,
 			// A race-built cronlock otherwise sleeps 1 s at exit.
 			"GORACE=atexit_sleep_ms=0",
+			// Every run's entry is kept, so that checkLedger can find each one in a soak.
+			"CRONLOCK_FLEET_KEEP=100000",
 		))
 	}
 
@@ -291,6 +297,82 @@ func runTorture(t *testing.T, mode string, length time.Duration) {
 	stopAll()
 	t.Logf("%s: torture ran %v (incl. drain)", mode, time.Since(start).Round(time.Millisecond))
 	tt.check()
+	tt.checkLedger(prefix)
+}
+
+// checkLedger checks the fleet's record after the torture (settleLedger): every run that
+// claimed ends completed there once each host ran each key once more, but for runs whose
+// record a restart without persistence may have lost; and an entry is DUPLICATE only
+// where the referee saw an overlap it allows, or beside a run stopped fail-closed, frozen,
+// killed or caught by a restart that lost the lock.
+func (tt *torture) checkLedger(prefix string) {
+	t := tt.t
+	if tt.net != nil {
+		// A partition's failover is healed before the settling runs (their releases
+		// would be unconfirmed on a master the Sentinels are still replacing).
+		for dl := time.Now().Add(tortureSettle); !tt.net.Settled() && time.Now().Before(dl); {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	byInv := map[string]*tInv{}
+	for _, inv := range tt.all {
+		byInv[inv.id] = inv
+	}
+	rows := map[string]*tInv{} // by run id
+	var hosts []*cli
+	for h := range tortureHosts {
+		c := &cli{t: t, dir: tt.dir, env: tt.hostEnv[h]}
+		hosts = append(hosts, c)
+		for _, k := range tortureKeys {
+			for _, r := range c.history(k.name) {
+				if len(r.Command) > 0 {
+					if inv := byInv[r.Command[len(r.Command)-1]]; inv != nil {
+						rows[r.ID] = inv
+					}
+				}
+			}
+		}
+	}
+	// A restart without persistence during a run's life may lose its entry, claim and
+	// completion alike (the completion re-creates a missing entry, but one written before
+	// the restart is gone with it).
+	dataLoss := func(inv *tInv) bool {
+		for _, f := range tt.faults {
+			if tt.mode == "nopersist" && f.kind == "redis-kill" && f.span.to >= inv.launch {
+				return true
+			}
+		}
+		return false
+	}
+	url := "redis://" + tt.srv.Addr + "/0"
+	if tt.net != nil {
+		url = tt.net.URL()
+	}
+	m := newCLI(t, url)
+	m.env = append(m.env, "CRONLOCK_HISTORY=off", "CRONLOCK_PREFIX="+prefix)
+	var keys []string
+	for _, k := range tortureKeys {
+		keys = append(keys, k.name)
+	}
+	settleLedger(t, hosts, m, keys, ledgerExpect{
+		settle: []string{"--redis-timeout", "2s"},
+		excuse: func(r historyRow) string {
+			if inv := rows[r.ID]; inv != nil && dataLoss(inv) {
+				return "a restart without persistence after its claim"
+			}
+			return ""
+		},
+		dupOK: func(id string) bool {
+			inv := rows[id]
+			if inv == nil {
+				return false
+			}
+			inv.mu.Lock()
+			frozen := len(inv.stops) > 0
+			inv.mu.Unlock()
+			return tt.overlapIDs[id] || frozen || inv.killed || inv.hung || inv.exitCode == 125 || dataLoss(inv)
+		},
+	})
 }
 
 // host is one crontab line of one simulated host: it runs cronlock again and again.
@@ -956,6 +1038,11 @@ func (tt *torture) check() {
 			o.class = tt.classify(o, b.ovl.t1, end)
 			overlaps = append(overlaps, o)
 		}
+	}
+
+	tt.overlapIDs = map[string]bool{}
+	for _, o := range overlaps {
+		tt.overlapIDs[o.older.runID], tt.overlapIDs[o.younger.runID] = true, true
 	}
 
 	// Summary.

@@ -138,8 +138,12 @@ func (r *runner) settlePending(lease lockrun.Lease, rec *lockrun.RunRecord, sent
 	if ferr == nil || !ok || r.rec == nil || lockrun.IsRefusal(ferr) {
 		return // delivered, or refused by the server: sending it again would not help
 	}
+	end := r.releaseAt
+	if end.IsZero() {
+		end = wallNow()
+	}
 	p := history.PendingCompletion{Key: r.o.Key, RunID: r.runID, Entry: lockrun.EncodeFleetEntry(rec, lease.FencingToken()),
-		StartUS: pl.AcquiredUS(), EndUS: strconv.FormatInt(wallNow().UnixMicro(), 10)}
+		StartUS: pl.AcquiredUS(), EndUS: strconv.FormatInt(end.UnixMicro(), 10)}
 	r.pendingKept = true
 	r.rec.do(func(s *history.Store) error { return s.AddPending(p) })
 }

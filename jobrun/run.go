@@ -141,7 +141,10 @@ type runner struct {
 	pendingRead chan []history.PendingCompletion
 	pendingKept bool // this run's own completion is kept for a later run
 	pendingSeen bool // pendingRead's answer was taken
-	ping        *notify.Pinger
+	// releaseAt is when the release was sent: a kept completion's end, as the lock was
+	// still held then (a later time could overlap the next holder's claim: DUPLICATE).
+	releaseAt time.Time
+	ping      *notify.Pinger
 }
 
 func (r *runner) run() int {
@@ -245,6 +248,7 @@ func (r *runner) run() int {
 		}
 	}
 	pending := r.sendPending(lease)
+	r.releaseAt = wallNow()
 	released := make(chan error, 1)
 	go func() {
 		rctx, cancel := context.WithTimeout(context.Background(), o.OpTimeout+time.Second+o.MinHold)

@@ -427,3 +427,67 @@ func TestEtcdGiveBackUndoesEntry(t *testing.T) {
 		t.Fatalf("after a give-back with an outcome: %+v, %v; want its error entry", es, err)
 	}
 }
+
+// TestEtcdReleaseCarriesPending: a run whose completion never reached the cluster is
+// abandoned in the record until a later release carries its kept completion
+// (jobrun's pending.go): then it is completed with its outcome, in that release's own
+// transaction, and its late write is not read as a hold that overlaps the runs between.
+func TestEtcdReleaseCarriesPending(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	l := newEtcdLocker(t, srv, Options{})
+	ctx := context.Background()
+	const idA, idB, idC = "0190b000-0000-7000-8000-000000000001", "0190b000-0000-7000-8000-000000000002", "0190b000-0000-7000-8000-000000000003"
+	a, err := l.Acquire(ctx, etcdReq("pend", idA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recA := &lockrun.RunRecord{RunID: idA, Node: "n-" + idA, Status: "succeeded", Tries: 1}
+	pa, ok := a.(interface {
+		SetPending([]lockrun.PendingCompletion)
+		AcquiredUS() string
+	})
+	if !ok {
+		t.Fatal("the etcd lease takes no kept completions")
+	}
+	startA, endA := pa.AcquiredUS(), fmt.Sprint(time.Now().UnixMicro())
+	// A's release is lost: its lock is deleted from outside, as its lease's end would.
+	if _, err := l.Unlock(ctx, "pend", true); err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.Acquire(ctx, etcdReq("pend", idB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetRecord(&lockrun.RunRecord{RunID: idB, Node: "n-" + idB, Status: "succeeded", Tries: 1})
+	if err := b.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if es, _ := l.Fleet(ctx, "pend", 0); len(es) != 2 || es[1].Status != "abandoned" {
+		t.Fatalf("before the kept completion is sent: %+v; want A abandoned", es)
+	}
+	c, err := l.Acquire(ctx, etcdReq("pend", idC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetRecord(&lockrun.RunRecord{RunID: idC, Node: "n-" + idC, Status: "failed", Exit: 3, Tries: 1})
+	c.(interface {
+		SetPending([]lockrun.PendingCompletion)
+	}).SetPending([]lockrun.PendingCompletion{{Key: "pend", RunID: idA, Entry: lockrun.EncodeFleetEntry(recA, a.FencingToken()), StartUS: startA, EndUS: endA}})
+	if err := c.Release(ctx); err != nil || c.RecordErr() != nil {
+		t.Fatalf("release with a kept completion: %v, record %v", err, c.RecordErr())
+	}
+	es, err := l.Fleet(ctx, "pend", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]lockrun.FleetEntry{}
+	for _, e := range es {
+		got[e.RunID] = e
+		if e.Duplicate {
+			t.Errorf("%s marked DUPLICATE: %+v", e.RunID, es)
+		}
+	}
+	if e := got[idA]; len(es) != 3 || e.Status != "succeeded" || e.Fence != a.FencingToken() || e.EndUS == 0 || got[idC].Status != "failed" {
+		t.Fatalf("entries %+v; want A completed as succeeded with its token, B and C", es)
+	}
+}

@@ -95,6 +95,57 @@ func (l *Locker) putEntry(ctx context.Context, key string, rec *lockrun.RunRecor
 	return nil
 }
 
+// pendingOps are the puts that complete earlier runs' entries from their kept completions
+// (lockrun.PendingCompletion). An entry already completed is written again with the same
+// outcome, which is harmless. Its hold is recorded as ending where it began ("rf" = its
+// fencing token): the revision of its release is unknown (it never came), so readers judge
+// it a duplicate by its tick alone, as they judge an abandoned run, rather than by a hold
+// stretched to this late write.
+func (l *Locker) pendingOps(key string, ps []lockrun.PendingCompletion) []clientv3.Op {
+	var ops []clientv3.Op
+	for _, p := range ps {
+		if p.RunID == "" || strings.ContainsAny(p.RunID, "/\x00") {
+			continue
+		}
+		var e struct {
+			Fence int64 `json:"fe"`
+		}
+		if json.Unmarshal([]byte(p.Entry+"}"), &e) != nil {
+			continue // not an entry this build wrote: dropped rather than stored broken
+		}
+		end, err := strconv.ParseInt(p.EndUS, 10, 64)
+		if err != nil {
+			end = time.Now().UnixMicro()
+		}
+		start, err := strconv.ParseInt(p.StartUS, 10, 64)
+		if err != nil || start <= 0 {
+			start = end
+		}
+		rf := ""
+		if e.Fence > 0 {
+			rf = `,"rf":` + strconv.FormatInt(e.Fence, 10)
+		}
+		ops = append(ops, clientv3.OpPut(l.runsDir(key)+p.RunID, p.Entry+rf+entryTail(start, end, 0)))
+	}
+	return ops
+}
+
+// SendPending completes earlier runs' entries from their kept completions in one
+// transaction of its own: for a run that read them too late for its release.
+func (l *Locker) SendPending(ctx context.Context, key string, ps []lockrun.PendingCompletion) error {
+	if err := lockrun.ValidKey(key); err != nil {
+		return err
+	}
+	ops := l.pendingOps(key, ps)
+	if len(ops) == 0 {
+		return nil
+	}
+	return l.op(ctx, "complete earlier runs of "+key+" in the fleet's record", func(ctx context.Context, c *clientv3.Client) error {
+		_, err := c.Txn(ctx).Then(ops...).Commit()
+		return err
+	})
+}
+
 // afterEntry follows an entry's write: the responses at off and off+1 are the record's
 // count and the tick record. It copies the tick's skip count into the entry when the tick
 // is this run's, and trims the record when it has grown past its bound. Best effort.

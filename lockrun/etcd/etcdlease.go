@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -37,7 +38,18 @@ type etcdLease struct {
 	endUS     int64
 	endRev    int64 // the release's revision
 	recordErr error
+	// pending are earlier runs of this host whose completion never reached the cluster
+	// (SetPending): the release's transaction completes them too.
+	pending []lockrun.PendingCompletion
 }
+
+// SetPending gives Release earlier runs' completions that never reached the cluster (a
+// release and its retry lost to a leader change, a stopped member, a lost quorum): they
+// go in the release's own transaction, at no extra round trip.
+func (s *etcdLease) SetPending(p []lockrun.PendingCompletion) { s.pending = p }
+
+// AcquiredUS is the run's start in its entry ("a"): this host's clock at the claim, µs.
+func (s *etcdLease) AcquiredUS() string { return strconv.FormatInt(s.acquiredUS, 10) }
 
 // FencingToken is the lock key's create revision: it rises across the whole cluster and
 // survives restarts.
@@ -130,17 +142,21 @@ func (s *etcdLease) Release(ctx context.Context) error {
 	s.endUS = s.wall().UnixMicro()
 	var extra []clientv3.Op
 	entryKey := s.l.runsDir(s.key) + s.runID
+	pend := s.l.pendingOps(s.key, s.pending)
 	switch {
 	case s.record != nil:
-		extra = []clientv3.Op{clientv3.OpPut(entryKey, lockrun.EncodeFleetEntry(s.record, uint64(s.fence))+entryTail(s.acquiredUS, s.endUS, 0)),
+		// The count and the tick record last: afterEntry reads them there.
+		extra = append(append([]clientv3.Op{clientv3.OpPut(entryKey, lockrun.EncodeFleetEntry(s.record, uint64(s.fence))+entryTail(s.acquiredUS, s.endUS, 0))}, pend...),
 			clientv3.OpGet(s.l.runsDir(s.key), clientv3.WithPrefix(), clientv3.WithCountOnly()),
-			clientv3.OpGet(s.l.tickKey(s.key))}
+			clientv3.OpGet(s.l.tickKey(s.key)))
 	case giveBack:
 		// A run stopped before its job started, with no outcome to record: its claim is
 		// undone (the tick goes to the next host), and so is its running entry, which would
 		// otherwise read as abandoned, and as a second run of the tick once another host
 		// runs it.
-		extra = []clientv3.Op{clientv3.OpDelete(entryKey)}
+		extra = append([]clientv3.Op{clientv3.OpDelete(entryKey)}, pend...)
+	default:
+		extra = pend
 	}
 	var resp *clientv3.TxnResponse
 	err := s.l.op(ctx, "release lock "+s.key, func(ctx context.Context, c *clientv3.Client) (err error) {
@@ -167,7 +183,8 @@ func (s *etcdLease) Release(ctx context.Context) error {
 		if rerr != nil {
 			return err
 		}
-		if recorded {
+		if recorded || len(s.pending) > 0 {
+			// Not written: the earlier runs' completions are kept for a later run too.
 			s.recordErr = err
 		}
 		return nil

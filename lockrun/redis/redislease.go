@@ -30,6 +30,9 @@ type redisLease struct {
 	recordErr  error              // why Release could not write record
 	claimErr   error              // why the acquire could not write the claim's entry
 	pending    []lockrun.PendingCompletion
+	// unconfirmed: through Sentinel, no majority named the master before the release
+	// (confirmMaster): its ledger writes may be lost when the deployment heals.
+	unconfirmed bool
 	// noAck: the release sends no WAIT (a shortfall's: the replicas are known not to
 	// answer, and the tick's waiters must see it given back within its pending window).
 	noAck bool
@@ -58,8 +61,17 @@ func (s *redisLease) RecordErr() error {
 // WriteRecord writes rec to the fleet's record now, in one round trip of its own: for a
 // run whose outcome was not final when it let the lock go. Its end is the release's time
 // on the server (or now, when the release got no answer).
+// After a release whose master no majority of the Sentinels named, it asks them again, and
+// a write they still do not confirm is reported unacknowledged (kept for a later run).
 func (s *redisLease) WriteRecord(ctx context.Context, rec *lockrun.RunRecord) error {
-	return s.l.appendEntry(ctx, s.key, lockrun.EncodeFleetEntry(s.withMarks(rec), s.fence), s.acquiredUS, s.endUS, s.runID)
+	if s.unconfirmed {
+		s.unconfirmed = !s.l.confirmMaster(ctx, 0)
+	}
+	err := s.l.appendEntry(ctx, s.key, lockrun.EncodeFleetEntry(s.withMarks(rec), s.fence), s.acquiredUS, s.endUS, s.runID)
+	if err == nil && s.unconfirmed {
+		return &masterUnconfirmedError{key: s.key}
+	}
+	return err
 }
 
 // GiveBackTick makes Release give the tick back and ignore MinHold: the job never started.
@@ -124,7 +136,7 @@ func (s *redisLease) Release(ctx context.Context) error {
 	if s.renewed.Load() {
 		fresh = 0
 	}
-	s.l.followMaster(ctx, fresh)
+	s.unconfirmed = !s.l.confirmMaster(ctx, fresh)
 	a.noAck = s.noAck
 	res, acks, err := s.l.releaseAcked(ctx, s.key, s.token, a)
 	if err != nil {
@@ -132,6 +144,9 @@ func (s *redisLease) Release(ctx context.Context) error {
 	}
 	if acks.n >= 0 && acks.n < int64(s.l.minReplicas) {
 		s.recordErr = s.l.unackedRecord(s.key, acks)
+	}
+	if s.unconfirmed && s.recordErr == nil && (a.entry != "" || len(a.pending) > 0) {
+		s.recordErr = &masterUnconfirmedError{key: s.key}
 	}
 	r, _ := res.([]any)
 	if len(r) == 0 {

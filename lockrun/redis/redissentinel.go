@@ -13,6 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"cronlock/lockrun"
 )
 
 // sentinelClient is the client of a redis-sentinel:// target: a plain client whose
@@ -374,6 +376,40 @@ func (l *Locker) followMaster(ctx context.Context, fresh time.Duration) {
 	}
 	l.dialer.retire(addr)
 }
+
+// confirmMaster is followMaster for a release that completes ledger entries: a majority
+// of the URL's Sentinels must name the master, as for a renewal (renewVote), and the
+// connections to any other server are closed. It reports false when the Sentinels were
+// asked and no majority named one: a host cut off from them with the old master (a
+// partition) would otherwise complete its entries there, where the promoted master never
+// sees them, and report them delivered. The caller then keeps them for a later run. With
+// a fresh answer, no open connection, or another topology it asks nothing and reports
+// true.
+func (l *Locker) confirmMaster(ctx context.Context, fresh time.Duration) bool {
+	sc, ok := l.c.(*sentinelClient)
+	if !ok || l.dialer == nil || !l.dialer.connected() || time.Since(sc.r.answered()) < fresh {
+		return true
+	}
+	qctx, cancel := context.WithTimeout(ctx, l.timeout/2)
+	defer cancel()
+	v := sc.r.masterVote(qctx, l.timeout/2)
+	if v.addr == "" {
+		return false
+	}
+	l.dialer.retire(v.addr)
+	return true
+}
+
+// masterUnconfirmedError says that a ledger write through Sentinel went to a server that
+// no majority of the Sentinels named: it may be lost once the deployment heals.
+type masterUnconfirmedError struct{ key string }
+
+func (e *masterUnconfirmedError) Error() string {
+	return fmt.Sprintf("record the run of %s in the fleet's record: no majority of the Sentinels named the master it was written to (a partition may have cut this host off from them); it is sent again by this host's next run", e.key)
+}
+
+// Unwrap makes it an unacknowledged write (lockrun.ErrUnacknowledged): kept and sent again.
+func (e *masterUnconfirmedError) Unwrap() error { return lockrun.ErrUnacknowledged }
 
 // trackedConn is a connection to a server the Sentinels named: the dialer keeps it in
 // its set until it is closed, so that it can be closed when they name another.

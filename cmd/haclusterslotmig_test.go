@@ -70,7 +70,7 @@ func TestClusterSlotMigrationRunsGoOn(t *testing.T) {
 	const workers, perWorker = 3, 25
 	var mu sync.Mutex
 	var bad []string
-	var ran, skipped atomic.Int64
+	var ran, skipped, lagged atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Add(1)
@@ -111,6 +111,10 @@ func TestClusterSlotMigrationRunsGoOn(t *testing.T) {
 					ran.Add(1)
 				case code == 99 && errb.Len() == 0:
 					skipped.Add(1)
+				case w == 1 && strings.Contains(errb.String(), "replicas acknowledged"):
+					// A replica that lags on a loaded machine: --min-replicas doing its
+					// job, not the migration's doing (the replica is not migrated).
+					lagged.Add(1)
 				default: // a failed release too, which leaves the lock to its TTL
 					mu.Lock()
 					bad = append(bad, fmt.Sprintf("exit %d: %s", code, strings.TrimSpace(errb.String())))
@@ -135,7 +139,8 @@ func TestClusterSlotMigrationRunsGoOn(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d runs ran, %d skipped, over %d migrations of slot %s; errors answered: %s", ran.Load(), skipped.Load(), cycles.Load(), slot, strings.Join(stats, ", "))
+	t.Logf("%d runs ran, %d skipped, %d refused for a lagging replica, over %d migrations of slot %s; errors answered: %s",
+		ran.Load(), skipped.Load(), lagged.Load(), cycles.Load(), slot, strings.Join(stats, ", "))
 	if b, err := os.ReadFile(overlaps); err == nil {
 		t.Errorf("the referee saw %d overlaps", strings.Count(string(b), "overlap"))
 	}

@@ -603,13 +603,9 @@ func ticksIn(s *schedule.Schedule, from, to time.Time) (int, time.Time) {
 	if from.IsZero() || from.After(to) {
 		return 1, to
 	}
-	first := s.Next(from.Add(-time.Microsecond))
-	if first.IsZero() || first.After(to) {
+	n, first := s.Count(from, to, maxCounted)
+	if n == 0 {
 		return 1, to
-	}
-	n := 0
-	for t := first; !t.IsZero() && !t.After(to) && n < maxCounted; t = s.Next(t) {
-		n++
 	}
 	return n, first
 }

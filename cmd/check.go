@@ -1,9 +1,7 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -219,11 +217,11 @@ func validKeyOr(key string) string {
 // showCheck prints the verdict and returns its exit code.
 func showCheck(o *checkOptions, r check.Result) error {
 	if o.JSON {
-		b, err := json.Marshal(checkJSONOf(r))
+		b, err := r.JSON()
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(o.Stdout, string(pluginSafeJSON(b)))
+		fmt.Fprintln(o.Stdout, string(b))
 	} else {
 		var b strings.Builder
 		b.WriteString(r.Line() + "\n")
@@ -238,63 +236,6 @@ func showCheck(o *checkOptions, r check.Result) error {
 		return &ExitError{Code: code}
 	}
 	return nil
-}
-
-// checkJSON is check's --json object.
-type checkJSON struct {
-	State       string     `json:"state"`
-	ExitCode    int        `json:"exit_code"`
-	Key         string     `json:"key"`
-	Summary     string     `json:"summary"`
-	Reasons     []string   `json:"reasons"`
-	Due         *time.Time `json:"due"`          // null without a schedule
-	LastSuccess *time.Time `json:"last_success"` // null when none is recorded
-	AgeS        *int64     `json:"age_s"`        // null with last_success
-	Failures    int        `json:"failures"`
-	DurationS   *float64   `json:"duration_s"` // null when no finished run ran the job
-	LatenessS   *float64   `json:"lateness_s"` // null when no run of a tick started its job
-	Perfdata    string     `json:"perfdata"`
-	Line        string     `json:"line"`
-	Details     []string   `json:"details"`
-}
-
-// pluginSafeJSON writes the two characters a Nagios would damage in a plugin's output as
-// JSON escapes, which every decoder reads back as they were: "|" (Nagios cuts the output
-// there and reads the rest as perfdata) and ";" (it turns them into ":"). In JSON text
-// both occur only inside strings, where \u007c and \u003b mean the same; the text stays
-// one line, so Nagios keeps it whole as the plugin's output.
-func pluginSafeJSON(b []byte) []byte {
-	b = bytes.ReplaceAll(b, []byte("|"), []byte(`\u007c`))
-	return bytes.ReplaceAll(b, []byte(";"), []byte(`\u003b`))
-}
-
-func checkJSONOf(r check.Result) checkJSON {
-	j := checkJSON{State: r.State.String(), ExitCode: check.ExitCode(r.State), Key: r.Key,
-		Summary: r.Summary(), Reasons: r.Reasons, Failures: r.Failures, Line: r.Line(), Details: r.Details}
-	if j.Reasons == nil {
-		j.Reasons = []string{}
-	}
-	if j.Details == nil {
-		j.Details = []string{}
-	}
-	if r.Duration != nil {
-		s := r.Duration.Round(time.Millisecond).Seconds()
-		j.DurationS = &s
-	}
-	if r.Lateness != nil {
-		s := r.Lateness.Round(time.Millisecond).Seconds()
-		j.LatenessS = &s
-	}
-	if !r.Due.IsZero() {
-		d := r.Due.UTC()
-		j.Due = &d
-	}
-	if !r.LastSuccess.IsZero() {
-		t, age := r.LastSuccess.UTC(), int64(r.Age.Seconds())
-		j.LastSuccess, j.AgeS = &t, &age
-	}
-	j.Perfdata = r.PerfData()
-	return j
 }
 
 // checkVerdict gathers the key's runs and schedule, and judges them; every failure to

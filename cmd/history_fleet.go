@@ -92,13 +92,7 @@ func countNeverFired(l lockrun.FleetStore, es []lockrun.FleetEntry) {
 		if s == nil {
 			continue
 		}
-		to := time.UnixMicro(e.NeverFiredTo)
-		first := s.Next(time.UnixMicro(e.NeverFiredFrom).Add(-time.Microsecond))
-		n := 0
-		for t := first; !t.After(to) && n < 1000000; t = s.Next(t) {
-			n++
-		}
-		if n > 0 {
+		if n, first := s.Count(time.UnixMicro(e.NeverFiredFrom), time.UnixMicro(e.NeverFiredTo), 1000000); n > 0 {
 			e.NeverFiredFrom, e.NeverFired = first.UnixMicro(), n
 		}
 	}

@@ -45,6 +45,19 @@ func (s *Schedule) Prev(now time.Time) time.Time {
 	return time.Time{}
 }
 
+// Count returns how many ticks fall in [from, to], at most limit, and the first of them
+// (zero when none does).
+func (s *Schedule) Count(from, to time.Time, limit int) (n int, first time.Time) {
+	first = s.Next(from.Add(-time.Nanosecond))
+	if first.IsZero() || first.After(to) {
+		return 0, time.Time{}
+	}
+	for t := first; !t.IsZero() && !t.After(to) && n < limit; t = s.Next(t) {
+		n++
+	}
+	return n, first
+}
+
 // Next returns the first tick strictly after after, as a UTC instant, with the same rules
 // as Prev. It returns the zero Time only when after lies outside the years 1 to 9999 or
 // no tick falls in the 100 years after it.

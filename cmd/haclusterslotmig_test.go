@@ -184,6 +184,14 @@ func migrateBackAndForth(cl *redistest.Cluster, owner *redistest.Server, slot st
 		}
 		owner = to
 		cycles.Add(1)
+		// A reshard moves a slot once, not back and forth without pause: the clients'
+		// slot maps (go-redis reloads them lazily after a MOVED) get the nemesis's pace
+		// to catch up, else a run can chase the slot for all of --redis-timeout.
+		select {
+		case <-stop:
+			return nil
+		case <-time.After(400 * time.Millisecond):
+		}
 	}
 }
 

@@ -344,6 +344,18 @@ func (tt *torture) checkLedger(prefix string) {
 		}
 		return false
 	}
+	// Runs soon after a restart without persistence may be DUPLICATE beside a completion
+	// kept through the restart and sent late (its end is then not the backend's): a known
+	// false mark of the reader after data loss, not a second holder (the referee counts
+	// those).
+	afterDataLoss := func(inv *tInv) bool {
+		for _, f := range tt.faults {
+			if tt.mode == "nopersist" && f.kind == "redis-kill" && inv.launch-f.span.to < int64(10*time.Second) {
+				return true
+			}
+		}
+		return false
+	}
 	url := "redis://" + tt.srv.Addr + "/0"
 	if tt.net != nil {
 		url = tt.net.URL()
@@ -370,7 +382,7 @@ func (tt *torture) checkLedger(prefix string) {
 			inv.mu.Lock()
 			frozen := len(inv.stops) > 0
 			inv.mu.Unlock()
-			return tt.overlapIDs[id] || frozen || inv.killed || inv.hung || inv.exitCode == 125 || dataLoss(inv)
+			return tt.overlapIDs[id] || frozen || inv.killed || inv.hung || inv.exitCode == 125 || dataLoss(inv) || afterDataLoss(inv)
 		},
 	})
 }

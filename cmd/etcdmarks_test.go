@@ -4,7 +4,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,18 +28,7 @@ func etcdEdgeRows(t *testing.T, srv *etcdtest.Server, h *fleetHost) []edgeRow {
 	if code != 0 {
 		t.Fatalf("history --fleet exited %d: %s", code, errs)
 	}
-	var rows []edgeRow
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if line == "" {
-			continue
-		}
-		var r edgeRow
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatalf("history --fleet line %q: %v", line, err)
-		}
-		rows = append(rows, r)
-	}
-	return rows
+	return decodeEdgeRows(t, out)
 }
 
 // TestEtcdTickDataLoss: the key's records are deleted by hand (or etcd is restored from a

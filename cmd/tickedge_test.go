@@ -112,8 +112,17 @@ func edgeRows(t *testing.T, h *fleetHost, url string) []edgeRow {
 	if code != 0 {
 		t.Fatalf("history --fleet exited %d: %s", code, errs)
 	}
+	return decodeEdgeRows(t, out)
+}
+
+// decodeEdgeRows reads the lines of `history --fleet --json`.
+func decodeEdgeRows(t *testing.T, out string) []edgeRow {
+	t.Helper()
 	var rows []edgeRow
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
 		var r edgeRow
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("history --fleet line %q: %v", line, err)

@@ -34,6 +34,9 @@ type Line struct {
 	Num  int    // 1-based
 	Text string // as in the file, without its newline
 	Kind Kind
+	// NoEOL marks the last line of a file that does not end in a newline: Debian's
+	// cron then ignores the whole file unless that line is blank or a comment.
+	NoEOL bool
 
 	// Env lines.
 	Name, Value string
@@ -61,6 +64,7 @@ func Parse(text string, system bool) []Line {
 	for i, t := range raw {
 		l := parseLine(t, system)
 		l.Num = i + 1
+		l.NoEOL = i == len(raw)-1 && !strings.HasSuffix(text, "\n")
 		if l.Kind == Env {
 			env = append(slicesClip(env), l.Name+"="+l.Value)
 		}

@@ -59,10 +59,13 @@ func TestGolden(t *testing.T) {
 				o := Options{Cronlock: goldenCronlock, System: system, Local: system, CronTZ: daemon == "cronie"}
 				wrapped, notes := wrapText(text, o)
 				lint := lintText(text, o)
+				// Lint of the wrapped file: what wrapping leaves to fix (a relative command
+				// inside the wrapped line still runs with cron's PATH).
 				ar.Files = append(ar.Files,
 					txtar.File{Name: daemon + ".wrap", Data: []byte(wrapped)},
 					txtar.File{Name: daemon + ".notes", Data: []byte(notes)},
-					txtar.File{Name: daemon + ".lint", Data: []byte(lint)})
+					txtar.File{Name: daemon + ".lint", Data: []byte(lint)},
+					txtar.File{Name: daemon + ".lint-wrapped", Data: []byte(lintText(wrapped, o))})
 
 				again, _ := wrapText(wrapped, o)
 				if again != wrapped {

@@ -37,6 +37,10 @@ func Lint(lines []Line, o Options) []Finding {
 	}
 	for i := range lines {
 		l := &lines[i]
+		if r := refused(l, o); r != "" {
+			add(l, "%s", r)
+			continue
+		}
 		switch l.Kind {
 		case Invalid:
 			add(l, "cron cannot read this line: it is neither a comment, NAME=value nor a schedule with a command")
@@ -44,6 +48,9 @@ func Lint(lines []Line, o Options) []Finding {
 		case Env:
 			if l.Name == "CRON_TZ" && !o.CronTZ {
 				add(l, "CRON_TZ= is ignored by Debian's cron: the jobs below fire in the daemon's zone (/etc/localtime); cronie honours it")
+			}
+			if why := envCut(l); why != "" && !o.CronTZ {
+				add(l, "%s", why)
 			}
 			continue
 		case Job:
@@ -58,7 +65,10 @@ func Lint(lines []Line, o Options) []Finding {
 			}
 		case Wrapped, Reboot:
 			if why := descriptorCase(l.Schedule); why != "" {
-				add(l, "%s", why)
+				add(l, "%s: %s", why, refusesFile)
+			}
+			if inner, ok := innerCommand(l); ok && l.Kind == Wrapped && background(inner) != "" {
+				add(l, "%s: put the line back as it was, unwrapped", backgroundNote(background(inner)))
 			}
 			if _, pct := CronCommand(l.Command); pct {
 				add(l, "unescaped %% (cron turns it into a newline and feeds the rest to the job's stdin): write \\%% for a literal %%")
@@ -86,6 +96,20 @@ func relativeCommand(l *Line) string {
 		return ""
 	}
 	cmd, _ := CronCommand(l.Command)
+	w := firstRelative(cmd)
+	if w == "" && l.Kind == Wrapped {
+		// cronlock runs the line's command with cron's PATH too: look inside
+		// `SHELL -c 'LINE'` (or at what follows --).
+		if inner, ok := innerCommand(l); ok {
+			w = firstRelative(inner)
+		}
+	}
+	return w
+}
+
+// firstRelative returns the first command word of a shell command line when the shell
+// looks it up in PATH, else "".
+func firstRelative(cmd string) string {
 	for _, w := range strings.Fields(cmd) {
 		if i := strings.IndexByte(w, '='); i > 0 && !strings.ContainsAny(w[:i], "/'\"$") {
 			continue // an assignment before the command

@@ -34,6 +34,9 @@ type Options struct {
 	// InCronPath says whether a command name is found in Debian cron's default
 	// PATH=/usr/bin:/bin; lint reports relative commands only when it is not. nil: never.
 	InCronPath func(name string) bool
+	// UserExists says whether a system file's user field names a user of this machine
+	// (Debian's cron refuses the file when not). nil: not checked.
+	UserExists func(name string) bool
 	// User owns a user crontab (which has no user field): it goes into each key, so
 	// that alice's and bob's identical lines do not share a lock. Unused for system files.
 	User string
@@ -66,6 +69,10 @@ func Wrap(lines []Line, o Options) (out []string, notes []Note) {
 	for i := range lines {
 		l := &lines[i]
 		text, why := wrapLine(l, o)
+		if r := refused(l, o); r != "" {
+			// Wrapping would not make cron read the file; say why it will not.
+			text, why = l.Text, r+leftAlone
+		}
 		out[i] = text
 		if why != "" {
 			notes = append(notes, Note{l.Num, why})
@@ -114,7 +121,41 @@ func wrapLine(l *Line, o Options) (string, string) {
 	// wrapped line too (it knows no shell quotes), so the inner shell gets what the
 	// original line's shell got.
 	b.WriteString(quote(l.Command))
+	// Debian's cron refuses a command field over MaxCommand bytes and then ignores
+	// the whole file: the other jobs in it would stop running too. In a system file the
+	// field starts after the one blank that ends the user name; further blanks count.
+	n := b.Len() - len(l.Prefix)
+	if o.System {
+		n += len(l.Prefix) - len(strings.TrimRight(l.Prefix, " \t")) - 1
+	}
+	if n > MaxCommand {
+		return l.Text, fmt.Sprintf("wrapped, the command would be %d bytes and Debian's cron takes at most %d (\"command too long\"), then ignores the whole file, every job in it%s", n, MaxCommand, leftAlone)
+	}
 	return b.String(), ""
+}
+
+// refused says in words why cron refuses line l and with it the whole file, or "". Only
+// Debian's cron is modelled (o.CronTZ false); a more specific word of leaveAlone (six
+// fields, @HOURLY) is kept when it has one.
+func refused(l *Line, o Options) string {
+	if o.CronTZ {
+		return ""
+	}
+	r := DebianRefusal(l, o.System, o.UserExists)
+	if r == "" {
+		return ""
+	}
+	if l.Kind == Job {
+		if why := strings.TrimSuffix(leaveAlone(l), leftAlone); strings.HasSuffix(why, refusesFile) {
+			return why
+		} else if why != "" && !strings.HasPrefix(why, "run-parts") {
+			if word, _, ok := strings.Cut(strings.TrimPrefix(r, `"`), `"`); ok {
+				r = `"` + word + `"`
+			}
+			return why + " (" + r + "): " + refusesFile
+		}
+	}
+	return r + ": " + refusesFile
 }
 
 // leftAlone ends each note of a line wrap did not change; lint leaves it out.
@@ -135,7 +176,10 @@ func leaveAlone(l *Line) string {
 		return why + leftAlone
 	}
 	if why := descriptorCase(l.Schedule); why != "" {
-		return why + leftAlone
+		return why + ": " + refusesFile + leftAlone
+	}
+	if cmd, _ := CronCommand(l.Command); background(cmd) != "" {
+		return backgroundNote(background(cmd)) + leftAlone
 	}
 	return ""
 }
@@ -151,7 +195,7 @@ func descriptorCase(sched string) string {
 	}
 	switch lower {
 	case "@reboot", "@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly":
-		return fmt.Sprintf("%s: cron refuses a descriptor that is not in lower case (\"bad time specifier\") and then ignores the whole crontab, every line of it; write %s", sched, lower)
+		return fmt.Sprintf("\"bad time specifier\": cron reads %s only in lower case, write %s", sched, lower)
 	}
 	return ""
 }

@@ -59,8 +59,11 @@ func newCrontabWrapCmd(stdout, stderr io.Writer) *cobra.Command {
 and print a unified diff (for FILE) or the whole new crontab (for -, standard input).
 System crontabs (/etc/crontab, /etc/cron.d/*) get --backend local unless --fleet.
 Comments, blank lines, NAME=value lines, @reboot, run-parts lines and lines already
-under cronlock are left as they are; a line with an unescaped % is left alone and
-reported. --write replaces FILE atomically after a backup in --backup-dir.
+under cronlock are left as they are. Left alone and reported: an unescaped %, a line
+that starts a service or leaves work in the background (cronlock would stop it when
+the line's shell exits), a line whose wrapped command would pass the 998 bytes
+Debian's cron takes, and a line Debian's cron refuses (it then ignores the whole file).
+--write replaces FILE atomically after a backup in --backup-dir.
 
 A user's crontab lives in the cron spool, which only crontab(1) may write:
   crontab -l | cronlock crontab wrap - | crontab -`,
@@ -88,11 +91,14 @@ func newCrontabLintCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "lint [FILE|-]",
 		Short: "Report a crontab's pitfalls; exit 1 when there are any",
-		Long: `Report on standard output, one FILE:LINE: line each: unescaped %, a relative
-command with no PATH= line, a 6-field line (seconds, or a user field in the wrong kind of
-crontab), a wrapped line whose --schedule is not its crontab schedule, CRON_TZ= where the
-daemon ignores it, and each line that wrap would change. Exit 1 when there are any,
-0 when there are none, 125 when the file cannot be read.`,
+		Long: `Report on standard output, one FILE:LINE: line each: each line Debian's cron
+refuses (it then ignores the whole file: MAILTO= with nothing after it, text after a
+closing quote, an unclosed quote, a bad field, a command over 998 bytes, no newline at the
+end), unescaped %, a relative command with no PATH= line (inside a wrapped line too), a
+6-field line, a line that starts a service or leaves work in the background, a wrapped
+line whose --schedule is not its crontab schedule, CRON_TZ= where the daemon ignores it,
+and each line that wrap would change. Exit 1 when there are any, 0 when there are none,
+125 when the file cannot be read.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := o.load(c, args); err != nil {
@@ -273,6 +279,12 @@ func crontabWrap(o *crontabOptions) error {
 
 func crontabLint(o *crontabOptions) error {
 	wo := o.wrapOptions()
+	// Debian's cron refuses a system file whose user field names no user here. Only
+	// lint asks: wrap may be preparing a file for another machine.
+	wo.UserExists = func(name string) bool {
+		_, err := user.Lookup(name)
+		return err == nil
+	}
 	text, err := o.read()
 	if err != nil {
 		return err

@@ -99,7 +99,10 @@ func debianEnv(s string) (ok, tried bool, why string) {
 				i++
 			} else {
 				if state == fini {
-					why = fmt.Sprintf("text after the closing %c of the value (%q; a # there starts no comment)", quote, strings.TrimSpace(s[i:]))
+					why = fmt.Sprintf("text after the closing %c of the value (%q)", quote, strings.TrimSpace(s[i:]))
+					if c == '#' {
+						why += ": a # after the value starts no comment"
+					}
 				}
 				state++
 			}

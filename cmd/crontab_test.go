@@ -195,3 +195,186 @@ func TestCrontabLintNamesZones(t *testing.T) {
 		}
 	}
 }
+
+// debianCrontab returns a function that asks Debian's crontab(1) whether it would
+// install a user crontab: `crontab -n FILE` (check only, Debian 12), or where -n is
+// unknown, a real install into a spool of its own (a tmpfs over
+// /var/spool/cron/crontabs in a private mount namespace, so the machine's spool is
+// left as it was). Without either it skips, or fails under CI.
+func debianCrontab(t *testing.T) func(file string) (bool, string) {
+	t.Helper()
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if exec.Command("crontab", "-n", empty).Run() == nil {
+		return func(file string) (bool, string) {
+			out, err := exec.Command("crontab", "-n", file).CombinedOutput()
+			return err == nil, string(out)
+		}
+	}
+	private := func(file string) (bool, string) {
+		out, err := exec.Command("unshare", "-m", "sh", "-c",
+			`mount -t tmpfs tmpfs /var/spool/cron/crontabs && crontab "$1"`, "sh", file).CombinedOutput()
+		return err == nil, string(out)
+	}
+	if ok, out := private(empty); !ok {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("Debian's crontab(1) cannot check a file here (no -n, no private spool: %s): scripts/test.sh installs cron and runs as root", out)
+		}
+		t.Skipf("no Debian crontab(1) to ask: %s", out)
+	}
+	return private
+}
+
+// TestCrontabLintAgreesWithDebianCrontab writes crontabs that Debian's cron refuses
+// (and ignores whole) or accepts, asks Debian's own crontab(1), and runs lint on each:
+// lint says the file is ignored exactly when crontab(1) refuses it.
+func TestCrontabLintAgreesWithDebianCrontab(t *testing.T) {
+	accepts := debianCrontab(t)
+	c := newCLI(t, "")
+	long := func(n int) string { return "/bin/echo " + strings.Repeat("x", n-len("/bin/echo ")) }
+	job := "* * * * * /bin/true\n"
+	for _, tc := range []struct {
+		name, text string
+	}{
+		{"empty MAILTO", "MAILTO=\n" + job},
+		{"quoted empty MAILTO", "MAILTO=\"\"\n" + job},
+		{"comment after MAILTO", "MAILTO=\"\" # no mail\n" + job},
+		{"unterminated quote", "FOO=\"bar\n" + job},
+		{"text after the quote", "FOO=\"a\"b\n" + job},
+		{"blanks around =", "FOO = \"a b\" \n" + job},
+		{"quoted name", "'FOO'=a\n" + job},
+		{"= in a quoted name", "\"FO=O\"=a\n" + job},
+		{"no final newline", "MAILTO=\"\"\n* * * * * /bin/true"},
+		{"final comment without newline", job + "# the end"},
+		{"command of 998 bytes", "* * * * * " + long(998) + "\n"},
+		{"command of 999 bytes", "* * * * * " + long(999) + "\n"},
+		{"upper-case descriptor", "@HOURLY /bin/true\n"},
+		{"six fields", "0 * * * * * /bin/true\n"},
+		{"step without range", "5/10 * * * * /bin/true\n"},
+		{"minute 60", "60 * * * * /bin/true\n"},
+		{"names", "0 9 * jan-jun mon-fri /bin/true\n"},
+		{"day-of-week 8", "0 9 * * 8 /bin/true\n"},
+		{"four fields", "0 9 * * \n"},
+		{"long quoted value", "FOO=\"" + strings.Repeat("v", 993) + "\"\n" + job},
+	} {
+		file := filepath.Join(c.dir, strings.ReplaceAll(tc.name, " ", "-"))
+		if err := os.WriteFile(file, []byte(tc.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ok, why := accepts(file)
+		code, out, errs := c.run("crontab", "lint", "--format", "user", "--cron-daemon", "debian", file)
+		ignored := strings.Contains(out, "cron refuses it and then ignores the whole file")
+		if code == ExitFailed || ignored == ok {
+			t.Errorf("%s: crontab(1) accepts it: %v (%s); lint exit %d:\n%s%s", tc.name, ok, strings.TrimSpace(why), code, out, errs)
+		}
+	}
+}
+
+// TestCrontabWrapKeepsLinesCronCanRead wraps a user crontab whose first job has a
+// 920-byte command: wrapped, it would pass the 998 bytes Debian's cron takes, and cron
+// would ignore the whole file. wrap leaves that line as it is and says so, wraps the
+// other line, and Debian's crontab(1) accepts the result.
+func TestCrontabWrapKeepsLinesCronCanRead(t *testing.T) {
+	accepts := debianCrontab(t)
+	c := newCLI(t, "")
+	longLine := "*/5 * * * * /usr/bin/rsync -a " + strings.Repeat("/srv/data/part ", 60) + "/backup/"
+	longLine = longLine[:len("*/5 * * * * ")+920]
+	text := "SHELL=/bin/sh\n" + longLine + "\n17 3 * * * /usr/bin/find /tmp -mtime +7 -delete\n"
+	cmd := c.command("crontab", "wrap", "--cronlock", "/usr/local/bin/cronlock", "-")
+	cmd.Stdin = strings.NewReader(text)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("wrap: %v: %s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != 3 || lines[1] != longLine || !strings.Contains(lines[2], "/usr/local/bin/cronlock run --key find-") {
+		t.Errorf("wrapped crontab:\n%s", out)
+	}
+	if !strings.Contains(stderr.String(), `(stdin):2: wrapped, the command would be 1`) || !strings.Contains(stderr.String(), `takes at most 998 ("command too long")`) {
+		t.Errorf("wrap's notes: %q", stderr.String())
+	}
+	file := filepath.Join(c.dir, "wrapped")
+	if err := os.WriteFile(file, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := accepts(file); !ok {
+		t.Errorf("Debian's crontab(1) refuses wrap's output: %s\n%s", why, out)
+	}
+}
+
+// TestCrontabWrapLeavesBackgroundWork: Debian's own anacron line (invoke-rc.d anacron
+// start) and a `sleep 300 &` line start something that must outlive the line's shell,
+// which cronlock's leftover-process cleanup would stop: wrap leaves both as they are
+// and says why, wraps the other line, and lint names both, and a line that was wrapped
+// anyway.
+func TestCrontabWrapLeavesBackgroundWork(t *testing.T) {
+	c := newCLI(t, "")
+	anacron := "30 7-23 * * *   root\t[ -x /etc/init.d/anacron ] && if [ ! -d /run/systemd/system ]; then /usr/sbin/invoke-rc.d anacron start >/dev/null; fi"
+	sleeper := "*/10 * * * * root sleep 300 &"
+	other := "0 4 * * * root /usr/sbin/logrotate /etc/logrotate.conf"
+	file := filepath.Join(c.dir, "anacron")
+	text := "SHELL=/bin/sh\nPATH=/usr/local/sbin:/usr/local/bin:/sbin:/bin:/usr/sbin:/usr/bin\n\n" + anacron + "\n" + sleeper + "\n" + other + "\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--format", "system", "--cronlock", "/usr/local/bin/cronlock"}
+	code, _, errs := c.run(append([]string{"crontab", "wrap", "--write", "--backup-dir", filepath.Join(c.dir, "bk")}, append(args, file)...)...)
+	if code != 0 {
+		t.Fatalf("wrap --write: exit %d: %s", code, errs)
+	}
+	got, _ := os.ReadFile(file)
+	lines := strings.Split(string(got), "\n")
+	if lines[3] != anacron || lines[4] != sleeper || !strings.Contains(lines[5], "cronlock run --key logrotate-") {
+		t.Errorf("wrapped file:\n%s", got)
+	}
+	for _, want := range []string{"anacron:4: starts a service or leaves work in the background (`/usr/sbin/invoke-rc.d anacron start`)", "anacron:5: starts a service or leaves work in the background (a command put in the background with &)"} {
+		if !strings.Contains(errs, want) || !strings.Contains(errs, "leftover-process cleanup") {
+			t.Errorf("wrap's notes lack %q:\n%s", want, errs)
+		}
+	}
+	wrappedSleeper := "*/10 * * * * root /usr/local/bin/cronlock run --key sleep-0 --schedule '*/10 * * * *' --backend local -- /bin/sh -c 'sleep 300 &'"
+	if err := os.WriteFile(file, []byte(string(got)+wrappedSleeper+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := c.run("crontab", "lint", "--format", "system", "--cron-daemon", "debian", file)
+	for _, n := range []string{"4", "5", "7"} {
+		if code != 1 || !strings.Contains(out, "anacron:"+n+": starts a service or leaves work in the background") {
+			t.Errorf("lint does not name line %s: exit %d\n%s", n, code, out)
+		}
+	}
+}
+
+// TestCrontabLintLooksInsideWrappedLines wraps Debian's /etc/cron.d/cacti (cacti
+// 1.2.24, Debian 12), whose job runs `php` with no PATH= line: cron's PATH is
+// /usr/bin:/bin, and cronlock runs the wrapped command with that PATH too, so lint of
+// the wrapped file still names the relative command.
+func TestCrontabLintLooksInsideWrappedLines(t *testing.T) {
+	c := newCLI(t, "")
+	php := "php"
+	for _, d := range []string{"/usr/bin", "/bin"} {
+		if _, err := os.Stat(filepath.Join(d, php)); err == nil {
+			php = "php-not-installed" // lint names only what cron's PATH does not hold
+		}
+	}
+	file := filepath.Join(c.dir, "cacti")
+	text := "MAILTO=root\n*/5 * * * * www-data " + php + " /usr/share/cacti/site/poller.php 2>&1 >/dev/null | if [ -f /usr/bin/ts ] ; then ts ; else tee ; fi >> /var/log/cacti/poller-error.log\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lint := []string{"crontab", "lint", "--format", "system", "--cron-daemon", "debian", file}
+	want := `cacti:2: relative command "` + php + `" and no PATH= line above it`
+	if code, out, _ := c.run(lint...); code != 1 || !strings.Contains(out, want) {
+		t.Fatalf("lint before wrapping: exit %d\n%s", code, out)
+	}
+	if code, _, errs := c.run("crontab", "wrap", "--format", "system", "--write", "--backup-dir", filepath.Join(c.dir, "bk"), file); code != 0 {
+		t.Fatalf("wrap --write: exit %d: %s", code, errs)
+	}
+	code, out, _ := c.run(lint...)
+	if code != 1 || !strings.Contains(out, want) || strings.Contains(out, "not under cronlock") {
+		t.Errorf("lint of the wrapped file: exit %d\n%s", code, out)
+	}
+}

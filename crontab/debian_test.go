@@ -1,7 +1,9 @@
 package crontab
 
 import (
+	"bytes"
 	"fmt"
+	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -221,6 +223,57 @@ func TestLintLooksInsideWrapped(t *testing.T) {
 		}
 		if with := lintText("PATH=/usr/bin:/bin\n"+tc.line+"\n", o); strings.Contains(with, "relative command") {
 			t.Errorf("%q under a PATH= line: %q", tc.line, with)
+		}
+	}
+}
+
+// TestDebianRefusalGenerated asks Debian's crontab(1) -n, where installed, about
+// generated files (job lines from pieces of fields, env lines from pieces of names,
+// quotes and values, descriptors, with and without a final newline) and checks that
+// lint finds a refusal exactly where crontab(1) does. The seed is fixed, so a failure
+// comes back.
+func TestDebianRefusalGenerated(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "crontab")
+	if err := os.WriteFile(f, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if exec.Command("crontab", "-n", f).Run() != nil {
+		t.Skip("no crontab(1) with -n (Debian 12's) to ask")
+	}
+	r := rand.New(rand.NewSource(1))
+	pick := func(xs ...string) string { return xs[r.Intn(len(xs))] }
+	field := func() string {
+		var b strings.Builder
+		for k := 1 + r.Intn(3); k > 0; k-- {
+			b.WriteString(pick("*", "5", "0", "59", "60", "23", "24", "1", "31", "32", "12", "13", "7", "8", "-", "/", ",", "jan", "MON", "sun", "x", "L", "1-5", "*/2", "2-1", "/0", "00"))
+		}
+		return b.String()
+	}
+	for i := 0; i < 300; i++ {
+		var b strings.Builder
+		switch r.Intn(3) {
+		case 0:
+			b.WriteString(pick("", " ", "\t"))
+			for k := 0; k < 5; k++ {
+				b.WriteString(field() + pick(" ", "\t", "  "))
+			}
+			b.WriteString(pick("true", "*", "echo a &", "", " x", "%", "a=b c"))
+		case 1:
+			b.WriteString(pick("", " ") + pick("FOO", "'FOO'", `"F=O"`, `"FOO`, "F OO", "") + pick("=", " = ", "= ", "") +
+				pick("", "a", `"a"`, "'a'", `"a`, `"a"b`, `"" # c`, "a b ", `"'a'"`, `'"`, `"`) + pick("", " ", "\t", "\r"))
+		default:
+			b.WriteString(pick("@daily", "@reboot", "@HOURLY", "@", "@ daily", "@yearly", "@every") + pick(" ", "\t", "") + pick("true", "", "*", "x y"))
+		}
+		b.WriteString("\n* * * * * true" + pick("\n", "", "\n# c", "\n  "))
+		text := b.String()
+		if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("crontab", "-n", f).CombinedOutput()
+		lint := lintText(text, Options{Cronlock: goldenCronlock})
+		if strings.Contains(lint, refusesFile) != (err != nil) {
+			t.Errorf("%q: crontab -n refuses it: %v (%s); lint:\n%s", text, err != nil, bytes.TrimSpace(out), lint)
 		}
 	}
 }

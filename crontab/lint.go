@@ -52,6 +52,9 @@ func Lint(lines []Line, o Options) []Finding {
 			if why := envCut(l); why != "" && !o.CronTZ {
 				add(l, "%s", why)
 			}
+			if (l.Name == "MAILTO" || l.Name == "MAILFROM") && !safeMail(l.Value) {
+				add(l, "%s=%s: cron sends no mail to an address with other bytes than letters, digits and @!:%%-.,_+=/ (not first), such as a blank after a comma; newer Debian's crontab(1) refuses it", l.Name, l.Value)
+			}
 			continue
 		case Job:
 			text, why := wrapLine(l, o)
@@ -290,4 +293,17 @@ func shellWordsOf(s string) ([]string, error) {
 		out = append(out, b.String())
 	}
 	return out, nil
+}
+
+// safeMail is Debian cron's safe_p: the MAILTO (and MAILFROM) it hands to sendmail
+// holds only letters and digits, and after the first byte @!:%-.,_+=/ too; else it
+// logs "UNSAFE MAIL" and mails nothing. An empty value asks for no mail.
+func safeMail(v string) bool {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(isAlnum(int(c)) || i > 0 && strings.IndexByte("@!:%-.,_+=/", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }

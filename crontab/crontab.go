@@ -1,7 +1,8 @@
 // Package crontab reads and rewrites crontab files for `cronlock crontab wrap` and
 // `cronlock crontab lint`: it splits a crontab (a user's, or the system format with a user
 // field of /etc/crontab and /etc/cron.d/*) into lines, puts `cronlock run` in front of
-// its job lines, says what it left alone and why, and finds the pitfalls lint reports.
+// its job lines, says what it left alone and why, and finds the pitfalls lint reports,
+// among them every line Debian's cron refuses (it then ignores the whole file).
 //
 // It reads the text as the cron daemon does (Debian's cron, and cronie where they
 // differ: CRON_TZ), so that a wrapped line gives the shell exactly the command the

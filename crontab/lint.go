@@ -23,12 +23,14 @@ var shellWords = map[string]bool{
 	"umask": true, "ulimit": true, "trap": true, "wait": true, "exit": true, "time": true,
 }
 
-// Lint returns the pitfalls of a crontab: what wrap would change or had to leave alone
-// (unescaped %, a sixth field, a schedule cronlock cannot read), relative commands with
-// no PATH= line in force, wrapped lines whose --schedule is not the line's schedule,
-// CRON_TZ= lines a daemon that ignores them (o.CronTZ false) would not honour, and lines
-// cron itself cannot read (among them a descriptor not in lower case, for which cron
-// ignores the whole file). run-parts lines are not findings: wrap leaves them on purpose.
+// Lint returns the pitfalls of a crontab: each line Debian's cron refuses, for which it
+// ignores the whole file (o.CronTZ false: the daemon is Debian's), what wrap would change
+// or had to leave alone (unescaped %, a sixth field, a schedule cronlock cannot read,
+// background work, a wrapped command too long), relative commands with no PATH= line in
+// force (inside wrapped lines too), wrapped lines whose --schedule is not the line's
+// schedule or that leave work in the background, CRON_TZ= lines a daemon that ignores
+// them would not honour, env lines cron cuts, and a MAILTO cron will not mail. run-parts
+// lines are not findings: wrap leaves them on purpose.
 func Lint(lines []Line, o Options) []Finding {
 	lines = ownWrapped(lines, o)
 	var fs []Finding

@@ -60,9 +60,11 @@ type Note struct {
 }
 
 // Wrap returns the lines of the wrapped file (one per line of lines: wrap never adds or
-// removes a line) and a note for each job line it left alone. Comments, blanks, env
-// lines, @reboot lines and lines already under cronlock come back as they are, so
-// wrapping Wrap's own output changes nothing.
+// removes a line) and a note for each job line it left alone (among them lines that
+// start a service or leave work in the background, and lines whose wrapped command
+// would be too long for Debian's cron) and for each line Debian's cron refuses.
+// Comments, blanks, env lines, @reboot lines and lines already under cronlock come back
+// as they are, so wrapping Wrap's own output changes nothing.
 func Wrap(lines []Line, o Options) (out []string, notes []Note) {
 	lines = ownWrapped(lines, o)
 	out = make([]string, len(lines))

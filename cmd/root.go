@@ -157,6 +157,7 @@ file lock (one machine); every run is recorded in a local SQLite history.
 		newCheckCmd(stdout, stderr),
 		newCrontabCmd(stdout, stderr),
 		newUnlockCmd(stdout, stderr),
+		newConfigCmd(stdout, stderr),
 		newVersionCmd(stdout),
 	)
 	root.CompletionOptions.HiddenDefaultCmd = false

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"cronlock/history"
+	"cronlock/jobrun"
 	"cronlock/lockrun"
 	"cronlock/lockrun/local"
 	"cronlock/lockrun/redis"
@@ -279,7 +280,7 @@ func tryBackend(c *cobra.Command, ro *runOptions, ok func(string)) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), defaultCheckTimeout)
 	defer cancel()
 	if d, is := l.(lockrun.Diagnoser); is {
-		diag := d.Diagnose(ctx, lockrun.DiagnoseOptions{MaxSkew: ro.job.MaxSkew})
+		diag := d.Diagnose(ctx, lockrun.DiagnoseOptions{MaxSkew: ro.job.MaxSkew, Now: jobrun.Now})
 		for _, f := range diag.Facts {
 			ok(f)
 		}

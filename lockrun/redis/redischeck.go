@@ -50,9 +50,9 @@ func (l *Locker) Diagnose(ctx context.Context, o lockrun.DiagnoseOptions) lockru
 		switch {
 		case o.MaxSkew > 0 && abs > o.MaxSkew:
 			d.Problems = append(d.Problems, fmt.Sprintf("this host's clock is %s %s %s's, more than --max-skew / CRONLOCK_MAX_SKEW %s: --schedule runs will be refused; sync the clock with NTP (timedatectl timesync-status, chronyc tracking)",
-				abs.Round(time.Millisecond), aheadBehind(skew), server, o.MaxSkew))
+				roundSkew(abs), aheadBehind(skew), server, o.MaxSkew))
 		default:
-			d.Facts = append(d.Facts, fmt.Sprintf("this host's clock is %s %s the server's (±%s)", abs.Round(time.Millisecond), aheadBehind(skew), (got.Sub(sent)/2).Round(time.Microsecond)))
+			d.Facts = append(d.Facts, fmt.Sprintf("this host's clock is %s %s the server's (±%s)", roundSkew(abs), aheadBehind(skew), (got.Sub(sent)/2).Round(time.Microsecond)))
 		}
 	}
 	denied, _ := r[1].([]any)
@@ -103,6 +103,15 @@ func humanMaxMemory(v string) string {
 		return humanBytes(n)
 	}
 	return v
+}
+
+// roundSkew is a skew as precise as it can be measured: milliseconds, or seconds
+// beyond ten of them.
+func roundSkew(d time.Duration) time.Duration {
+	if d >= 10*time.Second {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Millisecond)
 }
 
 func boolArg(b bool) string {

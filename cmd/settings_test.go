@@ -69,8 +69,11 @@ func TestConfigFileUnreadable(t *testing.T) {
 	private := filepath.Join(filepath.Dir(bin), "private")
 	os.Mkdir(private, 0o700)
 	durabWrite(t, filepath.Join(private, "cronlock.conf"), []byte("CRONLOCK_TTL=30s\n"), 0o644)
-	run := func(confPath string) (int, string) {
-		cmd := exec.Command(bin, "run", "-k", "k", "--", "echo", "ran")
+	run := func(confPath string, args ...string) (int, string) {
+		if len(args) == 0 {
+			args = []string{"run", "-k", "k", "--", "echo", "ran"}
+		}
+		cmd := exec.Command(bin, args...)
 		cmd.Env = append(c.env, "CRONLOCK_CONFIG="+confPath)
 		cmd.Dir = c.dir
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
@@ -86,6 +89,9 @@ func TestConfigFileUnreadable(t *testing.T) {
 	want := "cronlock: config file " + conf + " cannot be read by nobody (uid 65534) (permission denied)"
 	if code != 125 || strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, want) || !strings.Contains(errs, "chmod 0644 "+conf) || !strings.Contains(errs, "CRONLOCK_REDIS_PASSWORD_FILE") {
 		t.Fatalf("0600 config file as nobody: exit %d, stderr %q; want 125 and one line %q…chmod 0644…", code, errs, want)
+	}
+	if code, errs := run(conf, "config", "check"); code != 1 || !strings.HasPrefix(errs, want) {
+		t.Fatalf("config check as nobody: exit %d, stderr %q; want 1 and the same line", code, errs)
 	}
 	code, errs = run(filepath.Join(private, "cronlock.conf"))
 	if code != 125 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "its folder "+private+" cannot be searched by nobody") || !strings.Contains(errs, "chmod 0755 "+private) {

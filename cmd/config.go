@@ -27,9 +27,6 @@ type settings struct {
 	loaded *conf.Settings
 }
 
-// configNames are the settings the config file and the environment may carry.
-var configNames = conf.Names
-
 // twins maps the flags of the settings read in group to their names.
 func twins(group string) map[string]string { return conf.Twins(group) }
 

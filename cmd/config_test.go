@@ -140,3 +140,24 @@ func TestConfigCheck(t *testing.T) {
 	os.WriteFile(pw, []byte("acl-pass-7731\n"), 0o644)
 	problem("password file world-readable", "the password file "+pw+" (CRONLOCK_REDIS_PASSWORD_FILE) can be read by every user", "CRONLOCK_REDIS_PASSWORD_FILE="+pw)
 }
+
+// TestConfigCheckHA: config check tries the Sentinel and Cluster forms too, through the
+// master that the Sentinels name and the node of the probe's slot, and asks Cluster
+// users for CLUSTER SLOTS.
+func TestConfigCheckHA(t *testing.T) {
+	for _, form := range []string{"sentinel", "cluster"} {
+		t.Run(form, func(t *testing.T) {
+			var url string
+			if form == "sentinel" {
+				url = redistest.StartSentinel(t).URL()
+			} else {
+				url = redistest.StartCluster(t).URL()
+			}
+			c := newCLI(t, url)
+			code, out, errs := c.run("config", "check")
+			if code != 0 || errs != "" || !strings.Contains(out, "ok: the ACL user may run every command") || !strings.Contains(out, "ok: the server never evicts keys") {
+				t.Fatalf("config check on %s: exit %d, stdout %q, stderr %q", form, code, out, errs)
+			}
+		})
+	}
+}

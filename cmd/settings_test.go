@@ -31,6 +31,11 @@ func TestEnvTypoRefused(t *testing.T) {
 		t.Errorf("check: exit %d, stdout %q; want 3 (UNKNOWN) naming the typo", code, out)
 	}
 
+	c.env = append(c.env, "CRONLOCK_LOG_FORMAT=json")
+	if code, _, errs := c.run("run", "-k", "billing", "--", "true"); code != 125 || !strings.HasPrefix(errs, `{"time":`) || !strings.Contains(errs, "CRONLOCK_REDIS_ULR") {
+		t.Errorf("with CRONLOCK_LOG_FORMAT=json: exit %d, stderr %q; want the line as JSON", code, errs)
+	}
+
 	k := newCLI(t, "")
 	k.env = append(k.env, "CRONLOCK_HOST=redis.internal", "CRONLOCK_GRACE=40")
 	code, _, errs = k.run("run", "-k", "billing", "--", "true")

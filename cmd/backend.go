@@ -92,7 +92,8 @@ func (o *backendOptions) resolve(fs *pflag.FlagSet, s *settings) error {
 		}
 	case "redis":
 		if o.RedisURL == "" {
-			return fmt.Errorf("--redis or CRONLOCK_REDIS_URL is required with --backend redis")
+			what, where := s.origin(fs, "backend", "CRONLOCK_BACKEND")
+			return fmt.Errorf("--redis or CRONLOCK_REDIS_URL is required with --backend redis (%s%s); without it this host would lock alone, so nothing runs", what, where)
 		}
 	case "local":
 	default:

@@ -46,7 +46,7 @@ func TestCheckAsMonitoringUser(t *testing.T) {
 	cred, bin := durabAsNobody(t, newCLI(t, ""))
 	check := func(args ...string) (int, string) {
 		cmd := exec.Command(bin, append([]string{"check", "--key", "billing", "--backend", "local", "--history", copyDB}, args...)...)
-		cmd.Env = append(os.Environ(), "CRONLOCK_CONFIG="+os.DevNull, "CRONLOCK_LOCK_DIR="+filepath.Join(c.dir, "locks"))
+		cmd.Env = append(inheritedEnv(), "CRONLOCK_CONFIG="+os.DevNull, "CRONLOCK_LOCK_DIR="+filepath.Join(c.dir, "locks"))
 		cmd.Dir = shared
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 		var out bytes.Buffer

@@ -45,7 +45,7 @@ func setUpCompletion(root *cobra.Command) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		for name, values := range enums {
-			if c.LocalNonPersistentFlags().Lookup(name) != nil {
+			if c.LocalNonPersistentFlags().Lookup(name) != nil || c.PersistentFlags().Lookup(name) != nil {
 				// Errors only for a flag that is missing or registered twice: neither here.
 				_ = c.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
 			}

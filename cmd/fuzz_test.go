@@ -9,8 +9,6 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -92,98 +90,6 @@ func FuzzParseSize(f *testing.F) {
 			t.Fatalf("parseSize(%q) = %d, formatted %q, reads back as %d, %v", s, n, formatSize(n), back, err)
 		}
 	})
-}
-
-// fixedConfigText is the text of readFile's messages, whatever the file says.
-const fixedConfigText = "config file line : want NAME=value with NAME one of read config file bufio.Scanner: token too long unknown setting (did you mean ?); the settings are " +
-	"CRONLOCK_TTL, CRONLOCK_BACKEND, CRONLOCK_REDIS_URL, CRONLOCK_REDIS_PASSWORD_FILE, CRONLOCK_REDIS_TIMEOUT, " +
-	"CRONLOCK_PREFIX, CRONLOCK_HISTORY, CRONLOCK_NODE, CRONLOCK_LOCK_DIR"
-
-// FuzzConfigFile: any file either loads, with only known names and one-line values that
-// write back (quoted) to the same settings, or is refused with a message that quotes no
-// value (a Redis URL may hold a password) and holds no control byte.
-func FuzzConfigFile(f *testing.F) {
-	for _, s := range []string{
-		"CRONLOCK_REDIS_URL=redis://10.0.0.5:6379/0\n",
-		"# fleet settings\n\nexport CRONLOCK_TTL=90s\nCRONLOCK_NODE = \"web 1\" \n",
-		"CRONLOCK_PREFIX='job:'\r\nCRONLOCK_BACKEND=redis\r\n",
-		"CRONLOCK_TTL=\"\n", "CRONLOCK_TTL='\"\n", "CRONLOCK_TTL=''\n", "CRONLOCK_TTL==1\n",
-		"CRONLOCK_REDIS_URL=redis://:s3cret@h\nBOGUS=redis://:s3cret@h\n", "CRONLOCK_TTL\n", "=1\n",
-		"export  CRONLOCK_TTL=1\n", "exportCRONLOCK_TTL=1\n", " # indented comment\n", "\xff\xfe=1\n",
-		"CRONLOCK_NODE=\x1b[2J\n", "CRONLOCK_NODE=a\x00b", "CRONLOCK_TTL=1\nCRONLOCK_TTL=2",
-		"\n\n\n", "",
-	} {
-		f.Add([]byte(s))
-	}
-	dir := f.TempDir()
-	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(dir, "cronlock.conf")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		s := &settings{vals: map[string]string{}, source: map[string]string{}}
-		if err := s.readFile(path, true); err != nil {
-			msg := err.Error()
-			if msg == "" || !printable(msg, false) {
-				t.Fatalf("readFile(%q): error %q", data, msg)
-			}
-			for _, line := range strings.Split(string(data), "\n") {
-				_, v, _ := strings.Cut(line, "=")
-				v = strings.TrimSpace(v)
-				if len(v) >= 4 && strings.Contains(msg, v) && !strings.Contains(fixedConfigText+path, v) {
-					t.Fatalf("readFile(%q): the error quotes the value %q: %s", data, v, msg)
-				}
-			}
-			return
-		}
-		var out bytes.Buffer
-		for name, v := range s.vals {
-			if !known(name) || strings.Contains(v, "\n") || !strings.HasPrefix(s.source[name], path+" line ") {
-				t.Fatalf("readFile(%q): %s=%q from %q", data, name, v, s.source[name])
-			}
-			out.WriteString("# written back\n\n  export " + name + " = '" + v + "'\n")
-		}
-		if err := os.WriteFile(path, out.Bytes(), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		back := &settings{vals: map[string]string{}, source: map[string]string{}}
-		if err := back.readFile(path, true); err != nil {
-			t.Fatalf("settings %q of %q written back as %q: %v", s.vals, data, out.Bytes(), err)
-		}
-		if len(back.vals) != len(s.vals) {
-			t.Fatalf("settings %q of %q read back as %q", s.vals, data, back.vals)
-		}
-		for name, v := range s.vals {
-			if back.vals[name] != v {
-				t.Fatalf("settings %q of %q read back as %q", s.vals, data, back.vals)
-			}
-		}
-	})
-}
-
-// TestConfigFileLongLine: a line longer than the scanner's 64 KiB is refused with a
-// message that names the file and does not quote the line (a fuzz seed that size makes
-// the fuzzer spend its time minimising it).
-func TestConfigFileLongLine(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cronlock.conf")
-	long := "redis://:s3cret@" + strings.Repeat("x", 70000)
-	if err := os.WriteFile(path, []byte("CRONLOCK_REDIS_URL="+long+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s := &settings{vals: map[string]string{}, source: map[string]string{}}
-	err := s.readFile(path, true)
-	if err == nil || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), "s3cret") {
-		t.Fatalf("readFile of a 70 KB line: %v", err)
-	}
-}
-
-func known(name string) bool {
-	for _, n := range configNames {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // sgr matches the colour codes the table writes on a terminal.

@@ -66,7 +66,7 @@ type cli struct {
 func newCLI(t *testing.T, redisURL string) *cli {
 	dir := t.TempDir()
 	c := &cli{t: t, dir: dir}
-	c.env = append(os.Environ(),
+	c.env = append(inheritedEnv(),
 		"CRONLOCK_HISTORY="+filepath.Join(dir, "history.db"),
 		"CRONLOCK_LOCK_DIR="+filepath.Join(dir, "locks"),
 		"CRONLOCK_CONFIG="+os.DevNull, // empty: the machine's own is not read
@@ -75,6 +75,20 @@ func newCLI(t *testing.T, redisURL string) *cli {
 		"CRONLOCK_REDIS_URL="+redisURL,
 	)
 	return c
+}
+
+// inheritedEnv is the test's environment for cronlock: without the CRONLOCK_ variables
+// that are the go test run's own knobs (CRONLOCK_TORTURE, CRONLOCK_BENCH_HA…), which
+// cronlock refuses as unknown, and without a developer's own settings; the test hooks'
+// CRONLOCK_TEST_ variables stay.
+func inheritedEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CRONLOCK_") || strings.HasPrefix(kv, "CRONLOCK_TEST_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 func (c *cli) command(args ...string) *exec.Cmd {

@@ -176,7 +176,7 @@ func TestHistoryStatsBinary(t *testing.T) {
 	run := func(args ...string) (string, string, int) {
 		t.Helper()
 		c := exec.Command(cronlockBin, args...)
-		c.Env = append(os.Environ(), "CRONLOCK_HISTORY="+path, "CRONLOCK_CONFIG="+os.DevNull,
+		c.Env = append(inheritedEnv(), "CRONLOCK_HISTORY="+path, "CRONLOCK_CONFIG="+os.DevNull,
 			"CRONLOCK_NODE=statsnode", "TZ=UTC")
 		var out, errb bytes.Buffer
 		c.Stdout, c.Stderr = &out, &errb

@@ -46,7 +46,7 @@ func TestPingOutcomes(t *testing.T) {
 			wantPings(t, hc.got(), rows[0].ID, "/start", "")
 
 			hc2 := newHC(t)
-			c.env = append(c.env, "CRONLOCK_PING_URL="+hc2.url()+"/{key}", "CRONLOCK_PING_URL_SEEN=1")
+			c.env = append(c.env, "CRONLOCK_PING_URL="+hc2.url()+"/{key}")
 			code, _, _ = c.run("run", "-k", "pingfail", "--", "sh", "-c", "echo to-stdout; echo to-stderr >&2; env | grep -c CRONLOCK_PING_URL= ; exit 3")
 			if code != 3 {
 				t.Fatalf("failing job: exit %d; want its own 3", code)

@@ -17,6 +17,7 @@ import (
 
 	"cronlock/jobrun"
 	"cronlock/logline"
+	conf "cronlock/settings"
 )
 
 // ExitError ends a command with a given exit code. Msg, when not empty, is printed on
@@ -101,7 +102,8 @@ func errorFormat(root *cobra.Command, args []string) string {
 			return logline.Text
 		}
 	}
-	if s, err := loadSettings(); err == nil && s.vals["CRONLOCK_LOG_FORMAT"] == logline.JSON {
+	// An unknown variable beside it must not turn the line that reports it into text.
+	if s, _ := conf.LoadAll(os.Environ()); s != nil && s.Values["CRONLOCK_LOG_FORMAT"] == logline.JSON {
 		return logline.JSON
 	}
 	return logline.Text
@@ -157,6 +159,7 @@ file lock (one machine); every run is recorded in a local SQLite history.
 		newCheckCmd(stdout, stderr),
 		newCrontabCmd(stdout, stderr),
 		newUnlockCmd(stdout, stderr),
+		newConfigCmd(stdout, stderr),
 		newVersionCmd(stdout),
 	)
 	root.CompletionOptions.HiddenDefaultCmd = false

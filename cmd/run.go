@@ -35,6 +35,12 @@ type runOptions struct {
 var runTwins = twins("run")
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
+	c, _ := newRunCommand(stdout, stderr)
+	return c
+}
+
+// newRunCommand is run's command and the options its flags fill (for config check).
+func newRunCommand(stdout, stderr io.Writer) (*cobra.Command, *runOptions) {
 	o := &runOptions{OnLockLost: "kill", job: jobrun.Options{TTL: 60 * time.Second,
 		Grace: 10 * time.Second, RetryDelay: 10 * time.Second, StaleAfter: 24 * time.Hour, Capture: 64 << 10, MaxSkew: 30 * time.Second}}
 	j := &o.job
@@ -119,7 +125,7 @@ skipped (exit --conflict-exit-code, 0 by default) and recorded in the history.`,
 	f.StringVar(&o.Ping, "ping", "", "Healthchecks ping `URL`: start, then success, /EXIT or /fail, with the run id (env CRONLOCK_PING_URL, which must hold {key})")
 	f.BoolVarP(&j.Quiet, "quiet", "q", false, "no cronlock messages on stderr but errors")
 	f.BoolVarP(&j.Verbose, "verbose", "v", false, "also report skipped runs and each lock step on stderr")
-	return c
+	return c, o
 }
 
 // fileOr returns w as an *os.File when it is one, else def: the child needs real files.

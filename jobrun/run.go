@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"cronlock/notify"
 	"cronlock/runstatus"
 	"cronlock/schedule"
+	"cronlock/settings"
 )
 
 // Options are the settings of one run, resolved and checked by the caller.
@@ -333,22 +335,22 @@ func (r *runner) fail(code int, format string, args ...any) int {
 	return code
 }
 
-// childEnv is cronlock's environment plus the run's own variables. A
-// CRONLOCK_SCHEDULED_FOR inherited from an outer run is dropped when this run has no tick;
-// CRONLOCK_PING_URL always is.
+// childEnv is cronlock's environment plus the run's own variables (settings.JobNames):
+// an inherited one (a nested run) is replaced, or dropped when this run has none to give
+// (CRONLOCK_SCHEDULED_FOR without a tick). CRONLOCK_PING_URL is always dropped.
 func childEnv(o *Options, runID string, token uint64, tokenBackend string, tick time.Time, try int) []string {
 	add := map[string]string{
-		"CRONLOCK_TOKEN_BACKEND": tokenBackend, // tokens of two backends do not compare
-		"CRONLOCK_KEY":           o.Key,
-		"CRONLOCK_RUN_ID":        runID,
-		"CRONLOCK_TRY":           strconv.Itoa(max(try, 1)),
-		"CRONLOCK_NODE":          o.Node,
-		"CRONLOCK_FENCING_TOKEN": strconv.FormatUint(token, 10),
-		"CRONLOCK_SCHEDULED_FOR": "",
+		settings.JobTokenBackend: tokenBackend,
+		settings.JobKey:          o.Key,
+		settings.JobRunID:        runID,
+		settings.JobTry:          strconv.Itoa(max(try, 1)),
+		settings.JobNode:         o.Node,
+		settings.JobFencingToken: strconv.FormatUint(token, 10),
+		settings.JobScheduledFor: "",
 		"CRONLOCK_PING_URL":      "", // a secret, and the job's own pings are not cronlock's
 	}
 	if !tick.IsZero() {
-		add["CRONLOCK_SCHEDULED_FOR"] = tick.UTC().Format(time.RFC3339)
+		add[settings.JobScheduledFor] = tick.UTC().Format(time.RFC3339)
 	}
 	env := make([]string, 0, len(os.Environ())+len(add))
 	for _, kv := range os.Environ() {
@@ -359,7 +361,7 @@ func childEnv(o *Options, runID string, token uint64, tokenBackend string, tick 
 				break
 			}
 		}
-		if _, ok := add[name]; !ok {
+		if _, ok := add[name]; !ok && !slices.Contains(settings.JobNames, name) {
 			env = append(env, kv)
 		}
 	}

@@ -372,3 +372,25 @@ func IsRefusal(err error) bool {
 	var r Refusal
 	return errors.As(err, &r)
 }
+
+// Diagnoser is a backend that can be tried without taking a lock (cronlock config
+// check): whether it is reachable, and whatever on its side would keep a lock from being
+// safe or a run from working. Backends without it are tried with Inspect.
+type Diagnoser interface {
+	Diagnose(ctx context.Context, o DiagnoseOptions) Diagnosis
+}
+
+// DiagnoseOptions are what a diagnosis judges against.
+type DiagnoseOptions struct {
+	// MaxSkew is the largest distance allowed between this host's clock and the
+	// server's (--max-skew); 0 = the skew is reported, never a problem.
+	MaxSkew time.Duration
+	// Now is this host's wall clock; nil = time.Now.
+	Now func() time.Time
+}
+
+// Diagnosis is what a backend found when it was tried.
+type Diagnosis struct {
+	Facts    []string // what was found fine, for people
+	Problems []string // one line each, with what to do
+}

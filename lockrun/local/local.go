@@ -108,21 +108,64 @@ func New(dir string) (*Locker, error) {
 	if err := unix.Lstat(dir, &st); err != nil {
 		return nil, fmt.Errorf("lock folder %s: %w; set --lock-dir or CRONLOCK_LOCK_DIR to a folder you can write", dir, err)
 	}
+	if err := checkDir(dir, &st, created); err != nil {
+		return nil, err
+	}
+	return &Locker{dir: dir}, nil
+}
+
+// checkDir refuses a lock folder (st is its Lstat) that is a symbolic link, not a
+// folder, another user's, or (unless this process just created it) writable by group or
+// others.
+func checkDir(dir string, st *unix.Stat_t, created bool) error {
 	switch {
 	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
 		hint := ""
 		if real, err := filepath.EvalSymlinks(dir); err == nil {
 			hint = " such as " + real
 		}
-		return nil, fmt.Errorf("lock folder %s is a symbolic link, which cronlock refuses (it could be pointed elsewhere under a running job); set --lock-dir or CRONLOCK_LOCK_DIR to the real folder%s", dir, hint)
+		return fmt.Errorf("lock folder %s is a symbolic link, which cronlock refuses (it could be pointed elsewhere under a running job); set --lock-dir or CRONLOCK_LOCK_DIR to the real folder%s", dir, hint)
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
-		return nil, fmt.Errorf("lock folder %s exists but is not a folder; remove it or set --lock-dir or CRONLOCK_LOCK_DIR to another path", dir)
+		return fmt.Errorf("lock folder %s exists but is not a folder; remove it or set --lock-dir or CRONLOCK_LOCK_DIR to another path", dir)
 	case int(st.Uid) != os.Geteuid():
-		return nil, fmt.Errorf("lock folder %s belongs to uid %d, not to you (uid %d), so its locks cannot be trusted; remove it or set --lock-dir or CRONLOCK_LOCK_DIR to a folder of your own", dir, st.Uid, os.Geteuid())
+		return fmt.Errorf("lock folder %s belongs to uid %d, not to you (uid %d), so its locks cannot be trusted; remove it or set --lock-dir or CRONLOCK_LOCK_DIR to a folder of your own", dir, st.Uid, os.Geteuid())
 	case !created && st.Mode&0o022 != 0:
-		return nil, fmt.Errorf("lock folder %s is writable by group or others (mode %04o), so anyone could replace its lock files; run chmod go-w %s or set --lock-dir or CRONLOCK_LOCK_DIR to a private folder", dir, st.Mode&0o7777, dir)
+		return fmt.Errorf("lock folder %s is writable by group or others (mode %04o), so anyone could replace its lock files; run chmod go-w %s or set --lock-dir or CRONLOCK_LOCK_DIR to a private folder", dir, st.Mode&0o7777, dir)
 	}
-	return &Locker{dir: dir}, nil
+	return nil
+}
+
+// Check says whether dir (DefaultDir when empty) would be accepted by New, without
+// creating it: the folder as it is, or, while it does not exist, the nearest folder
+// above it that New would create it in. what describes what was found.
+func Check(dir string) (what string, err error) {
+	if dir == "" {
+		dir = DefaultDir()
+	}
+	var st unix.Stat_t
+	switch err := unix.Lstat(dir, &st); {
+	case errors.Is(err, unix.ENOENT):
+		up := filepath.Dir(dir)
+		for up != "/" {
+			if _, err := os.Stat(up); err == nil {
+				break
+			}
+			up = filepath.Dir(up)
+		}
+		if err := unix.Access(up, unix.W_OK|unix.X_OK); err != nil {
+			return "", fmt.Errorf("lock folder %s does not exist and cannot be created in %s (%v); create it (mode 0700, owned by the user that runs the jobs), or set CRONLOCK_LOCK_DIR to a folder of your own", dir, up, err)
+		}
+		return fmt.Sprintf("lock folder %s will be created (mode 0700) by the first run", dir), nil
+	case err != nil:
+		return "", fmt.Errorf("lock folder %s: %w; set --lock-dir or CRONLOCK_LOCK_DIR to a folder you can write", dir, err)
+	}
+	if err := checkDir(dir, &st, false); err != nil {
+		return "", err
+	}
+	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+		return "", fmt.Errorf("lock folder %s cannot be written (%v); run chmod u+rwx %s", dir, err, dir)
+	}
+	return fmt.Sprintf("lock folder %s is yours, private (mode %04o) and writable", dir, st.Mode&0o7777), nil
 }
 
 // Dir returns the absolute path of the lock folder.

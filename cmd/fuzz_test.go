@@ -232,7 +232,7 @@ func FuzzHistoryRender(f *testing.F) {
 		for _, utc := range []bool{false, true} {
 			var out bytes.Buffer
 			o := &historyOptions{Stdout: &out, Color: color, Loc: loc, UTC: utc}
-			if err := writeHistoryTable(o, []history.Run{r}); err != nil {
+			if err := writeHistoryTable(o, []history.Run{r}, nil); err != nil {
 				t.Fatal(err)
 			}
 			table := out.String()

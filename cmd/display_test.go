@@ -284,3 +284,26 @@ func TestHistoryTableFitsTerminal(t *testing.T) {
 	fits("COLUMNS=110 through a pipe", throughPipe([]string{"COLUMNS=110"}), 110)
 	uncut("--wide with COLUMNS=110", throughPipe([]string{"COLUMNS=110"}, "--wide"))
 }
+
+// TestReadmeShowExampleIsInTheTable: the README's `history show` example names a run by
+// an ID that its `history` example table shows, and shows that run.
+func TestReadmeShowExampleIsInTheTable(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?s)\n    \$ cronlock history +(?:#[^\n]*)?\n(    ID .*?)\n\n    \$ cronlock history show (\S+)\n    run: +(\S+)\n    key: +(\S+)\n`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("README: no `cronlock history` example table followed by a `cronlock history show` example")
+	}
+	id, full, key := string(m[2]), string(m[3]), string(m[4])
+	var row string
+	for _, l := range strings.Split(string(m[1]), "\n")[1:] {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == id {
+			row = l
+		}
+	}
+	if row == "" || !strings.HasPrefix(full, id) || !strings.Contains(row, " "+key+" ") {
+		t.Errorf("README: `history show %s` shows run %s of %s, but the table above has no such ID in its first column (row %q)", id, full, key, row)
+	}
+}

@@ -314,12 +314,13 @@ func scaleDir() (string, error) {
 }
 
 // scaleSQL inserts ?1 runs in one statement, oldest first, one every scaleEra (?2 ns)
-// ending now (?3 ns): a million runs span 69 days, inside the default retention. Every value is derived from the row number by multiplicative
-// hashes, so the file is the same on every build. Half of the runs belong to 10 busy keys
-// (jobs every minute), the rest spread evenly over 290 others; six nodes; statuses
-// as a healthy fleet has them (90 % succeeded, then failed, skipped, timeout, error,
-// abandoned, interrupted, lock_lost); no output tails; UUIDv7 ids as Start makes them; the exit cron saw; no
-// --schedule tick; one try each.
+// ending now (?3 ns): a million runs span 69 days, inside the default retention. Every
+// value is derived from the row number by multiplicative hashes, so the file is the same
+// on every build. Half of the runs belong to 10 busy keys (jobs every minute), the rest
+// spread evenly over 290 others; six nodes; statuses as a healthy fleet has them (90 %
+// succeeded, then failed, skipped, timeout, error, abandoned, interrupted, lock_lost); no
+// output tails; UUIDv7 ids as Start makes them; the exit cron saw; no --schedule tick;
+// one try each.
 const scaleSQL = `
 WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i < ?1 - 1),
 h AS (

@@ -13,6 +13,7 @@ import (
 	"cronlock/history"
 	"cronlock/internal/redistest"
 	"cronlock/runstatus"
+	"cronlock/tty"
 )
 
 // TestHistoryShowStreams: each line of a marked tail carries its stream; a line that
@@ -113,6 +114,7 @@ func TestHistoryShowRunStreams(t *testing.T) {
 // that several ids share exits 2 with one line that says how many, one that none has 1.
 func TestHistoryShortIDs(t *testing.T) {
 	c := newCLI(t, "")
+	c.env = append(c.env, "COLUMNS=") // the test's own must not cut the table
 	s, err := history.Open(filepath.Join(c.dir, "history.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -177,12 +179,20 @@ func TestHistoryShortIDs(t *testing.T) {
 }
 
 // TestHistoryFleetShortIDs: history --fleet shows each run's id start too, unique among
-// the runs it lists, and history show on the host that ran it takes it.
+// the runs it lists, and history show on the host that ran it takes it; its NOTE is cut
+// to fit COLUMNS.
 func TestHistoryFleetShortIDs(t *testing.T) {
 	hosts := newFleet(t, "redis", "vmA", "vmB")
+	for _, h := range hosts {
+		h.env = append(h.env, "COLUMNS=") // the test's own must not cut the table
+	}
 	for i := range 3 {
 		for _, h := range hosts {
-			if code, _, errs := h.run("run", "-k", "fleetids", "--", "true"); code != 0 {
+			args := []string{"run", "-k", "fleetids", "--", "true"}
+			if i == 0 && h == hosts[0] { // a run whose entry has an error: a NOTE to cut
+				args = []string{"run", "-k", "fleetids", "--timeout", "50ms", "--", "sleep", "5"}
+			}
+			if code, _, errs := h.run(args...); code != 0 && code != 124 {
 				t.Fatalf("run %d on %s: exit %d (%s)", i, h.node, code, errs)
 			}
 		}
@@ -216,6 +226,21 @@ func TestHistoryFleetShortIDs(t *testing.T) {
 		}
 		if code, show, errs := h.run("history", "show", cell); code != 0 || !strings.Contains(show, "run:            "+rows[i].ID+"\n") {
 			t.Errorf("history show %s on %s: exit %d (%s)\n%s; want run %s", cell, node, code, errs, show, rows[i].ID)
+		}
+	}
+	if !strings.Contains(out, "--timeout 50ms") {
+		t.Fatalf("history --fleet: no NOTE with the timeout's error:\n%s", out)
+	}
+	width := tty.Width(lines[0]) + 8 // room for 8 columns of NOTE beyond its header
+	cmd := hosts[0].command("history", "--fleet", "--key", "fleetids")
+	cmd.Env = append(cmd.Env, "COLUMNS="+strconv.Itoa(width))
+	cut, err := cmd.Output()
+	if err != nil || !strings.Contains(string(cut), "…") || strings.Contains(string(cut), "--timeout 50ms") {
+		t.Fatalf("history --fleet with COLUMNS=%d: %v; want the NOTE cut:\n%s", width, err, cut)
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(string(cut), "\n"), "\n") {
+		if tty.Width(l) > width {
+			t.Errorf("history --fleet with COLUMNS=%d: a line of %d columns:\n%s", width, tty.Width(l), cut)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package history
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,35 @@ func TestShortIDQueryPlans(t *testing.T) {
 		p := strings.Join(queryPlan(t, s, q), "; ")
 		if !strings.Contains(p, "SEARCH runs USING COVERING INDEX sqlite_autoindex_runs_1") || strings.Contains(p, "TEMP B-TREE") {
 			t.Errorf("%s\nplan: %s\nwant a search of the id index and no sort", q, p)
+		}
+	}
+}
+
+// TestResolveCountsUpToACap: a prefix that a great many ids share is counted only up to
+// ambiguousCap, so that a one-character prefix of a large file costs little.
+func TestResolveCountsUpToACap(t *testing.T) {
+	s, _ := openTemp(t)
+	tx, err := s.db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ambiguousCap + 5 {
+		if _, err := tx.Exec(`INSERT INTO runs (id, key, node, pid, command, status, started_at) VALUES (?, 'k', 'n', 1, x'', 'succeeded', ?)`,
+			fmt.Sprintf("cap-%05d", i), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for prefix, want := range map[string]AmbiguousError{
+		"cap-":    {Prefix: "cap-", Matches: ambiguousCap, More: true},
+		"cap-000": {Prefix: "cap-000", Matches: 100},
+	} {
+		_, err := s.Resolve(prefix)
+		var amb *AmbiguousError
+		if !errors.As(err, &amb) || *amb != want {
+			t.Errorf("Resolve(%q): %v; want %+v", prefix, err, want)
 		}
 	}
 }

@@ -48,7 +48,7 @@ func Pad(s string, w int) string {
 const Ellipsis = "…"
 
 // Truncate returns s cut to at most w columns (by Width), ending in Ellipsis when it was
-// cut; s as it is when it fits. A wide character that would straddle the cut goes whole.
+// cut; s as it is when it fits. A wide character that would straddle the cut is left out.
 // w below 1 gives "".
 func Truncate(s string, w int) string {
 	if Width(s) <= w {

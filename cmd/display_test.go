@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"cronlock/history"
+	"cronlock/internal/proctest"
 	"cronlock/runstatus"
 	"cronlock/tty"
 )
@@ -116,8 +119,10 @@ func TestJSONDurationsRoundAsTablesDo(t *testing.T) {
 }
 
 // TestHistoryFooterSaysOlderRunsExist: the default view shows the newest 20 runs; when
-// more match, a line on stderr says how many and how to see them, so a reader does not
-// take 20 rows for the whole history. Not with --json (scripts), nor when all are shown.
+// more match, a line on stderr says so and how to see them, so a reader does not take 20
+// rows for the whole history. Not with --json (scripts), nor when all are shown, even
+// when exactly as many match as the limit. It does not say how many: counting every
+// matching run would cost a walk of them all, a million on a busy host (BENCHMARKS.md).
 func TestHistoryFooterSaysOlderRunsExist(t *testing.T) {
 	c := newCLI(t, "")
 	s, err := history.Open(filepath.Join(c.dir, "history.db"))
@@ -137,16 +142,19 @@ func TestHistoryFooterSaysOlderRunsExist(t *testing.T) {
 		}
 	}
 	s.Close()
-	const footer = "cronlock: %d of %d runs shown, the newest; --limit 0 shows all, --limit N the newest N\n"
+	const footer = "cronlock: the newest %d runs shown, older ones exist; --limit 0 shows all, --limit N the newest N\n"
 	for _, check := range []struct {
 		args   []string
 		rows   int
 		stderr string
 	}{
-		{[]string{"history"}, 20, fmt.Sprintf(footer, 20, 23)},
-		{[]string{"history", "--key", "many"}, 20, fmt.Sprintf(footer, 20, 21)},
-		{[]string{"history", "--key", "many", "-n", "5"}, 5, fmt.Sprintf(footer, 5, 21)},
+		{[]string{"history"}, 20, fmt.Sprintf(footer, 20)},
+		{[]string{"history", "--key", "many"}, 20, fmt.Sprintf(footer, 20)},
+		{[]string{"history", "--key", "many", "-n", "5"}, 5, fmt.Sprintf(footer, 5)},
+		{[]string{"history", "--key", "many", "-n", "21"}, 21, ""},
 		{[]string{"history", "--key", "other"}, 2, ""},
+		{[]string{"history", "--key", "other", "-n", "2"}, 2, ""},
+		{[]string{"history", "-n", "22"}, 22, fmt.Sprintf(footer, 22)},
 		{[]string{"history", "-n", "23"}, 23, ""},
 		{[]string{"history", "-n", "0"}, 23, ""},
 		{[]string{"history", "--json"}, 20, ""},
@@ -176,5 +184,126 @@ func TestReadmeSpeaksOfTheProjectOnly(t *testing.T) {
 			line := bytes.Count(b[:loc[0]], []byte("\n")) + 1
 			t.Errorf("README.md line %d cites %q, which is not in the repository: say what it says instead", line, b[loc[0]:loc[1]])
 		}
+	}
+}
+
+// TestHistoryTableFitsTerminal: on a terminal, the history table's lines fit its width
+// (TIOCGWINSZ, or COLUMNS before it, as ps does): COMMAND and NOTE are cut with "…",
+// a wide character counting two columns, while the id, the time and the status stay
+// whole; --wide cuts nothing. Through a pipe nothing is cut unless COLUMNS is set.
+func TestHistoryTableFitsTerminal(t *testing.T) {
+	c := newCLI(t, "")
+	c.env = append(c.env, "NO_COLOR=1", "TZ=UTC", "COLUMNS=") // the test's own COLUMNS must not count
+	s, err := history.Open(filepath.Join(c.dir, "history.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now().Add(-time.Hour)
+	long := []string{"/opt/jobs/nightly-export.sh", "--to", "s3://東京-archive/exports/" + strings.Repeat("x", 60), "--verbose"}
+	for i, r := range []history.Run{
+		{Key: "fit", Status: runstatus.Failed, Command: long, Error: "upload failed: " + strings.Repeat("connection reset by peer; ", 4)},
+		{Key: "fit", Status: runstatus.Succeeded, Command: []string{"true"}},
+		{Key: "fit", Status: runstatus.Succeeded, Command: long},
+	} {
+		r.Node, r.ExitCode = "clinode", new(int)
+		r.StartedAt = started.Add(time.Duration(i) * time.Second)
+		r.FinishedAt = r.StartedAt.Add(time.Second)
+		if err := s.Insert(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	whole := tty.Command(long)
+
+	onTerminal := func(cols uint16, env []string, args ...string) []string {
+		t.Helper()
+		m, pts := proctest.OpenPTY(t)
+		if err := unix.IoctlSetWinsize(int(pts.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: cols}); err != nil {
+			t.Fatal(err)
+		}
+		cmd := c.command(append([]string{"history"}, args...)...)
+		cmd.Env = append(cmd.Env, env...)
+		var errb bytes.Buffer
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, pts, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("history %v on a terminal: %v (%s)", args, err, errb.String())
+		}
+		var got []byte
+		buf := make([]byte, 4096)
+		for deadline := time.Now().Add(10 * time.Second); bytes.Count(got, []byte("\n")) < 4 && time.Now().Before(deadline); {
+			m.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+			n, _ := m.Read(buf)
+			got = append(got, buf[:n]...)
+		}
+		return strings.Split(strings.TrimSuffix(strings.ReplaceAll(string(got), "\r\n", "\n"), "\n"), "\n")
+	}
+	throughPipe := func(env []string, args ...string) []string {
+		t.Helper()
+		cmd := c.command(append([]string{"history"}, args...)...)
+		cmd.Env = append(cmd.Env, env...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("history %v through a pipe: %v", args, err)
+		}
+		return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	}
+	fits := func(what string, lines []string, cols int) {
+		t.Helper()
+		if len(lines) != 4 {
+			t.Fatalf("%s: %d lines, want 4:\n%s", what, len(lines), strings.Join(lines, "\n"))
+		}
+		for _, l := range lines {
+			if tty.Width(l) > cols {
+				t.Errorf("%s: a line of %d columns, over %d:\n%s", what, tty.Width(l), cols, strings.Join(lines, "\n"))
+			}
+		}
+		// Newest first: the long command alone, "true", then the long command and note.
+		if !strings.HasSuffix(lines[1], "…") || strings.Count(lines[3], "…") != 2 || !strings.HasSuffix(lines[3], "…") {
+			t.Errorf("%s: COMMAND and NOTE not cut with …:\n%s", what, strings.Join(lines, "\n"))
+		}
+		if !strings.HasSuffix(lines[2], "  true") || !strings.Contains(lines[3], "  failed  ") {
+			t.Errorf("%s: short cells or the status cut:\n%s", what, strings.Join(lines, "\n"))
+		}
+		// The columns after a cut one still line up: NOTE where its header is.
+		if want, got := columnAt(lines[0], regexp.MustCompile("NOTE")), columnAt(lines[3], regexp.MustCompile("upload")); got != want {
+			t.Errorf("%s: NOTE at column %d, its header at %d:\n%s", what, got, want, strings.Join(lines, "\n"))
+		}
+	}
+	uncut := func(what string, lines []string) {
+		t.Helper()
+		if len(lines) != 4 || strings.Contains(strings.Join(lines, "\n"), "…") || !strings.HasSuffix(lines[1], whole) ||
+			!strings.HasSuffix(lines[3], strings.Repeat("connection reset by peer; ", 3)+"connection reset by peer;") {
+			t.Errorf("%s: want every cell whole:\n%s", what, strings.Join(lines, "\n"))
+		}
+	}
+
+	fits("a terminal of 120 columns", onTerminal(120, nil), 120)
+	fits("COLUMNS=112 on a terminal of 200", onTerminal(200, []string{"COLUMNS=112"}), 112)
+	uncut("--wide on a terminal of 120 columns", onTerminal(120, nil, "--wide"))
+	uncut("a pipe", throughPipe(nil))
+	fits("COLUMNS=110 through a pipe", throughPipe([]string{"COLUMNS=110"}), 110)
+	uncut("--wide with COLUMNS=110", throughPipe([]string{"COLUMNS=110"}, "--wide"))
+}
+
+// TestReadmeShowExampleIsInTheTable: the README's `history show` example names a run by
+// an ID that its `history` example table shows, and shows that run.
+func TestReadmeShowExampleIsInTheTable(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?s)\n    \$ cronlock history +(?:#[^\n]*)?\n(    ID .*?)\n\n    \$ cronlock history show (\S+)\n    run: +(\S+)\n    key: +(\S+)\n`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("README: no `cronlock history` example table followed by a `cronlock history show` example")
+	}
+	id, full, key := string(m[2]), string(m[3]), string(m[4])
+	var row string
+	for _, l := range strings.Split(string(m[1]), "\n")[1:] {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == id {
+			row = l
+		}
+	}
+	if row == "" || !strings.HasPrefix(full, id) || !strings.Contains(row, " "+key+" ") {
+		t.Errorf("README: `history show %s` shows run %s of %s, but the table above has no such ID in its first column (row %q)", id, full, key, row)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"cronlock/history"
 	"cronlock/logline"
 	"cronlock/runstatus"
+	"cronlock/table"
 	"cronlock/tty"
 )
 
@@ -32,6 +33,7 @@ type historyOptions struct {
 	JSON  bool           // one JSON object per line, fields as README "History" lists them
 	UTC   bool           // table times in UTC instead of local time
 	Color bool           // colour statuses (only for a terminal without NO_COLOR)
+	Width int            // cut COMMAND and NOTE so that table lines fit this many columns; 0 = never
 	Loc   *time.Location // local zone of the table; nil = time.Local
 
 	LogFormat      string // of cronlock's own lines on stderr (--log-format); "" = text
@@ -44,7 +46,7 @@ var historyTwins = twins("history")
 func newHistoryCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &historyOptions{Limit: 20, Stdout: stdout, Stderr: stderr}
 	var flagPath, since, until string
-	var fleet bool
+	var fleet, wide bool
 	bo := &backendOptions{}
 	c := &cobra.Command{
 		Use:   "history [flags]",
@@ -56,7 +58,14 @@ per line with id, key, node, pid, command, status, exit_code, signal, started_at
 finished_at (RFC 3339, UTC), duration_ms, error, holder, fencing_token, backend, exit,
 attempt (how many times the run asked for the lock) and scheduled_for (the --schedule
 tick, RFC 3339 UTC, null without one). The newest 20 runs are shown unless
---limit says otherwise; when more match, a line on stderr says how many.
+--limit says otherwise; when older ones match too, a line on stderr says so.
+
+The ID column is the shortest start of each run id (7 characters or more) that no other
+run in the file shares: history show takes it, or any longer part of the id.
+
+On a terminal, COMMAND and NOTE are cut with "…" so that each line fits its width
+(COLUMNS when set, else the terminal's own); --wide shows them whole. Through a pipe
+or into a file nothing is cut unless COLUMNS is set, as ps does.
 
 EXIT (exit in JSON) is the code cronlock returned, what cron saw: the job's own, 124 for
 a timeout, 127 for a missing command, the conflict code for a skip. exit_code is the
@@ -74,6 +83,9 @@ claimed tick whose lock expired without an entry shows as abandoned, a run still
 the lock as running.`,
 		Args: subcommandArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			if !wide {
+				o.Width = tableWidth(stdout)
+			}
 			if fleet {
 				return historyFleetCmd(c, o, bo, since, until)
 			}
@@ -112,6 +124,7 @@ the lock as running.`,
 	f.StringVar(&since, "since", "", "only runs started at or after this time or this long ago (2025-06-01, 7d, 36h)")
 	f.StringVar(&until, "until", "", "only runs started before this time or this long ago")
 	f.BoolVar(&fleet, "fleet", false, "every host's runs, from the fleet's record in Redis or etcd")
+	f.BoolVar(&wide, "wide", false, "never cut COMMAND or NOTE to fit the terminal")
 	bo.addFlags(f)
 	c.AddCommand(newHistoryShowCmd(stdout))
 	c.AddCommand(newHistoryStatsCmd(stdout, stderr))
@@ -189,10 +202,19 @@ func historyRun(o *historyOptions) error {
 		return err
 	}
 	defer s.Close()
-	runs, err := s.List(history.Filter{Key: o.Key, Status: o.Status, Node: o.Node, Limit: o.Limit,
-		Since: o.Since, Until: o.Until})
+	f := history.Filter{Key: o.Key, Status: o.Status, Node: o.Node, Limit: o.Limit, Since: o.Since, Until: o.Until}
+	if o.Limit > 0 {
+		// One more than shown says whether older runs exist; counting them all would
+		// cost a walk of every matching row, a million on a busy host.
+		f.Limit++
+	}
+	runs, err := s.List(f)
 	if err != nil {
 		return exitf(ExitFailed, "%v", err)
+	}
+	older := o.Limit > 0 && len(runs) > o.Limit
+	if older {
+		runs = runs[:o.Limit]
 	}
 	if len(runs) == 0 {
 		if o.Key == "" && o.Status == "" && o.Node == "" && o.Since.IsZero() && o.Until.IsZero() {
@@ -203,19 +225,31 @@ func historyRun(o *historyOptions) error {
 	if o.JSON {
 		return writeHistoryJSON(o.Stdout, runs)
 	}
-	if err := writeHistoryTable(o, runs); err != nil {
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	short, err := s.ShortIDs(ids)
+	if err != nil {
+		return exitf(ExitFailed, "%v", err)
+	}
+	if err := writeHistoryTable(o, runs, short); err != nil {
 		return err
 	}
 	// The default view is the newest 20: say when there are older ones, or a reader
 	// takes the table for the whole history. On stderr, so that a script reading the
-	// table gets rows only; the count is paid only when the limit was reached.
-	if o.Limit > 0 && len(runs) == o.Limit {
-		total, err := s.Count(history.Filter{Key: o.Key, Status: o.Status, Node: o.Node, Since: o.Since, Until: o.Until})
-		if err == nil && total > len(runs) {
-			fmt.Fprintf(o.Stderr, "cronlock: %d of %d runs shown, the newest; --limit 0 shows all, --limit N the newest N\n", len(runs), total)
-		}
+	// table gets rows only.
+	if older {
+		fmt.Fprintf(o.Stderr, "cronlock: the newest %d runs shown, older ones exist; --limit 0 shows all, --limit N the newest N\n", len(runs))
 	}
 	return nil
+}
+
+// tableWidth is the width a table on w should fit (tty.Columns): COLUMNS, else the
+// terminal's; 0 (no limit) for a pipe or a file.
+func tableWidth(w io.Writer) int {
+	f, _ := w.(*os.File)
+	return tty.Columns(f)
 }
 
 // noRuns says there is nothing to list: on stdout for people, on stderr with --json so
@@ -259,10 +293,10 @@ var statusColors = func() map[string]color.Attribute {
 // writeHistoryTable prints runs for people. Every string that comes from a job or a
 // machine is escaped, so that a job cannot drive the reader's terminal. Columns are
 // padded by hand because colour codes would confuse text/tabwriter's widths.
-func writeHistoryTable(o *historyOptions, runs []history.Run) error {
+func writeHistoryTable(o *historyOptions, runs []history.Run, short map[string]string) error {
 	loc := displayZone(o.Loc, o.UTC)
-	header := []string{"STARTED", "KEY", "NODE", "STATUS", "EXIT", "DURATION", "COMMAND", "NOTE"}
-	const statusCol = 3
+	header := []string{"ID", "STARTED", "KEY", "NODE", "STATUS", "EXIT", "DURATION", "COMMAND", "NOTE"}
+	const statusCol, commandCol, noteCol = 4, 7, 8
 	rows := [][]string{header}
 	for _, r := range runs {
 		// What cron saw; rows from before it was recorded fall back to the child's exit.
@@ -282,8 +316,12 @@ func writeHistoryTable(o *historyOptions, runs []history.Run) error {
 		if r.Try > 1 && r.Status != runstatus.Retried { // a retried try's error names its try
 			note = strings.TrimSuffix("try "+strconv.Itoa(r.Try)+"; "+note, "; ")
 		}
+		id := short[r.ID]
+		if id == "" {
+			id = r.ID
+		}
 		rows = append(rows, []string{
-			r.StartedAt.In(loc).Format("2006-01-02 15:04:05 MST"),
+			tty.Escape(id), r.StartedAt.In(loc).Format("2006-01-02 15:04:05 MST"),
 			tty.Escape(r.Key), tty.Escape(r.Node), tty.Escape(r.Status), tty.Escape(exit),
 			formatDuration(r), tty.Command(r.Command), tty.Escape(note),
 		})
@@ -298,7 +336,7 @@ func writeHistoryTable(o *historyOptions, runs []history.Run) error {
 		}
 		return cell
 	}
-	_, err := io.WriteString(o.Stdout, formatTable(rows, nil, paint))
+	_, err := io.WriteString(o.Stdout, table.Format(rows, table.Options{Paint: paint, Width: o.Width, Cut: []int{commandCol, noteCol}}))
 	return err
 }
 

@@ -14,6 +14,7 @@ import (
 	"cronlock/history"
 	"cronlock/lockrun"
 	"cronlock/schedule"
+	"cronlock/table"
 	"cronlock/tty"
 )
 
@@ -211,11 +212,21 @@ func writeFleetJSON(w io.Writer, es []lockrun.FleetEntry) error {
 }
 
 // writeFleetTable prints the entries for people; every string from the record is escaped.
+// The ID column is the shortest start of each run id that no other entry listed shares:
+// the record cannot be searched by a prefix, so it is unique among these runs, and
+// `history show` on the run's node takes it (or more of the id, should that host's file
+// hold another run that starts the same).
 func writeFleetTable(o *historyOptions, es []lockrun.FleetEntry) error {
 	loc := displayZone(o.Loc, o.UTC)
-	header := []string{"STARTED", "KEY", "NODE", "STATUS", "EXIT", "DURATION", "TICK", "NOTE"}
+	header := []string{"ID", "STARTED", "KEY", "NODE", "STATUS", "EXIT", "DURATION", "TICK", "NOTE"}
+	const noteCol = 8
 	rows := [][]string{header}
-	for _, e := range es {
+	ids := make([]string, len(es))
+	for i, e := range es {
+		ids[i] = e.RunID
+	}
+	short := history.ShortIDsAmong(ids)
+	for i, e := range es {
 		exit := "-"
 		if e.Exit != nil {
 			exit = strconv.Itoa(*e.Exit)
@@ -252,13 +263,17 @@ func writeFleetTable(o *historyOptions, es []lockrun.FleetEntry) error {
 		if e.Error != "" {
 			note = append(note, e.Error)
 		}
+		id := "-" // an entry of ticks nobody claimed is no run
+		if e.RunID != "" {
+			id = tty.Escape(short[i])
+		}
 		rows = append(rows, []string{
-			e.Started().In(loc).Format("2006-01-02 15:04:05 MST"),
+			id, e.Started().In(loc).Format("2006-01-02 15:04:05 MST"),
 			tty.Escape(e.Key), tty.Escape(e.Node), tty.Escape(e.Status), exit, dur, tick,
 			tty.Escape(strings.Join(note, "; ")),
 		})
 	}
-	_, err := io.WriteString(o.Stdout, formatTable(rows, nil, nil))
+	_, err := io.WriteString(o.Stdout, table.Format(rows, table.Options{Width: o.Width, Cut: []int{noteCol}}))
 	return err
 }
 

@@ -33,8 +33,14 @@ func newHistoryShowCmd(stdout io.Writer) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "show RUN_ID",
 		Short: "Show one run in full, with its captured output",
+		Long: `Show one run in full, with its captured output.
+
+RUN_ID is a run's id, or the start of one: the ID column of cronlock history shows the
+shortest start that names one run. Exit status: 0 shown, 1 no run has that id (or an id
+that starts so), 2 the start is ambiguous (several runs' ids start so; the line says how
+many), 125 the history could not be read.`,
 		Args: func(c *cobra.Command, args []string) error {
-			if len(args) != 1 {
+			if len(args) != 1 || args[0] == "" {
 				return &usageError{errors.New("give one run id, as `cronlock history` or $CRONLOCK_RUN_ID shows it")}
 			}
 			return nil
@@ -60,6 +66,10 @@ func newHistoryShowCmd(stdout io.Writer) *cobra.Command {
 // ExitNoSuchRun is the exit code of `history show` for a run id the history does not hold.
 const ExitNoSuchRun = 1
 
+// ExitAmbiguousRun is the exit code of `history show` for the start of a run id that
+// several runs' ids start with.
+const ExitAmbiguousRun = 2
+
 // historyShowRun prints every field of one run, then its output tail. Everything that
 // comes from a job or a machine is escaped; the output keeps its lines.
 func historyShowRun(o *historyShowOptions) error {
@@ -77,7 +87,20 @@ func historyShowRun(o *historyShowOptions) error {
 	if !st.ReadOnly() {
 		_, _ = st.AddLive()
 	}
-	r, err := st.Get(o.ID)
+	id, err := st.Resolve(o.ID)
+	var amb *history.AmbiguousError
+	if errors.As(err, &amb) {
+		many := strconv.Itoa(amb.Matches)
+		if amb.More {
+			many = "more than " + many
+		}
+		return exitf(ExitAmbiguousRun, "run id prefix %s matches %s runs in %s; give more of the id (the ID column of cronlock history names one run each)",
+			tty.Escape(o.ID), many, tty.Escape(o.Path))
+	}
+	var r history.Run
+	if err == nil {
+		r, err = st.Get(id)
+	}
 	if errors.Is(err, history.ErrNotFound) {
 		return exitf(ExitNoSuchRun, "no run %s in %s (cronlock history lists the ids)", tty.Escape(o.ID), tty.Escape(o.Path))
 	}

@@ -55,6 +55,50 @@ func BenchmarkScale(b *testing.B) {
 					}
 				}
 			})
+			// The default `history` view: the newest 20 and one more, which says whether
+			// older runs exist without counting them; then the table's short ids.
+			newest, err := s.List(Filter{Limit: 21})
+			if err != nil || len(newest) != 21 {
+				b.Fatalf("%d runs, %v", len(newest), err)
+			}
+			ids := make([]string, 20)
+			for i := range ids {
+				ids[i] = newest[i].ID
+			}
+			b.Run("short-ids", func(b *testing.B) {
+				defer cpuPerOp(b)()
+				for i := 0; i < b.N; i++ {
+					if short, err := s.ShortIDs(ids); err != nil || len(short) != len(ids) {
+						b.Fatalf("%d short ids, %v", len(short), err)
+					}
+				}
+			})
+			b.Run("resolve", func(b *testing.B) {
+				short, err := s.ShortIDs(ids[:1])
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer cpuPerOp(b)()
+				for i := 0; i < b.N; i++ {
+					if id, err := s.Resolve(short[ids[0]]); err != nil || id != ids[0] {
+						b.Fatalf("resolve %s: %s, %v", short[ids[0]], id, err)
+					}
+				}
+			})
+			// What the default view cost before: the newest 20, then a count of every
+			// row, to say "20 of N runs shown".
+			b.Run("list-count", func(b *testing.B) {
+				defer cpuPerOp(b)()
+				for i := 0; i < b.N; i++ {
+					var n int
+					if err := s.db.QueryRow(`SELECT count(*) FROM runs`).Scan(&n); err != nil || n < 1000 {
+						b.Fatalf("count %d, %v", n, err)
+					}
+					if runs, err := s.List(Filter{Limit: 20}); err != nil || len(runs) != 20 {
+						b.Fatalf("%d runs, %v", len(runs), err)
+					}
+				}
+			})
 			b.Run("start-finish", func(b *testing.B) {
 				cpu := cpuPerOp(b)
 				for i := 0; i < b.N; i++ {
@@ -270,11 +314,13 @@ func scaleDir() (string, error) {
 }
 
 // scaleSQL inserts ?1 runs in one statement, oldest first, one every scaleEra (?2 ns)
-// ending now (?3 ns): a million runs span 69 days, inside the default retention. Every value is derived from the row number by multiplicative
-// hashes, so the file is the same on every build. Half of the runs belong to 10 busy keys
-// (jobs every minute), the rest spread evenly over 290 others; six nodes; statuses
-// as a healthy fleet has them (90 % succeeded, then failed, skipped, timeout, error,
-// abandoned, interrupted, lock_lost); no output tails; UUIDv7 ids as Start makes them.
+// ending now (?3 ns): a million runs span 69 days, inside the default retention. Every
+// value is derived from the row number by multiplicative hashes, so the file is the same
+// on every build. Half of the runs belong to 10 busy keys (jobs every minute), the rest
+// spread evenly over 290 others; six nodes; statuses as a healthy fleet has them (90 %
+// succeeded, then failed, skipped, timeout, error, abandoned, interrupted, lock_lost); no
+// output tails; UUIDv7 ids as Start makes them; the exit cron saw; no --schedule tick;
+// one try each.
 const scaleSQL = `
 WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i < ?1 - 1),
 h AS (
@@ -320,7 +366,12 @@ SELECT
 	'redis 10.0.0.5:6379/0',
 	CASE WHEN s % 50 = 7 THEN 2 ELSE 1 END,
 	CAST(printf('boot-of-node-%03d', nd) AS BLOB),
-	100000 + x % 90000000
+	100000 + x % 90000000,
+	CASE status WHEN 'succeeded' THEN 0 WHEN 'failed' THEN 1 + x % 3 WHEN 'skipped' THEN 0 WHEN 'timeout' THEN 124
+		WHEN 'interrupted' THEN 143 WHEN 'abandoned' THEN NULL ELSE 125 END,
+	NULL,
+	NULL,
+	1
 FROM r`
 
 // buildScaleFile creates a current history file at path holding n runs, in one

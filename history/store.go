@@ -275,17 +275,6 @@ func (s *Store) List(f Filter) ([]Run, error) {
 	return out, nil
 }
 
-// Count returns how many runs match f, whatever its Limit: how many a limited List
-// left out.
-func (s *Store) Count(f Filter) (int, error) {
-	where, args := f.where()
-	var n int
-	if err := s.db.QueryRow(`SELECT count(*) FROM runs`+where, args...).Scan(&n); err != nil {
-		return 0, describe(s.path, fmt.Errorf("count runs: %w", err))
-	}
-	return n, nil
-}
-
 // where is the WHERE clause of f ("" for none) and its arguments; Limit is not in it.
 func (f Filter) where() (string, []any) {
 	var where []string

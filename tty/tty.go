@@ -1,8 +1,10 @@
 // Package tty is what cronlock knows of terminals: whether a file is one (colours,
 // notices of skipped runs and the default --capture are decided by it), whether cronlock
 // is in a terminal's foreground process group (only then may a job take the terminal
-// over), and how to make text from a job or another host safe to print on one (Escape,
-// and Command for an argv, shell-quoted). It changes no terminal setting itself.
+// over), how wide a table printed on one may be (Columns) and how many columns text takes
+// there (Width, Truncate), and how to make text from a job or another host safe to print
+// on one (Escape, and Command for an argv, shell-quoted). It changes no terminal setting
+// itself.
 package tty
 
 import (

@@ -43,3 +43,27 @@ func runeWidth(r rune) int {
 func Pad(s string, w int) string {
 	return s + strings.Repeat(" ", max(w-Width(s), 0))
 }
+
+// Ellipsis ends text that Truncate cut.
+const Ellipsis = "…"
+
+// Truncate returns s cut to at most w columns (by Width), ending in Ellipsis when it was
+// cut; s as it is when it fits. A wide character that would straddle the cut is left out.
+// w below 1 gives "".
+func Truncate(s string, w int) string {
+	if Width(s) <= w {
+		return s
+	}
+	if w < 1 {
+		return ""
+	}
+	n := 0
+	for i, r := range s {
+		rw := runeWidth(r)
+		if n+rw > w-1 {
+			return s[:i] + Ellipsis
+		}
+		n += rw
+	}
+	return s + Ellipsis // not reached: Width(s) > w
+}

@@ -1,6 +1,9 @@
 package tty
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 func TestWidth(t *testing.T) {
 	for _, c := range []struct {
@@ -42,5 +45,47 @@ func TestPad(t *testing.T) {
 		if got := Pad(c.in, c.w); got != c.want {
 			t.Errorf("Pad(%q, %d) = %q, want %q", c.in, c.w, got, c.want)
 		}
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		w    int
+		want string
+	}{
+		{"abcdef", 6, "abcdef"},
+		{"abcdef", 5, "abcd…"},
+		{"abcdef", 1, "…"},
+		{"abcdef", 0, ""},
+		{"東京都", 5, "東京…"},
+		{"東京都", 4, "東…"}, // 京 would straddle the cut
+		{"Ame\u0301lie!", 5, "Ame\u0301l…"},
+		{"", 3, ""},
+	} {
+		got := Truncate(c.s, c.w)
+		if got != c.want || Width(got) > max(c.w, 0) {
+			t.Errorf("Truncate(%q, %d) = %q (%d columns), want %q", c.s, c.w, got, Width(got), c.want)
+		}
+	}
+}
+
+// TestColumnsFromEnvironment: COLUMNS wins over everything, whatever the file; a file
+// that is no terminal has no width without it.
+func TestColumnsFromEnvironment(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for env, want := range map[string]int{"": 0, "100": 100, " 90 ": 90, "0": 0, "-3": 0, "wide": 0} {
+		t.Setenv("COLUMNS", env)
+		if got := Columns(f); got != want {
+			t.Errorf("COLUMNS=%q on a file: %d, want %d", env, got, want)
+		}
+	}
+	t.Setenv("COLUMNS", "77")
+	if got := Columns(nil); got != 77 {
+		t.Errorf("COLUMNS=77, no file: %d", got)
 	}
 }

@@ -80,10 +80,14 @@ func newCLI(t *testing.T, redisURL string) *cli {
 // inheritedEnv is the test's environment for cronlock: without the CRONLOCK_ variables
 // that are the go test run's own knobs (CRONLOCK_TORTURE, CRONLOCK_BENCH_HA…), which
 // cronlock refuses as unknown, and without a developer's own settings; the test hooks'
-// CRONLOCK_TEST_ variables stay.
+// CRONLOCK_TEST_ variables stay. COLUMNS goes too: a terminal's width would cut the
+// tables that tests read.
 func inheritedEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "COLUMNS=") {
+			continue
+		}
 		if !strings.HasPrefix(kv, "CRONLOCK_") || strings.HasPrefix(kv, "CRONLOCK_TEST_") {
 			env = append(env, kv)
 		}

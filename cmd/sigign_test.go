@@ -9,7 +9,7 @@ import (
 )
 
 // TestIgnoredSignalsStayIgnored: signals that cronlock's parent ignored (a shell's
-// `trap ”`, as nohup, a non-interactive shell's `cmd &` or cron leave them) are ignored
+// `trap "" SIG`, as nohup, a non-interactive shell's `cmd &` or cron leave them) are ignored
 // in the job too, whichever of them Go's runtime would have replaced with its own handler;
 // the others reach the job with their default action.
 func TestIgnoredSignalsStayIgnored(t *testing.T) {

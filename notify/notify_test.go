@@ -117,7 +117,11 @@ func TestErrorsKeepURLSecret(t *testing.T) {
 	p.dial = func(context.Context, string, string) (net.Conn, error) {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "hc.example.internal"}}
 	}
-	errs = append(errs, p.Finish(context.Background(), 0, false, nil))
+	dnsErr := p.Finish(context.Background(), 0, false, nil)
+	if dnsErr == nil || !strings.Contains(dnsErr.Error(), "could not be resolved") {
+		t.Errorf("DNS failure: %v", dnsErr)
+	}
+	errs = append(errs, dnsErr)
 	errs = append(errs, p.cause(context.Background(), errors.New("x509: certificate is valid for a.example, not hc.example.internal")))
 	for _, e := range errs {
 		if e == nil {

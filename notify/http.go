@@ -77,6 +77,10 @@ func (p *Pinger) client() *http.Client {
 // through.
 func (p *Pinger) proxyFor(req *http.Request) (*url.URL, error) {
 	pu, err := p.proxy(req)
+	if err != nil {
+		// Its text quotes the proxy setting, which may hold a password.
+		return nil, errBadProxy
+	}
 	if pu != nil {
 		p.mu.Lock()
 		p.via = pu.Host
@@ -125,10 +129,13 @@ func retryable(err error) bool {
 	}
 	var ce *tls.CertificateVerificationError
 	var he tls.RecordHeaderError
-	return !errors.As(err, &ce) && !errors.As(err, &he) && !errors.Is(err, errTooManyRedirects)
+	return !errors.As(err, &ce) && !errors.As(err, &he) && !errors.Is(err, errTooManyRedirects) && !errors.Is(err, errBadProxy)
 }
 
-var errTooManyRedirects = errors.New("more than 10 redirects")
+var (
+	errTooManyRedirects = errors.New("more than 10 redirects")
+	errBadProxy         = errors.New("HTTPS_PROXY or HTTP_PROXY is not a proxy URL (http://host:port)")
+)
 
 func (p *Pinger) do(ctx context.Context, what string, body []byte) error {
 	method := http.MethodGet

@@ -43,9 +43,10 @@ const (
 	maxTries   = 4
 )
 
-// maxBodyLimit caps a server's Ping-Body-Limit: the body is the captured output, already
-// bounded by --capture, and a server's header must not make cronlock send megabytes.
-const maxBodyLimit = 10 << 20
+// maxBodyLimit caps a server's Ping-Body-Limit (healthchecks.io says 100 kB): the body is
+// the captured output, bounded by --capture, and a server's header must not make every
+// failing run send megabytes.
+const maxBodyLimit = 1 << 20
 
 // client makes the pinger's HTTP client: the standard library's, so that HTTPS_PROXY,
 // HTTP_PROXY and NO_PROXY are honoured, redirects followed (ten at most) and TLS is Go's.

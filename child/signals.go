@@ -9,10 +9,20 @@ import (
 )
 
 // forwarded are the signals cronlock relays to the job's process group.
-var forwarded = []os.Signal{
+var forwarded = []syscall.Signal{
 	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
 	syscall.SIGUSR1, syscall.SIGUSR2,
 }
+
+// keptIgnored are the signals besides the forwarded ones whose inherited SIG_IGN the job
+// keeps (the runtime would otherwise hand it their default action). SIGCHLD is not among
+// them: cronlock reaps the job, and SIGURG and SIGPROF belong to the runtime.
+var keptIgnored = []syscall.Signal{
+	syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM,
+}
+
+// wasIgnored reports whether sig was ignored when cronlock started.
+func wasIgnored(sig syscall.Signal) bool { return signal.Ignored(sig) || ignoredAtExec(sig) }
 
 // Signals is cronlock's signal handling, registered once for the life of the process
 // (signal.Notify and signal.Stop are costly, and a signal that arrives between a Stop and a
@@ -40,18 +50,25 @@ type Signals struct {
 // SIGPIPE is caught (not ignored, which the child would inherit) so that a write to a closed
 // stdout or stderr fails with EPIPE instead of killing cronlock: the run must go on.
 //
-// Go's runtime keeps SIG_IGN only for SIGHUP and SIGINT; a SIGTERM, SIGQUIT, SIGUSR1 or
-// SIGUSR2 ignored by cronlock's parent cannot be told apart once the runtime has started,
-// so those are always caught and forwarded.
+// A signal that was ignored when cronlock started (nohup, a shell's `cmd &`, cron) is set
+// back to SIG_IGN and neither caught nor forwarded: the job inherits SIG_IGN, as it would
+// without cronlock. Go's runtime replaces most inherited ignores with its own handler at
+// start-up (ignoredAtExec), and a caught signal is reset to the default in the child.
 func NotifySignals() *Signals {
 	s := newSignals(make(chan os.Signal, 16))
 	for _, sg := range forwarded {
-		if signal.Ignored(sg) {
+		if wasIgnored(sg) {
+			signal.Ignore(sg)
 			continue
 		}
 		signal.Notify(s.c, sg)
 	}
-	if !signal.Ignored(syscall.SIGPIPE) {
+	for _, sg := range keptIgnored {
+		if wasIgnored(sg) {
+			signal.Ignore(sg)
+		}
+	}
+	if !wasIgnored(syscall.SIGPIPE) {
 		signal.Notify(s.pipe, syscall.SIGPIPE)
 	}
 	setSubreaper()
@@ -62,7 +79,7 @@ func NotifySignals() *Signals {
 // signals without sending real ones to the test process.
 func newSignals(c chan os.Signal) *Signals {
 	s := &Signals{C: c, c: c, chld: make(chan os.Signal, 1), pipe: make(chan os.Signal, 1),
-		tstpIgnored: signal.Ignored(syscall.SIGTSTP)}
+		tstpIgnored: wasIgnored(syscall.SIGTSTP)}
 	signal.Notify(s.chld, syscall.SIGCHLD)
 	return s
 }

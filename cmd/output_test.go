@@ -78,8 +78,10 @@ func TestOutputOnFailureFailingJobPrintsEveryByte(t *testing.T) {
 	c := newCLI(t, "")
 	job, want := interleaved(3000, 3)
 	code, got := runShared(t, c, append([]string{"run", "-k", "loud", "--output", "on-failure", "--"}, job...)...)
-	if code != 3 || !bytes.Equal(got, want) {
-		t.Fatalf("shared pipe: exit %d, got %s, want %s", code, sum(got), sum(want))
+	// Then cronlock's line about the run (TestOutputEndLine).
+	got, line := cutEndLine(got)
+	if code != 3 || !bytes.Equal(got, want) || !strings.HasPrefix(line, "cronlock: loud: failed, exit 3, 1 try, ") {
+		t.Fatalf("shared pipe: exit %d, got %s, want %s, then cronlock's line (got %q)", code, sum(got), sum(want), line)
 	}
 
 	c.env = append(c.env, "CRONLOCK_OUTPUT=on-failure")
@@ -95,9 +97,10 @@ func TestOutputOnFailureFailingJobPrintsEveryByte(t *testing.T) {
 			wantOut.WriteString(line)
 		}
 	}
-	if code != 3 || !bytes.Equal(out.Bytes(), wantOut.Bytes()) || !bytes.Equal(errb.Bytes(), wantErr.Bytes()) {
+	gotErr, line := cutEndLine(errb.Bytes())
+	if code != 3 || !bytes.Equal(out.Bytes(), wantOut.Bytes()) || !bytes.Equal(gotErr, wantErr.Bytes()) || line == "" {
 		t.Fatalf("two pipes: exit %d, stdout %s (want %s), stderr %s (want %s)", code,
-			sum(out.Bytes()), sum(wantOut.Bytes()), sum(errb.Bytes()), sum(wantErr.Bytes()))
+			sum(out.Bytes()), sum(wantOut.Bytes()), sum(gotErr), sum(wantErr.Bytes()))
 	}
 }
 
@@ -213,7 +216,7 @@ func TestOutputOnFailureMax(t *testing.T) {
 	if b[499] != '\n' {
 		want = string(b[:500]) + "\n" + want[500:]
 	}
-	if code != 2 || out != want || stderr != "" {
+	if code != 2 || out != want || !strings.HasPrefix(stderr, "cronlock: max: failed, exit 2, 1 try, ") || strings.Count(stderr, "\n") != 1 {
 		t.Fatalf("exit %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, out, want)
 	}
 }

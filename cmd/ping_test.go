@@ -208,7 +208,7 @@ func TestPingJSONAndVerbose(t *testing.T) {
 }
 
 // TestPingKeyRule: set for a machine (environment, config file) the URL must hold {key};
-// on the command line it need not. {key} is the path-escaped key, and a URL that is not
+// on the command line it need not. {key} is the key as a slug, and a URL that is not
 // http(s) is refused with a line that does not quote it.
 func TestPingKeyRule(t *testing.T) {
 	c := newCLI(t, "")
@@ -248,8 +248,8 @@ func TestPingKeyRule(t *testing.T) {
 		t.Fatalf("{key} from the config file: exit %d, %s", code, errs)
 	}
 	hc.mu.Lock()
-	if len(hc.pings) != 2 || hc.pings[1].Path != "/"+pingSecret+"/team/db@night" {
-		t.Errorf("pings %+v; want the key in the path", hc.pings)
+	if len(hc.pings) != 2 || hc.pings[1].Path != "/"+pingSecret+"/team-db-night" {
+		t.Errorf("pings %+v; want the key as a slug in the path", hc.pings)
 	}
 	hc.mu.Unlock()
 

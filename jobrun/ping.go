@@ -3,7 +3,6 @@ package jobrun
 import (
 	"context"
 
-	"cronlock/history"
 	"cronlock/notify"
 	"cronlock/runstatus"
 )
@@ -17,6 +16,7 @@ func (r *runner) pinger() *notify.Pinger {
 	if r.ping == nil {
 		r.ping = notify.New(r.o.Ping, r.runID)
 		r.ping.Deadline = pingDeadline
+		r.ping.UserAgent = "cronlock/" + r.o.Version
 	}
 	return r.ping
 }
@@ -48,25 +48,34 @@ func (r *runner) pingEnd(code int) {
 	if st == runstatus.Missed {
 		exit = 0
 	}
-	err := r.pinger().Finish(context.Background(), exit, st != runstatus.Succeeded, pingBody(r.row))
+	err := r.pinger().Finish(context.Background(), exit, st != runstatus.Succeeded, r.pingBody())
 	if err != nil && !o.Quiet && r.shouldWarn("ping", o.Key, err) {
 		r.infof("warning: ping to the --ping URL failed: %v; the run's outcome and exit code are unchanged%s", err, r.repeatNote())
 	}
 }
 
 // pingBody is what a failure ping carries: the end of the output, then cronlock's own
-// line about the run, which is all a run that never started its job has to say.
-func pingBody(row *history.Run) []byte {
+// line about the run (endLine; a run that never started its job has only its error),
+// on a line of its own. The pinger cuts it to what the server takes.
+func (r *runner) pingBody() []byte {
+	row := r.row
 	if row.Status == runstatus.Succeeded {
 		return nil
 	}
-	body := notify.Tail(row.Output)
-	if row.Error != "" {
-		line := "cronlock: " + row.Error + "\n"
-		if len(body) > 0 && body[len(body)-1] != '\n' {
-			line = "\n" + line
-		}
-		body = append(append([]byte(nil), body...), line...)
+	line := r.pingLine
+	if line == "" {
+		line = row.Error
 	}
-	return notify.Tail(body)
+	body := append([]byte(nil), notify.TailN(row.Output, maxPingBody)...)
+	if line != "" {
+		if len(body) > 0 && body[len(body)-1] != '\n' {
+			body = append(body, '\n')
+		}
+		body = append(append(body, "cronlock: "...), line...)
+		body = append(body, '\n')
+	}
+	return body
 }
+
+// maxPingBody bounds the body before the pinger cuts it to the server's limit.
+const maxPingBody = 10 << 20

@@ -147,6 +147,7 @@ type runner struct {
 	// still held then (a later time could overlap the next holder's claim: DUPLICATE).
 	releaseAt time.Time
 	ping      *notify.Pinger
+	pingLine  string // cronlock's line at the end of a failure ping's body (endLine)
 }
 
 func (r *runner) run() int {
@@ -274,13 +275,8 @@ func (r *runner) run() int {
 		r.row.FinishedAt = wallNow()
 	}
 	r.row.Error = out.Message
-	if out.Message != "" {
-		if out.Warning {
-			r.infof("%s", out.Message)
-		} else {
-			r.errorf("%s", out.Message)
-		}
-	}
+	r.pingLine = r.endLine(out, true)
+	r.sayEnd(out, r.endLine(out, spool != nil), res)
 	// The row is written while the lock is being released (usually all of the output is
 	// through at once): the release is what a waiting host is held up by, and a failed
 	// release changes neither status nor exit code.

@@ -1,13 +1,15 @@
 package notify
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -15,15 +17,8 @@ import (
 	"time"
 )
 
-// netConn is what the client needs of a connection; tests dial in-memory pipes.
-type netConn = net.Conn
-
-func dialTCP(ctx context.Context, network, addr string) (net.Conn, error) {
-	var d net.Dialer
-	return d.DialContext(ctx, network, addr)
-}
-
-// StatusError is a ping the server answered with a status other than 2xx.
+// StatusError is a ping the server answered with a status other than 2xx (after the
+// redirects, which are followed).
 type StatusError struct{ Code int }
 
 func (e *StatusError) Error() string {
@@ -34,119 +29,184 @@ func (e *StatusError) Error() string {
 	case e.Code == 409:
 		hint = " (the slug names more than one check)"
 	case e.Code >= 300 && e.Code < 400:
-		hint = " (redirects are not followed: give the URL it redirects to)"
+		hint = " (a redirect with nowhere to go: give the URL it redirects to)"
 	}
 	return fmt.Sprintf("the server answered HTTP %d%s", e.Code, hint)
 }
 
-// send makes one request and returns nil for a 2xx answer, else an error that says
-// why without the URL.
+// Retry spacing: a failed ping (no connection, a connection that broke, a 5xx) is tried
+// again after retryFirst, then twice as long each time, within the run's deadline and at
+// most maxTries times in all: a dead endpoint costs a run about two seconds, not the
+// whole deadline.
+const (
+	retryFirst = 250 * time.Millisecond
+	maxTries   = 4
+)
+
+// maxBodyLimit caps a server's Ping-Body-Limit (healthchecks.io says 100 kB): the body is
+// the captured output, bounded by --capture, and a server's header must not make every
+// failing run send megabytes.
+const maxBodyLimit = 1 << 20
+
+// client makes the pinger's HTTP client: the standard library's, so that HTTPS_PROXY,
+// HTTP_PROXY and NO_PROXY are honoured, redirects followed (ten at most) and TLS is Go's.
+func (p *Pinger) client() *http.Client {
+	dial := p.dial
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	tr := &http.Transport{
+		Proxy:                 p.proxyFor,
+		DialContext:           dial,
+		TLSClientConfig:       &tls.Config{RootCAs: p.roots},
+		ForceAttemptHTTP2:     true,
+		MaxIdleConnsPerHost:   1,
+		IdleConnTimeout:       30 * time.Second, // the end ping of a long job dials anew
+		TLSHandshakeTimeout:   0,                // the ping's context bounds it all
+		ExpectContinueTimeout: time.Second,
+	}
+	return &http.Client{Transport: tr, CheckRedirect: func(_ *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return errTooManyRedirects
+		}
+		return nil
+	}}
+}
+
+// proxyFor is the Transport's Proxy: the environment's choice, remembered (host and port
+// only: a proxy URL may hold a password) so that an error can say which proxy it went
+// through.
+func (p *Pinger) proxyFor(req *http.Request) (*url.URL, error) {
+	pu, err := p.proxy(req)
+	if err != nil {
+		// Its text quotes the proxy setting, which may hold a password.
+		return nil, errBadProxy
+	}
+	if pu != nil {
+		p.mu.Lock()
+		p.via = pu.Host
+		p.mu.Unlock()
+	}
+	return pu, err
+}
+
+// send makes one ping, tried again on a connection error or a 5xx while ctx allows, and
+// returns nil for a 2xx answer, else an error that says why without the URL.
 func (p *Pinger) send(ctx context.Context, what string, body []byte) error {
 	if p.err != nil {
 		return p.err
 	}
-	if err := p.do(ctx, what, body); err != nil {
-		return p.cause(ctx, err)
+	p.hcOnce.Do(func() { p.hc = p.client() })
+	wait := retryFirst
+	for try := 1; ; try++ {
+		err := p.do(ctx, what, body)
+		if err == nil {
+			return nil
+		}
+		if try == maxTries || !retryable(err) || ctx.Err() != nil {
+			return p.cause(ctx, err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return p.cause(context.Background(), err) // the last try's cause, not "no answer"
+		}
+		wait *= 2
 	}
-	return nil
 }
+
+// retryable: no connection, a connection that broke, or the server's own trouble (5xx).
+// A 4xx will not change (a wrong URL), nor will a URL or certificate the client refuses.
+func retryable(err error) bool {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Code >= 500
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var ce *tls.CertificateVerificationError
+	var he tls.RecordHeaderError
+	return !errors.As(err, &ce) && !errors.As(err, &he) && !errors.Is(err, errTooManyRedirects) && !errors.Is(err, errBadProxy)
+}
+
+var (
+	errTooManyRedirects = errors.New("more than 10 redirects")
+	errBadProxy         = errors.New("HTTPS_PROXY or HTTP_PROXY is not a proxy URL (http://host:port)")
+)
 
 func (p *Pinger) do(ctx context.Context, what string, body []byte) error {
-	host, port := p.u.Hostname(), p.u.Port()
-	if port == "" {
-		port = "80"
-		if p.u.Scheme == "https" {
-			port = "443"
-		}
+	method := http.MethodGet
+	var rd io.Reader
+	if len(body) > 0 {
+		method, rd = http.MethodPost, bytes.NewReader(body)
 	}
-	conn, err := p.dial(ctx, "tcp", net.JoinHostPort(host, port))
+	req, err := http.NewRequestWithContext(ctx, method, p.target(what), rd)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
-	// A cancelled ctx (not only a passed deadline) must end a blocked read as well.
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-	if p.u.Scheme == "https" {
-		tc := tls.Client(conn, &tls.Config{ServerName: host, RootCAs: p.roots})
-		if err := tc.HandshakeContext(ctx); err != nil {
-			return err
-		}
-		conn = tc
-	}
-	method := "GET"
+	req.Header.Set("User-Agent", p.UserAgent)
 	if len(body) > 0 {
-		method = "POST"
+		req.Header.Set("Content-Type", "text/plain; charset=utf-8")
 	}
-	var req bytes.Buffer
-	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: cronlock\r\nConnection: close\r\n",
-		method, p.target(what), p.u.Host)
-	if len(body) > 0 {
-		fmt.Fprintf(&req, "Content-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\n", len(body))
-	}
-	req.WriteString("\r\n")
-	req.Write(body)
-	if _, err := conn.Write(req.Bytes()); err != nil {
-		return err
-	}
-	line, err := bufio.NewReaderSize(conn, 256).ReadSlice('\n')
+	resp, err := p.hc.Do(req)
 	if err != nil {
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return errors.New("the server's answer is not HTTP")
-		}
 		return err
 	}
-	code, ok := statusCode(string(line))
-	if !ok {
-		return errors.New("the server's answer is not HTTP")
+	// Read a little of the answer, so that the connection can carry the next ping.
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	resp.Body.Close()
+	if n, err := strconv.Atoi(resp.Header.Get("Ping-Body-Limit")); err == nil && n > 0 {
+		p.bodyLimit.Store(int64(min(n, maxBodyLimit)))
 	}
-	if code/100 != 2 {
-		return &StatusError{Code: code}
+	if resp.StatusCode/100 != 2 {
+		return &StatusError{Code: resp.StatusCode}
 	}
 	return nil
 }
 
-// statusCode reads the code of an HTTP/1.x status line ("HTTP/1.1 200 OK\r\n").
-func statusCode(line string) (int, bool) {
-	rest, ok := strings.CutPrefix(line, "HTTP/1.")
-	if !ok || len(rest) < 5 || rest[1] != ' ' {
-		return 0, false
-	}
-	code, err := strconv.Atoi(rest[2:5])
-	if err != nil || code < 100 || code > 599 {
-		return 0, false
-	}
-	return code, true
-}
-
-// cause turns err into a one-line reason that holds nothing of the URL: the net and
-// TLS errors name the address or host they failed on (a DNS error names the host, a
-// certificate error the name it was not valid for).
+// cause turns err into a one-line reason that holds nothing of the URL: net/http's
+// *url.Error quotes it, and the net and TLS errors name the address or host they failed
+// on (a DNS error names the host, a certificate error the name it was not valid for).
+// A ping that went through a proxy says so: "via proxy 10.0.0.1:3128: connection refused".
 func (p *Pinger) cause(ctx context.Context, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	p.mu.Lock()
+	via := p.via
+	p.mu.Unlock()
+	if via != "" {
+		via = "via proxy " + via + ": "
+	}
 	var se *StatusError
 	var dns *net.DNSError
+	var ce *tls.CertificateVerificationError
 	switch {
 	case errors.As(err, &se):
-		return se
+		return fmt.Errorf("%s%w", via, se)
 	case ctx.Err() != nil, errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("no answer within %v", p.deadline())
+		return fmt.Errorf("%sno answer within %v", via, p.deadline())
 	case errors.As(err, &dns):
-		return errors.New("the host name could not be resolved")
+		return fmt.Errorf("%sthe host name could not be resolved", via)
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return errors.New("connection refused")
-	case errors.Is(err, syscall.ECONNRESET):
-		return errors.New("connection reset by the server")
+		return fmt.Errorf("%sconnection refused", via)
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%sthe connection was closed without an answer", via)
+	case errors.As(err, &ce):
+		return fmt.Errorf("%sthe server's certificate is not trusted (%s): give its CA in SSL_CERT_FILE", via, p.scrub(ce.Err.Error()))
 	}
 	for inner := errors.Unwrap(err); inner != nil; inner = errors.Unwrap(err) {
 		err = inner
 	}
-	return errors.New(p.scrub(err.Error()))
+	return fmt.Errorf("%s%s", via, p.scrub(err.Error()))
 }
 
-// scrub removes the URL's host, its address and its path from msg.
+// scrub removes the URL, its host, its address and its path from msg.
 func (p *Pinger) scrub(msg string) string {
 	for _, s := range []string{p.u.String(), p.u.EscapedPath(), p.u.Path, p.u.Host, p.u.Hostname()} {
 		if len(s) > 1 {

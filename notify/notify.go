@@ -4,11 +4,11 @@
 // the URL secret: no error it returns contains the URL, its path or its host, since
 // whoever knows a ping URL can ping it.
 //
-// It speaks just enough HTTP/1.1 over net and crypto/tls (one request per connection),
-// not net/http, whose package init would cost every cronlock process, with or without a
-// ping, start-up time and binary size (BENCHMARKS.md). It deliberately does not
-// follow redirects, honour HTTP(S)_PROXY, retry, or read the answer past its status
-// line: a ping is one best-effort request that must never hold up or change a run.
+// It uses net/http, for what a fleet's network needs of a ping: HTTPS_PROXY, HTTP_PROXY
+// and NO_PROXY, redirects, a maintained TLS client. A failed ping (no connection, a 5xx)
+// is tried again within the deadline; the server's Ping-Body-Limit answer header sets how
+// much output the later pings carry. It does not read answers beyond their status and
+// headers, and never holds up or changes a run beyond its deadline.
 package notify
 
 import (
@@ -16,8 +16,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -26,8 +29,9 @@ import (
 // flight included.
 const DefaultDeadline = 5 * time.Second
 
-// MaxBody is the most of a run's output a ping carries: the default body limit of a
-// self-hosted Healthchecks (PING_BODY_LIMIT); a longer body would be cut there anyway.
+// MaxBody is the most of a run's output a ping carries when the server has not said
+// otherwise (its Ping-Body-Limit header): the default body limit of a self-hosted
+// Healthchecks (PING_BODY_LIMIT); a longer body would be cut there anyway.
 const MaxBody = 10000
 
 // ErrNotHTTP is Check's error for a URL that is not http:// or https://. Its text holds
@@ -47,8 +51,8 @@ func parse(raw string) (*url.URL, error) {
 		return nil, ErrNotHTTP
 	}
 	if u.User != nil {
-		// Basic auth would need a header this client does not write; better said now
-		// than as a ping that fails every time.
+		// Healthchecks does not use it, and a password there would be one more secret
+		// to keep out of messages: better refused now than a ping that fails every time.
 		return nil, errors.New("user:password@ in the URL is not supported")
 	}
 	return u, nil
@@ -62,11 +66,22 @@ type Pinger struct {
 	rid string
 	// Deadline bounds Finish (DefaultDeadline when zero), and the start ping alone.
 	Deadline time.Duration
-	// dial connects to addr ("host:port"); tests replace it.
-	dial func(ctx context.Context, network, addr string) (netConn, error)
+	// UserAgent is the requests' User-Agent ("cronlock/v1.2.3").
+	UserAgent string
+	// proxy picks the proxy of a request (http.ProxyFromEnvironment; tests replace it).
+	proxy func(*http.Request) (*url.URL, error)
+	// dial connects to addr ("host:port"); nil = a net.Dialer's (tests replace it).
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// roots are the CAs an https server's certificate is checked against; nil = the
-	// system's (tests give their server's).
-	roots *x509.CertPool
+	// system's (SSL_CERT_FILE, SSL_CERT_DIR; tests give their server's).
+	roots  *x509.CertPool
+	hc     *http.Client // made at the first ping (hcOnce)
+	hcOnce sync.Once
+
+	mu  sync.Mutex
+	via string // host:port of the proxy the last request went through; "" = none
+
+	bodyLimit atomic.Int64 // the server's Ping-Body-Limit; 0 = MaxBody
 
 	startDone chan struct{} // closed when the start ping has ended; nil before Start
 	startErr  error
@@ -78,7 +93,7 @@ type Pinger struct {
 // fail with Check's error.
 func New(raw, rid string) *Pinger {
 	u, err := parse(raw)
-	return &Pinger{u: u, err: err, rid: rid, dial: dialTCP}
+	return &Pinger{u: u, err: err, rid: rid, UserAgent: "cronlock", proxy: http.ProxyFromEnvironment}
 }
 
 func (p *Pinger) deadline() time.Duration {
@@ -104,8 +119,8 @@ func (p *Pinger) Start() {
 
 // Finish sends the run's end once the start ping (if any) has ended: URL?rid=RID for a
 // success (exit 0 and not failed), URL/EXIT?rid=RID for a non-zero exit, URL/fail?rid=RID
-// for a run that exited 0 without succeeding; a non-empty body (its last MaxBody bytes)
-// goes along as a POST. All of it takes at most Deadline. The error, the start ping's
+// for a run that exited 0 without succeeding; a non-empty body (its last MaxBody bytes,
+// or as many as the server's Ping-Body-Limit said) goes along as a POST. All of it takes at most Deadline. The error, the start ping's
 // first, says what went wrong without the URL.
 func (p *Pinger) Finish(ctx context.Context, exit int, failed bool, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, p.deadline())
@@ -126,19 +141,31 @@ func (p *Pinger) Finish(ctx context.Context, exit int, failed bool, body []byte)
 	case failed:
 		what = "fail"
 	}
-	if err := p.send(ctx, what, Tail(body)); err != nil {
+	if err := p.send(ctx, what, p.tail(body)); err != nil {
 		return err
 	}
 	return startErr
 }
 
-// Tail is the end of out that a ping carries: at most MaxBody bytes, starting at a
-// whole UTF-8 character.
-func Tail(out []byte) []byte {
-	if len(out) <= MaxBody {
+// tail is the end of body that the server takes: its Ping-Body-Limit (from an earlier
+// answer, the start ping's) or MaxBody.
+func (p *Pinger) tail(body []byte) []byte {
+	n := int(p.bodyLimit.Load())
+	if n <= 0 {
+		n = MaxBody
+	}
+	return TailN(body, n)
+}
+
+// Tail is TailN(out, MaxBody).
+func Tail(out []byte) []byte { return TailN(out, MaxBody) }
+
+// TailN is the end of out: at most n bytes, starting at a whole UTF-8 character.
+func TailN(out []byte, n int) []byte {
+	if len(out) <= n {
 		return out
 	}
-	out = out[len(out)-MaxBody:]
+	out = out[len(out)-n:]
 	for i := 0; i < utf8.UTFMax && i < len(out); i++ {
 		if utf8.RuneStart(out[i]) {
 			return out[i:]
@@ -147,8 +174,8 @@ func Tail(out []byte) []byte {
 	return out
 }
 
-// target is the request's path and query: the URL's own, with /what appended and rid
-// added to the query (a slug URL's ?create=1 is kept).
+// target is the request's URL: the URL's own, with /what appended and rid added to the
+// query (a slug URL's ?create=1 is kept).
 func (p *Pinger) target(what string) string {
 	u := *p.u
 	if what != "" {
@@ -159,12 +186,5 @@ func (p *Pinger) target(what string) string {
 		q.Set("rid", p.rid)
 	}
 	u.RawQuery = q.Encode()
-	t := u.EscapedPath()
-	if t == "" {
-		t = "/"
-	}
-	if u.RawQuery != "" {
-		t += "?" + u.RawQuery
-	}
-	return t
+	return u.String()
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -117,7 +118,11 @@ func TestErrorsKeepURLSecret(t *testing.T) {
 	p.dial = func(context.Context, string, string) (net.Conn, error) {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "hc.example.internal"}}
 	}
-	errs = append(errs, p.Finish(context.Background(), 0, false, nil))
+	dnsErr := p.Finish(context.Background(), 0, false, nil)
+	if dnsErr == nil || !strings.Contains(dnsErr.Error(), "could not be resolved") {
+		t.Errorf("DNS failure: %v", dnsErr)
+	}
+	errs = append(errs, dnsErr)
 	errs = append(errs, p.cause(context.Background(), errors.New("x509: certificate is valid for a.example, not hc.example.internal")))
 	for _, e := range errs {
 		if e == nil {
@@ -224,4 +229,20 @@ func TestHTTPS(t *testing.T) {
 		t.Fatalf("unverified certificate: %v; want an error without the URL", err)
 	}
 	t.Logf("unverified certificate: %v", err)
+}
+
+// A proxy setting that does not parse is named by its variable, never quoted: it may hold
+// a password. It is not tried again.
+func TestBadProxyNotQuoted(t *testing.T) {
+	_, srv := newHC(t)
+	p := New(srv.URL+"/x", rid)
+	tries := 0
+	p.proxy = func(*http.Request) (*url.URL, error) {
+		tries++
+		return nil, errors.New(`invalid proxy address "http://u:proxypw@[bad": missing ']'`)
+	}
+	err := p.Finish(context.Background(), 0, false, nil)
+	if err == nil || strings.Contains(err.Error(), "proxypw") || !strings.Contains(err.Error(), "HTTPS_PROXY") || tries != 1 {
+		t.Fatalf("error %v after %d tries; want one line naming HTTPS_PROXY without its value, no retry", err, tries)
+	}
 }

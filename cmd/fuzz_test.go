@@ -16,6 +16,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"cronlock/durations"
 	"cronlock/history"
 )
 
@@ -43,26 +44,26 @@ func FuzzParseDuration(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := parseDuration(s)
+		d, err := durations.Parse(s)
 		var pos time.Duration
 		perr := durationValue{d: &pos, positive: true}.Set(s)
 		if err != nil {
 			if msg := err.Error(); msg == "" || !printable(msg, false) {
-				t.Fatalf("parseDuration(%q): error %q", s, msg)
+				t.Fatalf("durations.Parse(%q): error %q", s, msg)
 			}
 			if perr == nil {
-				t.Fatalf("durationValue.Set(%q) accepted what parseDuration refused", s)
+				t.Fatalf("durationValue.Set(%q) accepted what durations.Parse refused", s)
 			}
 			return
 		}
 		if d < 0 {
-			t.Fatalf("parseDuration(%q) = %v", s, d)
+			t.Fatalf("durations.Parse(%q) = %v", s, d)
 		}
-		if back, err := parseDuration(d.String()); err != nil || back != d {
-			t.Fatalf("parseDuration(%q) = %v, whose String reads back as %v, %v", s, d, back, err)
+		if back, err := durations.Parse(d.String()); err != nil || back != d {
+			t.Fatalf("durations.Parse(%q) = %v, whose String reads back as %v, %v", s, d, back, err)
 		}
 		if (perr == nil) != (d > 0) || perr == nil && pos != d {
-			t.Fatalf("positive durationValue.Set(%q) = %v, %v; parseDuration = %v", s, pos, perr, d)
+			t.Fatalf("positive durationValue.Set(%q) = %v, %v; durations.Parse = %v", s, pos, perr, d)
 		}
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"cronlock/internal/etcdtest"
 	"cronlock/internal/proctest"
 	"cronlock/runstatus"
+	"cronlock/runview"
 )
 
 // newEtcdCLI is newCLI pointed at srv (its TLS files and user included).
@@ -188,7 +189,7 @@ func TestEtcdScheduleTickAndFleet(t *testing.T) {
 		t.Fatalf("second host's history %+v: want skipped, naming clinode", rows)
 	}
 	code, out, errs := b.run("history", "--fleet", "--key", "tick", "--json")
-	var e fleetJSON
+	var e runview.FleetJSON
 	if code != 0 || json.Unmarshal([]byte(out), &e) != nil || e.Node != "clinode" || e.Status != "succeeded" || e.ScheduledFor == nil || e.Skips != 1 || e.FencingToken == 0 {
 		t.Fatalf("history --fleet: exit %d, %q %s; want one succeeded run of clinode for the tick, 1 skip", code, out, errs)
 	}

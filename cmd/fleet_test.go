@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"cronlock/internal/redistest"
+	"cronlock/runview"
 )
 
 // Tests of the fleet's record through the built binary, against real Redis.
@@ -168,7 +169,7 @@ func TestFleetRecord(t *testing.T) {
 		t.Errorf("history --fleet (exit %d, %s):\n%s", code, errs, out)
 	}
 	code, out, errs = m.run("history", "stats", "--fleet", "--json")
-	var st statsJSON
+	var st runview.StatsJSON
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Key != "billing" || st.Runs != 6 || st.Succeeded != 1 || st.Failed != 5 {
 		t.Errorf("history stats --fleet --json (exit %d, %s): %s; want 6 runs of billing, 1 succeeded", code, errs, out)
 	}

@@ -1,22 +1,19 @@
 package cmd
 
 // Fuzz targets for the parsers and renderers of the cmd package: durations, sizes, the
-// config file, terminal escaping and the history table and JSON lines. Without -fuzz they
-// run their seeds (f.Add and testdata/fuzz) as ordinary, fast tests.
+// config file and terminal escaping (the history table and JSON lines are fuzzed in
+// package runview). Without -fuzz they run their seeds (f.Add and testdata/fuzz) as
+// ordinary, fast tests.
 //
 //	go test -run '^$' -fuzz '^FuzzConfigFile$' -fuzztime 60s ./cmd/
 
 import (
-	"bytes"
-	"encoding/json"
-	"regexp"
-	"strings"
 	"testing"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"cronlock/history"
+	"cronlock/durations"
 )
 
 // printable reports whether s is valid UTF-8 made only of printable runes, spaces and
@@ -43,26 +40,26 @@ func FuzzParseDuration(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := parseDuration(s)
+		d, err := durations.Parse(s)
 		var pos time.Duration
 		perr := durationValue{d: &pos, positive: true}.Set(s)
 		if err != nil {
 			if msg := err.Error(); msg == "" || !printable(msg, false) {
-				t.Fatalf("parseDuration(%q): error %q", s, msg)
+				t.Fatalf("durations.Parse(%q): error %q", s, msg)
 			}
 			if perr == nil {
-				t.Fatalf("durationValue.Set(%q) accepted what parseDuration refused", s)
+				t.Fatalf("durationValue.Set(%q) accepted what durations.Parse refused", s)
 			}
 			return
 		}
 		if d < 0 {
-			t.Fatalf("parseDuration(%q) = %v", s, d)
+			t.Fatalf("durations.Parse(%q) = %v", s, d)
 		}
-		if back, err := parseDuration(d.String()); err != nil || back != d {
-			t.Fatalf("parseDuration(%q) = %v, whose String reads back as %v, %v", s, d, back, err)
+		if back, err := durations.Parse(d.String()); err != nil || back != d {
+			t.Fatalf("durations.Parse(%q) = %v, whose String reads back as %v, %v", s, d, back, err)
 		}
 		if (perr == nil) != (d > 0) || perr == nil && pos != d {
-			t.Fatalf("positive durationValue.Set(%q) = %v, %v; parseDuration = %v", s, pos, perr, d)
+			t.Fatalf("positive durationValue.Set(%q) = %v, %v; durations.Parse = %v", s, pos, perr, d)
 		}
 	})
 }
@@ -88,105 +85,6 @@ func FuzzParseSize(f *testing.F) {
 		}
 		if back, err := parseSize(formatSize(n)); err != nil || back != n {
 			t.Fatalf("parseSize(%q) = %d, formatted %q, reads back as %d, %v", s, n, formatSize(n), back, err)
-		}
-	})
-}
-
-// sgr matches the colour codes the table writes on a terminal.
-var sgr = regexp.MustCompile(`\x1b\[[0-9;]*m`)
-
-// FuzzHistoryRender renders a run with arbitrary strings, as a table (with and without
-// colour) and as a JSON line. The table is one header and one row, '\n'-ended, with no
-// control byte but the colour codes; the JSON is one valid line with no raw control byte
-// that decodes to the run's strings (invalid UTF-8 as U+FFFD).
-func FuzzHistoryRender(f *testing.F) {
-	start := time.Date(2025, 6, 1, 7, 0, 0, 0, time.UTC).UnixNano()
-	type seed struct {
-		key, node, status, signal, errS, holder, argv string
-		exit                                          int
-		hasExit                                       bool
-		started, finished                             int64
-		token                                         uint64
-		color                                         bool
-	}
-	for _, s := range []seed{
-		{"billing", "web-1", "succeeded", "", "", "", "/opt/jobs/billing.sh\x00--all", 0, true, start, start + 1.5e9, 17, false},
-		{"billing", "evil\x1b[31m\x07", "failed", "", "exit status 3\x1b[2J", "", "sh\x00-c\x00printf '\x1b]0;pwned\x07'", 3, true, start, start + 42e6, 0, true},
-		{"report", "web-2", "skipped", "", "", "web-1\n(pid 10, run x)\r", "true", 0, false, start, start, 0, true},
-		{"report", "web-2", "interrupted", "SIGTERM\x1b", "", "", "sleep\x009", 0, false, start, start + 2e9, 0, false},
-		{"k", "\xff\xfe\u202e", "running", "", "", "", "", 0, false, start, 0, 1 << 63, true},
-		{"\u009b2J", "\u2028", "bogus\x1b[0m", "", "\x00", "", "\x00\x00", -1, true, -1 << 63, 1<<63 - 1, 0, true},
-		{"k", "n", "abandoned", "", "", "", "a b\x00'\"\x00\\$`\x00é\x00\uFFFD", 255, true, 0, 1, 0, false},
-	} {
-		f.Add(s.key, s.node, s.status, s.signal, s.errS, s.holder, s.argv, s.exit, s.hasExit, s.started, s.finished, s.token, s.color)
-	}
-	loc := time.FixedZone("CEST", 2*3600)
-	f.Fuzz(func(t *testing.T, key, node, status, signal, errS, holder, argv string, exit int, hasExit bool,
-		started, finished int64, token uint64, color bool) {
-		r := history.Run{ID: "01970000-0000-7000-8000-000000000001", Key: key, Node: node, PID: 42,
-			Status: status, Signal: signal, Error: errS, Holder: holder, FencingToken: token,
-			StartedAt: time.Unix(0, started), Backend: "local /run/cronlock"}
-		if argv != "" {
-			r.Command = strings.Split(argv, "\x00") // NUL separates, as in the history file
-		}
-		if hasExit {
-			r.ExitCode = &exit
-		}
-		if finished != 0 {
-			r.FinishedAt = time.Unix(0, finished)
-		}
-		for _, utc := range []bool{false, true} {
-			var out bytes.Buffer
-			o := &historyOptions{Stdout: &out, Color: color, Loc: loc, UTC: utc}
-			if utc {
-				o.Width = 60 // COMMAND and NOTE cut to fit: still printable, one line a run
-			}
-			if err := writeHistoryTable(o, []history.Run{r}, nil); err != nil {
-				t.Fatal(err)
-			}
-			table := out.String()
-			plain := table
-			if color {
-				plain = sgr.ReplaceAllString(table, "")
-			}
-			if !printable(plain, true) || strings.Count(plain, "\n") != 2 || !strings.HasSuffix(plain, "\n") {
-				t.Fatalf("table of %+v (argv %q):\n%q", r, r.Command, table)
-			}
-		}
-		var out bytes.Buffer
-		if err := writeHistoryJSON(&out, []history.Run{r}); err != nil {
-			t.Fatalf("JSON of %+v: %v", r, err)
-		}
-		line := out.Bytes()
-		if bytes.Count(line, []byte("\n")) != 1 || line[len(line)-1] != '\n' || !json.Valid(line) {
-			t.Fatalf("JSON of %+v is not one valid line: %q", r, line)
-		}
-		for _, c := range string(line[:len(line)-1]) {
-			if c < 0x20 || 0x7f <= c && c <= 0x9f {
-				t.Fatalf("JSON of %+v has a raw control %U: %q", r, c, line)
-			}
-		}
-		var j struct {
-			Key, Node, Status, Error, Holder string
-			Signal                           *string
-			Command                          []string
-			ExitCode                         *int   `json:"exit_code"`
-			FencingToken                     uint64 `json:"fencing_token"`
-		}
-		if err := json.Unmarshal(line, &j); err != nil {
-			t.Fatal(err)
-		}
-		u := func(s string) string { return string([]rune(s)) } // invalid UTF-8 → U+FFFD per byte
-		if j.Key != u(key) || j.Node != u(node) || j.Status != u(status) || j.Error != u(errS) ||
-			j.Holder != u(holder) || j.FencingToken != token || len(j.Command) != len(r.Command) ||
-			(j.ExitCode != nil) != hasExit || hasExit && *j.ExitCode != exit ||
-			(j.Signal != nil) != (signal != "") || j.Signal != nil && *j.Signal != u(signal) {
-			t.Fatalf("JSON of %+v decodes as %+v", r, j)
-		}
-		for i, a := range r.Command {
-			if j.Command[i] != u(a) {
-				t.Fatalf("JSON command %q, want %q", j.Command, r.Command)
-			}
 		}
 	})
 }

@@ -1,23 +1,20 @@
 package cmd
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/fatih/color"
 	"github.com/spf13/cobra"
 
 	"cronlock/history"
 	"cronlock/logline"
 	"cronlock/runstatus"
-	"cronlock/table"
+	"cronlock/runview"
 	"cronlock/tty"
 )
 
@@ -223,7 +220,7 @@ func historyRun(o *historyOptions) error {
 		return noRuns(o, "no runs match")
 	}
 	if o.JSON {
-		return writeHistoryJSON(o.Stdout, runs)
+		return runview.WriteRunsJSON(o.Stdout, runs)
 	}
 	ids := make([]string, len(runs))
 	for i, r := range runs {
@@ -233,7 +230,7 @@ func historyRun(o *historyOptions) error {
 	if err != nil {
 		return exitf(ExitFailed, "%v", err)
 	}
-	if err := writeHistoryTable(o, runs, short); err != nil {
+	if err := runview.WriteRunsTable(o.Stdout, runs, short, o.view()); err != nil {
 		return err
 	}
 	// The default view is the newest 20: say when there are older ones, or a reader
@@ -252,6 +249,11 @@ func tableWidth(w io.Writer) int {
 	return tty.Columns(f)
 }
 
+// view is how o lays a table out.
+func (o *historyOptions) view() runview.Options {
+	return runview.Options{Loc: o.Loc, UTC: o.UTC, Color: o.Color, Width: o.Width}
+}
+
 // noRuns says there is nothing to list: on stdout for people, on stderr with --json so
 // that the output stays valid JSON lines (none).
 func noRuns(o *historyOptions, msg string) error {
@@ -261,91 +263,6 @@ func noRuns(o *historyOptions, msg string) error {
 	}
 	_, err := fmt.Fprintln(o.Stdout, msg)
 	return err
-}
-
-func writeHistoryJSON(w io.Writer, runs []history.Run) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	for _, r := range runs {
-		if err := enc.Encode(r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// statusColors: failures (runstatus.Failures) red, successes green, interrupted runs
-// magenta, skips and retried tries yellow, live runs cyan.
-var statusColors = func() map[string]color.Attribute {
-	c := map[string]color.Attribute{
-		runstatus.Succeeded:   color.FgGreen,
-		runstatus.Interrupted: color.FgMagenta,
-		runstatus.Skipped:     color.FgYellow,
-		runstatus.Retried:     color.FgYellow,
-		runstatus.Running:     color.FgCyan,
-	}
-	for _, s := range runstatus.Failures {
-		c[s] = color.FgRed
-	}
-	return c
-}()
-
-// writeHistoryTable prints runs for people. Every string that comes from a job or a
-// machine is escaped, so that a job cannot drive the reader's terminal. Columns are
-// padded by hand because colour codes would confuse text/tabwriter's widths.
-func writeHistoryTable(o *historyOptions, runs []history.Run, short map[string]string) error {
-	loc := displayZone(o.Loc, o.UTC)
-	header := []string{"ID", "STARTED", "KEY", "NODE", "STATUS", "EXIT", "DURATION", "COMMAND", "NOTE"}
-	const statusCol, commandCol, noteCol = 4, 7, 8
-	rows := [][]string{header}
-	for _, r := range runs {
-		// What cron saw; rows from before it was recorded fall back to the child's exit.
-		exit := "-"
-		switch {
-		case r.Exit != nil:
-			exit = strconv.Itoa(*r.Exit)
-		case r.ExitCode != nil:
-			exit = strconv.Itoa(*r.ExitCode)
-		case r.Signal != "":
-			exit = r.Signal
-		}
-		note := r.Error
-		if r.Status == runstatus.Skipped && r.Holder != "" && r.Error == "" { // a tick skip says so in Error
-			note = "held by " + r.Holder
-		}
-		if r.Try > 1 && r.Status != runstatus.Retried { // a retried try's error names its try
-			note = strings.TrimSuffix("try "+strconv.Itoa(r.Try)+"; "+note, "; ")
-		}
-		id := short[r.ID]
-		if id == "" {
-			id = r.ID
-		}
-		rows = append(rows, []string{
-			tty.Escape(id), r.StartedAt.In(loc).Format("2006-01-02 15:04:05 MST"),
-			tty.Escape(r.Key), tty.Escape(r.Node), tty.Escape(r.Status), tty.Escape(exit),
-			formatDuration(r), tty.Command(r.Command), tty.Escape(note),
-		})
-	}
-	paint := func(n, col int, cell string) string {
-		if col == statusCol && n > 0 && o.Color {
-			if attr, ok := statusColors[runs[n-1].Status]; ok {
-				c := color.New(attr)
-				c.EnableColor() // o.Color already decided; the package default looks at os.Stdout
-				return c.Sprint(cell)
-			}
-		}
-		return cell
-	}
-	_, err := io.WriteString(o.Stdout, table.Format(rows, table.Options{Paint: paint, Width: o.Width, Cut: []int{commandCol, noteCol}}))
-	return err
-}
-
-// formatDuration: "850ms", "12.3s", "4m5s"; "-" while the end is unknown.
-func formatDuration(r history.Run) string {
-	if r.FinishedAt.IsZero() {
-		return "-"
-	}
-	return statsDuration(r.Duration())
 }
 
 // openReaped opens the history file for a history command with open (history.OpenRead
@@ -384,18 +301,6 @@ func noHistory(path string) bool {
 	return errors.Is(err, fs.ErrNotExist) && errors.Is(rerr, fs.ErrNotExist)
 }
 
-// displayZone is the zone of times shown to people: loc (time.Local when nil), or UTC
-// with --utc.
-func displayZone(loc *time.Location, utc bool) *time.Location {
-	if utc {
-		return time.UTC
-	}
-	if loc == nil {
-		return time.Local
-	}
-	return loc
-}
-
 // historyPath resolves the history file: --history, CRONLOCK_HISTORY (environment or
 // config file), then the per-user default. "" with nil error means recording is off.
 func historyPath(flag string) (string, error) {
@@ -406,16 +311,4 @@ func historyPath(flag string) (string, error) {
 		return history.DefaultPath()
 	}
 	return flag, nil
-}
-
-// writeJSONLine prints v as one line of JSON for `--json`. json.Marshal escapes the C0
-// controls; DEL and the C1 controls, which it leaves as they are, are escaped too, so that
-// strings from a job or another host cannot drive the reader's terminal.
-func writeJSONLine(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(history.EscapeControls(b), '\n'))
-	return err
 }

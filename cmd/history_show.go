@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"cronlock/history"
+	"cronlock/runview"
 	"cronlock/tty"
 )
 
@@ -107,7 +108,7 @@ func historyShowRun(o *historyShowOptions) error {
 	if err != nil {
 		return exitf(ExitFailed, "%v", err)
 	}
-	loc := displayZone(o.Loc, o.UTC)
+	loc := runview.Zone(o.Loc, o.UTC)
 	when := func(t time.Time) string {
 		if t.IsZero() {
 			return "-"
@@ -152,7 +153,7 @@ func historyShowRun(o *historyShowOptions) error {
 		{"scheduled for", sched},
 		{"started", when(r.StartedAt)},
 		{"finished", when(r.FinishedAt)},
-		{"duration", formatDuration(r)},
+		{"duration", runview.RunDuration(r)},
 		{"exit code", exit},
 		{"cronlock exit", cronExit},
 		{"signal", orDash(r.Signal)},

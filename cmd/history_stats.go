@@ -3,18 +3,14 @@ package cmd
 import (
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/fatih/color"
 	"github.com/spf13/cobra"
 
 	"cronlock/history"
 	"cronlock/logline"
-	"cronlock/runstatus"
+	"cronlock/runview"
 	"cronlock/tty"
 )
 
@@ -148,167 +144,13 @@ func historyStatsRun(o *historyStatsOptions) error {
 	if len(stats) == 0 {
 		return noRuns(hist, "no runs match")
 	}
+	return writeStats(o, stats)
+}
+
+// writeStats prints stats as o asks: JSON lines, or a table.
+func writeStats(o *historyStatsOptions, stats []history.KeyStats) error {
 	if o.JSON {
-		return writeStatsJSON(o.Stdout, stats)
+		return runview.WriteStatsJSON(o.Stdout, stats)
 	}
-	return writeStatsTable(o, stats)
-}
-
-// statsJSON is one line of `cronlock history stats --json`. The field names are an
-// interface (README, "History"); nulls mark values that do not exist.
-type statsJSON struct {
-	Key                 string   `json:"key"`
-	Runs                int      `json:"runs"`
-	Succeeded           int      `json:"succeeded"`
-	Failed              int      `json:"failed"`
-	Skipped             int      `json:"skipped"`
-	Interrupted         int      `json:"interrupted"`
-	Running             int      `json:"running"`
-	SuccessRate         *float64 `json:"success_rate"`
-	P50MS               *int64   `json:"p50_ms"`
-	P95MS               *int64   `json:"p95_ms"`
-	MaxMS               *int64   `json:"max_ms"`
-	LastSuccess         *string  `json:"last_success"`
-	LastFailure         *string  `json:"last_failure"`
-	FailureStreak       int      `json:"failure_streak"`
-	FailureStreakCapped bool     `json:"failure_streak_capped"`
-	OldestStartedAt     string   `json:"oldest_started_at"`
-	NewestStartedAt     string   `json:"newest_started_at"`
-	Truncated           bool     `json:"truncated"`
-}
-
-func newStatsJSON(k history.KeyStats) statsJSON {
-	j := statsJSON{
-		Key: k.Key, Runs: k.Runs, Succeeded: k.Succeeded, Failed: k.Failed, Skipped: k.Skipped,
-		Interrupted: k.Interrupted, Running: k.Running,
-		FailureStreak: k.FailureStreak, FailureStreakCapped: k.StreakCapped,
-		OldestStartedAt: k.Oldest.UTC().Format(time.RFC3339Nano),
-		NewestStartedAt: k.Newest.UTC().Format(time.RFC3339Nano),
-		Truncated:       k.Truncated,
-	}
-	if r, ok := k.SuccessRate(); ok {
-		j.SuccessRate = &r
-	}
-	if k.Timed > 0 {
-		ms := func(d time.Duration) *int64 { v := history.Millis(d); return &v }
-		j.P50MS, j.P95MS, j.MaxMS = ms(k.P50), ms(k.P95), ms(k.Max)
-	}
-	when := func(t time.Time) *string {
-		if t.IsZero() {
-			return nil
-		}
-		s := t.UTC().Format(time.RFC3339Nano)
-		return &s
-	}
-	j.LastSuccess, j.LastFailure = when(k.LastSuccess), when(k.LastFailure)
-	return j
-}
-
-func writeStatsJSON(w io.Writer, stats []history.KeyStats) error {
-	for _, k := range stats {
-		if err := writeJSONLine(w, newStatsJSON(k)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// writeStatsTable prints one line per key for people; keys are escaped so that a job's
-// name cannot drive the reader's terminal.
-func writeStatsTable(o *historyStatsOptions, stats []history.KeyStats) error {
-	loc := displayZone(o.Loc, o.UTC)
-	when := func(t time.Time) string {
-		if t.IsZero() {
-			return "-"
-		}
-		return t.In(loc).Format("2006-01-02 15:04:05 MST")
-	}
-	header := []string{"KEY", "RUNS", "OK", "FAILED", "SKIPPED", "RATE", "P50", "P95", "MAX", "LAST SUCCESS", "LAST FAILURE", "STREAK"}
-	if o.Spark {
-		header = append(header, "RECENT")
-	}
-	rows := [][]string{header}
-	for _, k := range stats {
-		rate := "-"
-		if r, ok := k.SuccessRate(); ok {
-			rate = strconv.FormatFloat(100*r, 'f', 1, 64) + "%"
-		}
-		p50, p95, mx := "-", "-", "-"
-		if k.Timed > 0 {
-			p50, p95, mx = statsDuration(k.P50), statsDuration(k.P95), statsDuration(k.Max)
-		}
-		streak := strconv.Itoa(k.FailureStreak)
-		if k.StreakCapped {
-			streak += "+"
-		}
-		row := []string{tty.Escape(k.Key), strconv.Itoa(k.Runs), strconv.Itoa(k.Succeeded),
-			strconv.Itoa(k.Failed), strconv.Itoa(k.Skipped), rate, p50, p95, mx,
-			when(k.LastSuccess), when(k.LastFailure), streak}
-		if o.Spark {
-			row = append(row, sparkline(k.Recent, o.Color))
-		}
-		rows = append(rows, row)
-	}
-	// Numbers are right-aligned; the sparkline is last, so its colour codes never
-	// confuse the widths.
-	right := map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 11: true}
-	_, err := io.WriteString(o.Stdout, formatTable(rows, right, nil))
-	return err
-}
-
-// statsDuration: "850ms", "12.3s", "4m5s".
-func statsDuration(d time.Duration) string {
-	switch {
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	case d < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
-}
-
-// sparkBars are the heights of a run in the sparkline, shortest first.
-var sparkBars = []rune("▁▂▃▄▅▆▇█")
-
-// sparkline draws recent (oldest first) right-aligned in history.RecentRuns cells, so
-// that the newest run is always in the last column. A finished run is a bar as high as
-// it was long (relative to the longest run shown); colour tells the outcome. Without
-// colour, only successes keep their bars and the other outcomes get marks that read
-// without colour: x failure, ! interrupted. Skipped (·) and running (?) runs are marks in
-// both cases, since their duration says nothing about the job.
-func sparkline(recent []history.Outcome, useColor bool) string {
-	var longest time.Duration
-	for _, r := range recent {
-		if r.Finished && r.Status != runstatus.Skipped {
-			longest = max(longest, r.Duration)
-		}
-	}
-	var b strings.Builder
-	b.WriteString(strings.Repeat(" ", max(history.RecentRuns-len(recent), 0)))
-	for _, r := range recent {
-		bar := sparkBars[0]
-		if longest > 0 {
-			i := int(math.Ceil(float64(r.Duration)/float64(longest)*float64(len(sparkBars)))) - 1
-			bar = sparkBars[min(max(i, 0), len(sparkBars)-1)]
-		}
-		mark := string(bar)
-		attr := statusColors[r.Status]
-		switch {
-		case r.Status == runstatus.Skipped:
-			mark = "·"
-		case r.Status == runstatus.Running:
-			mark = "?"
-		case !r.Finished || !useColor && runstatus.CountsAsFailure(r.Status):
-			mark = "x" // abandoned has no duration to draw
-		case !useColor && r.Status == runstatus.Interrupted:
-			mark = "!"
-		}
-		if useColor && attr != 0 {
-			c := color.New(attr)
-			c.EnableColor() // useColor already decided; the package default looks at os.Stdout
-			mark = c.Sprint(mark)
-		}
-		b.WriteString(mark)
-	}
-	return b.String()
+	return runview.WriteStatsTable(o.Stdout, stats, runview.Options{Loc: o.Loc, UTC: o.UTC, Color: o.Color, Spark: o.Spark})
 }

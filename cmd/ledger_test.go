@@ -9,6 +9,7 @@ import (
 
 	"cronlock/internal/faultproxy"
 	"cronlock/internal/redistest"
+	"cronlock/runview"
 )
 
 // Tests of the fleet's ledger through the built binary, against a
@@ -115,7 +116,7 @@ func TestLedgerKeysWithoutEntries(t *testing.T) {
 			t.Fatalf("history --fleet without --key: %+v; want one %s run of billing on vmA", rows, want)
 		}
 		code, out, errs := m.run("history", "stats", "--fleet", "--json")
-		var st statsJSON
+		var st runview.StatsJSON
 		if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Key != "billing" || st.Runs != 1 {
 			t.Fatalf("history stats --fleet --json (exit %d, %s): %s; want the one run of billing", code, errs, out)
 		}
@@ -298,7 +299,7 @@ func TestLedgerStatsBeyondKeep(t *testing.T) {
 	}
 	m := monitor(t, h)
 	code, out, errs := m.run("history", "stats", "--fleet", "--json")
-	var st statsJSON
+	var st runview.StatsJSON
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Runs != 6 || st.Succeeded != 4 || st.Failed != 2 ||
 		st.SuccessRate == nil || *st.SuccessRate < 0.66 || *st.SuccessRate > 0.67 {
 		t.Errorf("history stats --fleet --json (exit %d, %s): %s; want 6 runs, 4 succeeded, 2 failed", code, errs, out)

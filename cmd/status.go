@@ -12,6 +12,7 @@ import (
 
 	"cronlock/lockrun"
 	"cronlock/logline"
+	"cronlock/runview"
 	"cronlock/tty"
 )
 
@@ -119,7 +120,7 @@ func statusRun(o *statusOptions) error {
 	if o.JSON {
 		for _, r := range rows {
 			// Node names and run ids come from other hosts.
-			if err := writeJSONLine(o.Stdout, r); err != nil {
+			if err := runview.WriteJSONLine(o.Stdout, r); err != nil {
 				return err
 			}
 		}

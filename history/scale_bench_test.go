@@ -103,7 +103,7 @@ func BenchmarkScale(b *testing.B) {
 				cpu := cpuPerOp(b)
 				for i := 0; i < b.N; i++ {
 					r := &Run{Key: scaleNewKey, Node: "app-prod-1", PID: 4242, Command: []string{"/opt/jobs/new.sh", "--quiet"},
-						Backend: "redis 10.0.0.5:6379/0", FencingToken: uint64(time.Now().UnixMicro()), BootID: scaleBootID}
+						Backend: "redis 127.0.0.1:6379/0", FencingToken: uint64(time.Now().UnixMicro()), BootID: scaleBootID}
 					if err := s.Start(r); err != nil {
 						b.Fatal(err)
 					}
@@ -121,7 +121,7 @@ func BenchmarkScale(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					r := &Run{Key: scaleNewKey, Node: "app-prod-2", PID: 4243, Command: []string{"/opt/jobs/new.sh", "--quiet"},
 						Status: runstatus.Skipped, Holder: "app-prod-1 (pid 4242, run 019a0000-0000-7000-8000-000000000000)",
-						Backend: "redis 10.0.0.5:6379/0", BootID: scaleBootID}
+						Backend: "redis 127.0.0.1:6379/0", BootID: scaleBootID}
 					if err := s.Insert(r); err != nil {
 						b.Fatal(err)
 					}
@@ -272,7 +272,7 @@ func scaleWritePages(path string) (float64, error) {
 	const runs = 100
 	for i := 0; i < runs; i++ {
 		r := &Run{Key: scaleNewKey, Node: "app-prod-1", PID: 4242, Command: []string{"/opt/jobs/new.sh", "--quiet"},
-			Backend: "redis 10.0.0.5:6379/0", BootID: scaleBootID}
+			Backend: "redis 127.0.0.1:6379/0", BootID: scaleBootID}
 		if err := s.Start(r); err != nil {
 			return 0, err
 		}
@@ -356,14 +356,14 @@ SELECT
 	CASE WHEN status = 'abandoned' THEN NULL ELSE t + 200000000 + x % 60000000000 END,
 	CASE status
 		WHEN 'timeout' THEN 'stopped after --timeout 30m'
-		WHEN 'error' THEN 'redis 10.0.0.5:6379 unreachable: dial tcp 10.0.0.5:6379: i/o timeout'
+		WHEN 'error' THEN 'redis 127.0.0.1:6379 unreachable: dial tcp 127.0.0.1:6379: i/o timeout'
 		WHEN 'abandoned' THEN '` + abandonedError + `'
 		WHEN 'lock_lost' THEN 'lock lost: renewal failed' ELSE '' END,
 	CASE WHEN status = 'skipped'
 		THEN 'app-prod-' || ((nd + 1) % 6) || ' (pid ' || (1000 + x % 3999) || ', run 019a3b2c-4d5e-7f60-8172-' || printf('%012x', x) || ')'
 		ELSE '' END,
 	CASE WHEN status IN ('skipped', 'error') THEN 0 ELSE t / 1000 END,
-	'redis 10.0.0.5:6379/0',
+	'redis 127.0.0.1:6379/0',
 	CASE WHEN s % 50 = 7 THEN 2 ELSE 1 END,
 	CAST(printf('boot-of-node-%03d', nd) AS BLOB),
 	100000 + x % 90000000,

@@ -38,7 +38,7 @@ const fixedConfigText = "config file line : want NAME=value with NAME one of rea
 // value (a Redis URL may hold a password) and holds no control byte.
 func FuzzConfigFile(f *testing.F) {
 	for _, s := range []string{
-		"CRONLOCK_REDIS_URL=redis://10.0.0.5:6379/0\n",
+		"CRONLOCK_REDIS_URL=redis://127.0.0.1:6379/0\n",
 		"# fleet settings\n\nexport CRONLOCK_TTL=90s\nCRONLOCK_NODE = \"web 1\" \n",
 		"CRONLOCK_PREFIX='job:'\r\nCRONLOCK_BACKEND=redis\r\n",
 		"CRONLOCK_TTL=\"\n", "CRONLOCK_TTL='\"\n", "CRONLOCK_TTL=''\n", "CRONLOCK_TTL==1\n",

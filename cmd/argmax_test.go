@@ -92,7 +92,7 @@ func TestArgumentListTooLong(t *testing.T) {
 	if code != 126 {
 		t.Fatalf("exit %d, want 126; stderr:\n%.2000s", code, stderr.String())
 	}
-	want := regexp.MustCompile(`^cronlock: true: cannot execute: argument list too long: [0-9.]+ MiB of arguments and environment, over the 2 MiB Linux takes here \(a quarter of ulimit -s\); pass large data in a file or on stdin\n$`)
+	want := regexp.MustCompile(`^cronlock: true: cannot execute: argument list too long: [0-9.]+ MiB of arguments and environment, over the 2 MiB Linux takes here \(a quarter of ulimit -s\); pass large data in a file or on stdin \(error, 1 try, [0-9.]+[µm]?s\)\n$`)
 	if !want.MatchString(stderr.String()) {
 		t.Errorf("stderr %.2000q, want one line matching %s", stderr.String(), want)
 	}

@@ -19,19 +19,7 @@ import (
 // of Debian's cron: the same every-minute line twice, as two hosts sharing one lock
 // would have it. For each minute tick, one copy runs and the other is skipped.
 func TestRealCronRunsWrappedCrontab(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: cron reads /etc/cron.d only from root-owned files")
-	}
-	cronBin := "/usr/sbin/cron"
-	if _, err := os.Stat(cronBin); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no %s under CI: scripts/test.sh installs Debian's cron", cronBin)
-		}
-		t.Skipf("no %s (apt-get install cron)", cronBin)
-	}
-	if testing.Short() {
-		t.Skip("-short: waits for two minute ticks of a real cron; scripts/test.sh runs it")
-	}
+	cronBin := needRealCron(t, "cron reads /etc/cron.d only from root-owned files", "waits for two minute ticks of a real cron; scripts/test.sh runs it")
 	c := newCLI(t, "")
 	dir := c.dir
 	rnd := make([]byte, 4)

@@ -20,19 +20,7 @@ import (
 // /usr/sbin holds only cron and the stub, and /etc/cron.d, /etc/crontab, the spool and
 // /run are private, so neither the machine's jobs nor another cron take part.
 func TestCronMailHasNoPingURL(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: a mount namespace, and cron reads /etc/cron.d only from root-owned files")
-	}
-	cronBin := "/usr/sbin/cron"
-	if _, err := os.Stat(cronBin); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no %s under CI: scripts/test.sh installs Debian's cron", cronBin)
-		}
-		t.Skipf("no %s (apt-get install cron)", cronBin)
-	}
-	if testing.Short() {
-		t.Skip("-short: waits for a minute tick of a real cron")
-	}
+	cronBin := needRealCron(t, "a mount namespace, and cron reads /etc/cron.d only from root-owned files", "waits for a minute tick of a real cron")
 	// The README's recipe itself: the URL in the config file, no crontab line with --ping URL.
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {

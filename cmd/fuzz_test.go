@@ -10,25 +10,10 @@ package cmd
 import (
 	"testing"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"cronlock/durations"
+	"cronlock/internal/fuzzcheck"
 )
-
-// printable reports whether s is valid UTF-8 made only of printable runes, spaces and
-// (when newlines) '\n': nothing a terminal would act on.
-func printable(s string, newlines bool) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if !(r == '\n' && newlines || r == ' ' || unicode.IsPrint(r)) {
-			return false
-		}
-	}
-	return true
-}
 
 // FuzzParseDuration: an accepted duration is ≥ 0 and reads back from its own String();
 // a refused one gets a non-empty message that is safe to print whatever the input.
@@ -44,7 +29,7 @@ func FuzzParseDuration(f *testing.F) {
 		var pos time.Duration
 		perr := durationValue{d: &pos, positive: true}.Set(s)
 		if err != nil {
-			if msg := err.Error(); msg == "" || !printable(msg, false) {
+			if msg := err.Error(); msg == "" || !fuzzcheck.Printable(msg, false) {
 				t.Fatalf("durations.Parse(%q): error %q", s, msg)
 			}
 			if perr == nil {
@@ -75,7 +60,7 @@ func FuzzParseSize(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		n, err := parseSize(s)
 		if err != nil {
-			if msg := err.Error(); msg == "" || !printable(msg, false) {
+			if msg := err.Error(); msg == "" || !fuzzcheck.Printable(msg, false) {
 				t.Fatalf("parseSize(%q): error %q", s, msg)
 			}
 			return

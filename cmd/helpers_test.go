@@ -960,3 +960,24 @@ func keptCompletions(t *testing.T, h *cli, key string) int {
 	}
 	return len(ps)
 }
+
+// needRealCron is the path of Debian's cron daemon for a test that runs it: the test
+// skips when not root (rootWhy says what needs root) or under -short (shortWhy), and
+// fails under CI when cron is missing, since scripts/test.sh installs it.
+func needRealCron(t *testing.T, rootWhy, shortWhy string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: " + rootWhy)
+	}
+	const cronBin = "/usr/sbin/cron"
+	if _, err := os.Stat(cronBin); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no %s under CI: scripts/test.sh installs Debian's cron", cronBin)
+		}
+		t.Skipf("no %s (apt-get install cron)", cronBin)
+	}
+	if testing.Short() {
+		t.Skip("-short: " + shortWhy)
+	}
+	return cronBin
+}

@@ -12,25 +12,10 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"cronlock/history"
+	"cronlock/internal/fuzzcheck"
 )
-
-// printable reports whether s is valid UTF-8 made only of printable runes, spaces and
-// (when newlines) '\n': nothing a terminal would act on.
-func printable(s string, newlines bool) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if !(r == '\n' && newlines || r == ' ' || unicode.IsPrint(r)) {
-			return false
-		}
-	}
-	return true
-}
 
 // sgr matches the colour codes the table writes on a terminal.
 var sgr = regexp.MustCompile(`\x1b\[[0-9;]*m`)
@@ -89,7 +74,7 @@ func FuzzHistoryRender(f *testing.F) {
 			if color {
 				plain = sgr.ReplaceAllString(table, "")
 			}
-			if !printable(plain, true) || strings.Count(plain, "\n") != 2 || !strings.HasSuffix(plain, "\n") {
+			if !fuzzcheck.Printable(plain, true) || strings.Count(plain, "\n") != 2 || !strings.HasSuffix(plain, "\n") {
 				t.Fatalf("table of %+v (argv %q):\n%q", r, r.Command, table)
 			}
 		}

@@ -41,6 +41,7 @@ func (r *runner) tries(sig *child.Signals, keeper *keeperWatch, lease lockrun.Le
 			Capture: int(o.Capture), Grace: o.Grace, Timeout: o.Timeout,
 			Guard: guard, ContinueOnLoss: o.ContinueOnLoss, Spool: spool,
 		}
+		job.Env = r.ckpt.forTry(job.Env, r.row.Try)
 		if o.Timeout > 0 {
 			job.Timeout = max(o.Timeout-time.Since(first), time.Nanosecond)
 		}

@@ -1,0 +1,232 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"cronlock/internal/proctest"
+	"cronlock/internal/redistest"
+)
+
+// ckptCLI is a cli for one backend whose jobs find the binary under test as $CL.
+func ckptCLI(t *testing.T, backend string) *cli {
+	t.Helper()
+	var c *cli
+	if backend == "redis" {
+		c = newCLI(t, "redis://"+redistest.Addr(t)+"/0")
+	} else {
+		c = newCLI(t, "")
+		c.env = append(c.env, "CRONLOCK_BACKEND=local")
+	}
+	c.env = append(c.env, "CL="+cronlockBin)
+	return c
+}
+
+// ckptShow is `checkpoint show --key key --json`, decoded.
+type ckptShown struct {
+	Last *struct {
+		Value *string `json:"value"`
+		Try   int     `json:"try"`
+		Scope string  `json:"scope"`
+	} `json:"last"`
+	LastSuccess *struct {
+		Value *string `json:"value"`
+	} `json:"last_success"`
+}
+
+func ckptShow(t *testing.T, c *cli, key string) ckptShown {
+	t.Helper()
+	code, out, errs := c.run("checkpoint", "show", "--key", key, "--json")
+	if code != 0 {
+		t.Fatalf("checkpoint show: exit %d, %s", code, errs)
+	}
+	var s ckptShown
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("checkpoint show --json: %v in %q", err, out)
+	}
+	return s
+}
+
+func value(p *string) string {
+	if p == nil {
+		return "<none>"
+	}
+	return *p
+}
+
+// The second try of a run loads what the first saved; a later run of the key finds
+// nothing of its own (another scope) but the last succeeded run's value.
+func TestCheckpointResumesAcrossTries(t *testing.T) {
+	for _, backend := range []string{"local", "redis"} {
+		t.Run(backend, func(t *testing.T) {
+			c := ckptCLI(t, backend)
+			job := `v=$("$CL" checkpoint load); rc=$?; echo "try=$CRONLOCK_TRY rc=$rc v=$v"
+"$CL" checkpoint save "done-$CRONLOCK_TRY" || exit 9
+[ "$CRONLOCK_TRY" = 2 ]`
+			code, out, errs := c.run("run", "-k", "ck", "--retries", "1", "--retry-delay", "1ms", "--", "sh", "-c", job)
+			if code != 0 || out != "try=1 rc=1 v=\ntry=2 rc=0 v=done-1\n" {
+				t.Fatalf("run: exit %d, stdout %q, stderr %q; want try 1 to find none (exit 1) and try 2 to load try 1's value", code, out, errs)
+			}
+			s := ckptShow(t, c, "ck")
+			if s.Last == nil || value(s.Last.Value) != "done-2" || s.Last.Try != 2 || s.LastSuccess == nil || value(s.LastSuccess.Value) != "done-2" {
+				t.Fatalf("show after the run: %+v; want done-2 newest (try 2) and as the last success", s)
+			}
+			code, out, errs = c.run("run", "-k", "ck", "--", "sh", "-c",
+				`"$CL" checkpoint load; echo " rc=$?"; "$CL" checkpoint load --last-success; echo " rc=$?"`)
+			if code != 0 || out != " rc=1\ndone-2 rc=0\n" {
+				t.Fatalf("the next run: exit %d, stdout %q, stderr %q; want no checkpoint of its own (1) and done-2 as the last success", code, out, errs)
+			}
+		})
+	}
+}
+
+// Outside a run, and with a value over 64 KiB, the commands say one line and exit 125;
+// nothing is saved.
+func TestCheckpointBadInput(t *testing.T) {
+	c := ckptCLI(t, "local")
+	for _, args := range [][]string{{"checkpoint", "save", "x"}, {"checkpoint", "load"}} {
+		code, out, errs := c.run(args...)
+		if code != 125 || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "CRONLOCK_CHECKPOINT_SOCKET") {
+			t.Fatalf("%v outside a run: exit %d, stdout %q, stderr %q; want 125 and one line", args, code, out, errs)
+		}
+	}
+	big := filepath.Join(c.dir, "big")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("x"), 64<<10+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := c.run("run", "-k", "big", "--", "sh", "-c",
+		`"$CL" checkpoint save - <`+big+`; echo "over=$?"; head -c 65536 `+big+` | "$CL" checkpoint save -; echo "max=$?"`)
+	if code != 0 || out != "over=125\nmax=0\n" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "64 KiB") {
+		t.Fatalf("64 KiB + 1: exit %d, stdout %q, stderr %q; want 125 with one line, and exactly 64 KiB saved", code, out, errs)
+	}
+	if s := ckptShow(t, c, "big"); s.Last == nil || len(value(s.Last.Value)) != 64<<10 {
+		t.Fatalf("show: want the 64 KiB value only")
+	}
+}
+
+// A run whose lock was removed and taken by another run gets 75 for its save, and
+// nothing it saved after that is stored.
+func TestCheckpointStaleSaveRefused(t *testing.T) {
+	for _, backend := range []string{"local", "redis"} {
+		t.Run(backend, func(t *testing.T) {
+			c := ckptCLI(t, backend)
+			started, goOn := filepath.Join(c.dir, "started"), filepath.Join(c.dir, "go")
+			job := `"$CL" checkpoint save first || exit 8; touch ` + started + `
+while [ ! -e ` + goOn + ` ]; do sleep 0.02; done
+"$CL" checkpoint save stale; echo "stale=$?"`
+			holder := c.command("run", "-k", "st", "--ttl", "60s", "--", "sh", "-c", job)
+			var out, errb bytes.Buffer
+			holder.Stdout, holder.Stderr = &out, &errb
+			if err := holder.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer holder.Process.Kill()
+			proctest.WaitFile(t, started)
+			// The lock goes from under the run: on Redis a DEL by hand, and another run takes
+			// it and saves; locally an rm of the lock file (the kernel still counts the
+			// deleted file's flock, so no other run gets in, but the path no longer names the
+			// locked file).
+			want := "first"
+			if backend == "redis" {
+				mustDo(t, redistest.Addr(t), "DEL", c.prefix()+"{st}:lock")
+				if code, _, errs := c.run("run", "-k", "st", "--", "sh", "-c", `"$CL" checkpoint save newer`); code != 0 {
+					t.Fatalf("the second run: exit %d, %s", code, errs)
+				}
+				want = "newer"
+			} else if err := os.Remove(filepath.Join(c.dir, "locks", "st.lock")); err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(goOn, nil, 0o600)
+			holder.Wait()
+			if !strings.Contains(out.String(), "stale=75\n") || !strings.Contains(errb.String(), "refused") {
+				t.Fatalf("the stale run: stdout %q, stderr %q; want its save refused with exit 75", out.String(), errb.String())
+			}
+			if s := ckptShow(t, c, "st"); s.Last == nil || value(s.Last.Value) != want {
+				t.Fatalf("show: %s; stdout %q, stderr %q; want %q, the stale save not written", value(s.Last.Value), out.String(), errb.String(), want)
+			}
+		})
+	}
+}
+
+// A load or save while Redis does not answer exits 75, never 1.
+func TestCheckpointBackendDownIs75(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newCLI(t, "redis://"+srv.Addr+"/0")
+	c.env = append(c.env, "CL="+cronlockBin)
+	started, goOn := filepath.Join(c.dir, "started"), filepath.Join(c.dir, "go")
+	job := `"$CL" checkpoint save a || exit 8; touch ` + started + `
+while [ ! -e ` + goOn + ` ]; do sleep 0.02; done
+"$CL" checkpoint load; echo "load=$?"; "$CL" checkpoint save b; echo "save=$?"`
+	run := c.command("run", "-k", "down", "--ttl", "60s", "--redis-timeout", "300ms", "--", "sh", "-c", job)
+	var out, errb bytes.Buffer
+	run.Stdout, run.Stderr = &out, &errb
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer run.Process.Kill()
+	proctest.WaitFile(t, started)
+	if _, err := srv.Do("CLIENT", "PAUSE", "20000", "ALL"); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(goOn, nil, 0o600)
+	// Wait for the job's two answers, then let Redis go so the run can end.
+	waitUntil(t, 20*time.Second, "the job's load and save", func() bool { return strings.Contains(out.String(), "save=") })
+	srv.Do("CLIENT", "UNPAUSE")
+	run.Wait()
+	if !strings.Contains(out.String(), "load=75\n") || !strings.Contains(out.String(), "save=75\n") {
+		t.Fatalf("stdout %q, stderr %q; want load and save to exit 75 while Redis is paused", out.String(), errb.String())
+	}
+}
+
+// The socket serves only the run's own job: a process of the same uid outside the job,
+// and another uid, are refused.
+func TestCheckpointSocketServesOnlyTheJob(t *testing.T) {
+	c := ckptCLI(t, "local")
+	sockFile, goOn := filepath.Join(c.dir, "sock"), filepath.Join(c.dir, "go")
+	job := `"$CL" checkpoint save mine || exit 8; echo "$CRONLOCK_CHECKPOINT_SOCKET" > ` + sockFile + `.tmp; mv ` + sockFile + `.tmp ` + sockFile + `
+while [ ! -e ` + goOn + ` ]; do sleep 0.02; done`
+	holder := c.command("run", "-k", "peer", "--", "sh", "-c", job)
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Process.Kill()
+	proctest.WaitFile(t, sockFile)
+	b, _ := os.ReadFile(sockFile)
+	sock := strings.TrimSpace(string(b))
+	if fi, err := os.Stat(filepath.Dir(sock)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the socket's folder: %v, %v; want 0700", fi, err)
+	}
+	// Same uid, not of the job.
+	load := c.command("checkpoint", "load")
+	load.Env = append(load.Env, "CRONLOCK_CHECKPOINT_SOCKET="+sock)
+	var out, errb bytes.Buffer
+	load.Stdout, load.Stderr = &out, &errb
+	if code := c.exitCode(load.Run()); code != 75 || out.Len() != 0 || !strings.Contains(errb.String(), "not a process of this run's job") {
+		t.Fatalf("a load from outside the job: exit %d, stdout %q, stderr %q; want 75 and the peer refused", code, out.String(), errb.String())
+	}
+	// Another uid.
+	cred, bin := durabAsNobody(t, &cli{t: t, dir: c.dir, env: append([]string{}, c.env...)})
+	nobody := exec.Command(bin, "checkpoint", "load")
+	nobody.Env = append(append([]string{}, c.env...), "CRONLOCK_CHECKPOINT_SOCKET="+sock)
+	nobody.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	out.Reset()
+	errb.Reset()
+	nobody.Stdout, nobody.Stderr = &out, &errb
+	if code := c.exitCode(nobody.Run()); code != 75 || out.Len() != 0 {
+		t.Fatalf("a load as uid 65534: exit %d, stdout %q, stderr %q; want 75 and nothing read", code, out.String(), errb.String())
+	}
+	os.WriteFile(goOn, nil, 0o600)
+	if code := c.exitCode(holder.Wait()); code != 0 {
+		t.Fatalf("the run: exit %d", code)
+	}
+	if _, err := os.Stat(filepath.Dir(sock)); !os.IsNotExist(err) {
+		t.Fatalf("the socket's folder after the run: %v; want it gone", err)
+	}
+}

@@ -58,10 +58,13 @@ func (c *Client) do(op byte, payload []byte) (Status, []byte, error) {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(timeout))
-	if err := writeFrame(conn, op, payload); err != nil {
-		return 0, nil, fmt.Errorf("send to this job's cronlock run: %w", err)
-	}
+	werr := writeFrame(conn, op, payload)
+	// A server that refuses the peer answers before reading the request, and closes: the
+	// write may then fail, but the answer says why.
 	kind, reply, err := readFrame(conn)
+	if err != nil && werr != nil {
+		return 0, nil, fmt.Errorf("send to this job's cronlock run: %w", werr)
+	}
 	if errors.Is(err, errVersion) {
 		return 0, nil, err
 	}

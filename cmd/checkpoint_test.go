@@ -155,7 +155,7 @@ while [ ! -e ` + goOn + ` ]; do sleep 0.02; done
 	}
 }
 
-// A load or save while Redis does not answer exits 75, never 1.
+// A load or save while Redis does not answer (SIGSTOPped) exits 75, never 1.
 func TestCheckpointBackendDownIs75(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newCLI(t, "redis://"+srv.Addr+"/0")
@@ -172,16 +172,15 @@ while [ ! -e ` + goOn + ` ]; do sleep 0.02; done
 	}
 	defer run.Process.Kill()
 	proctest.WaitFile(t, started)
-	if _, err := srv.Do("CLIENT", "PAUSE", "20000", "ALL"); err != nil {
-		t.Fatal(err)
-	}
+	srv.Stop() // SIGSTOP: connections are accepted, nothing is answered
+	defer srv.Cont()
 	os.WriteFile(goOn, nil, 0o600)
 	// Wait for the job's two answers, then let Redis go so the run can end.
 	waitUntil(t, 20*time.Second, "the job's load and save", func() bool { return strings.Contains(out.String(), "save=") })
-	srv.Do("CLIENT", "UNPAUSE")
+	srv.Cont()
 	run.Wait()
 	if !strings.Contains(out.String(), "load=75\n") || !strings.Contains(out.String(), "save=75\n") {
-		t.Fatalf("stdout %q, stderr %q; want load and save to exit 75 while Redis is paused", out.String(), errb.String())
+		t.Fatalf("stdout %q, stderr %q; want load and save to exit 75 while Redis is stopped", out.String(), errb.String())
 	}
 }
 
@@ -228,5 +227,35 @@ while [ ! -e ` + goOn + ` ]; do sleep 0.02; done`
 	}
 	if _, err := os.Stat(filepath.Dir(sock)); !os.IsNotExist(err) {
 		t.Fatalf("the socket's folder after the run: %v; want it gone", err)
+	}
+}
+
+// A save once the lease is in doubt (Redis stopped answering and the run's keeper told the
+// job to stop) is refused by the run itself, with no backend call, and exits 75.
+func TestCheckpointRefusedWhileLeaseInDoubt(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newCLI(t, "redis://"+srv.Addr+"/0")
+	c.env = append(c.env, "CL="+cronlockBin)
+	started := filepath.Join(c.dir, "started")
+	job := `trap '"$CL" checkpoint save late; echo "late=$?"; exit 0' TERM
+"$CL" checkpoint save early || exit 8; touch ` + started + `
+while :; do sleep 0.02; done`
+	run := c.command("run", "-k", "doubt", "--ttl", "3s", "--grace", "1s", "--redis-timeout", "300ms", "--", "sh", "-c", job)
+	var out, errb bytes.Buffer
+	run.Stdout, run.Stderr = &out, &errb
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer run.Process.Kill()
+	proctest.WaitFile(t, started)
+	srv.Stop() // SIGSTOP: connections are accepted, nothing is answered
+	defer srv.Cont()
+	code := c.exitCode(run.Wait())
+	srv.Cont()
+	if code != 125 || !strings.Contains(out.String(), "late=75\n") || !strings.Contains(errb.String(), "in doubt") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want the late save refused as in doubt (75) and the run lock_lost (125)", code, out.String(), errb.String())
+	}
+	if s := ckptShow(t, c, "doubt"); s.Last == nil || value(s.Last.Value) != "early" {
+		t.Fatalf("show: want early, the late save not written")
 	}
 }

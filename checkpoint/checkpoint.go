@@ -1,14 +1,15 @@
 // Package checkpoint is the private channel between a job's `cronlock checkpoint`
-// commands and their own parent `cronlock run`: a unix socket that the run creates in a
-// 0700 folder of its own, names in the job's environment (CRONLOCK_CHECKPOINT_SOCKET),
-// and removes when the run ends. The parent writes checkpoints with its own backend
-// connection and token, so neither a secret nor a backend setting enters the job's
-// environment, and the local backend's flock stays the parent's.
+// commands and their own parent `cronlock run`: a unix socket in Linux's abstract
+// namespace, under a random name that the run puts in the job's environment
+// (CRONLOCK_CHECKPOINT_SOCKET) and that vanishes with the run, however it ends. The parent
+// writes checkpoints with its own backend connection and token, so neither a secret nor a
+// backend setting enters the job's environment, and the local backend's flock stays the
+// parent's.
 //
 // The server answers only peers whose SO_PEERCRED uid is the run's and whose pid is a
-// descendant of the run's process (the job, its children, and what it left behind
-// under cronlock as child subreaper); the folder's mode already keeps other users out,
-// the check keeps out this user's other processes too.
+// descendant of the run's process (the job, its children, and what it left behind under
+// cronlock as child subreaper): other users, and this user's other processes, are
+// refused. A job that moves itself into another network namespace cannot reach it.
 //
 // Protocol, version 1. One request per connection, one reply, then the connection is
 // closed. Each message is a frame:

@@ -2,11 +2,12 @@ package checkpoint
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -33,7 +34,6 @@ func (e *RefusedError) Error() string { return e.Reason }
 
 // Server is one run's checkpoint socket.
 type Server struct {
-	dir  string
 	path string
 	ln   *net.UnixListener
 	h    Handler
@@ -45,55 +45,32 @@ type Server struct {
 	use  chan struct{} // closed at the first request a peer was allowed to make
 }
 
-// Listen creates the run's socket in a new 0700 folder under base (when "" or too long
-// for a socket path: the user's runtime folder, else the temporary folder) and serves h
-// on it until Close, to the peers that allow accepts (nil = AllowDescendants).
-func Listen(base string, h Handler, allow func(pid, uid int) bool) (*Server, error) {
+// Listen creates the run's socket and serves h on it until Close, to the peers that
+// allow accepts (nil = AllowDescendants).
+//
+// The socket is in Linux's abstract namespace, under a random name of 128 bits: it has no
+// file, so it costs a run no folder to create and remove (a quarter of a millisecond on a
+// journalled /tmp) and vanishes with the process even after a SIGKILL. Any process of the
+// machine's network namespace could connect to such a name if it knew it, so the peer
+// check (SO_PEERCRED: the uid, and a pid descending from this process) is what lets a
+// request in.
+func Listen(h Handler, allow func(pid, uid int) bool) (*Server, error) {
 	if allow == nil {
 		allow = AllowDescendants
 	}
-	dir, err := makeDir(base)
-	if err != nil {
-		return nil, err
+	var rnd [16]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, fmt.Errorf("checkpoint socket: %w", err)
 	}
-	path := filepath.Join(dir, "s")
+	path := "@cronlock-ckpt-" + hex.EncodeToString(rnd[:])
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
-		os.RemoveAll(dir)
 		return nil, fmt.Errorf("checkpoint socket %s: %w", path, err)
 	}
-	ln.SetUnlinkOnClose(true)
-	s := &Server{dir: dir, path: path, ln: ln, h: h, allow: allow, use: make(chan struct{})}
+	s := &Server{path: path, ln: ln, h: h, allow: allow, use: make(chan struct{})}
 	s.wg.Add(1)
 	go s.serve()
 	return s, nil
-}
-
-// maxSocketPath is the longest path a unix socket's address holds (sun_path, with its NUL).
-const maxSocketPath = 107
-
-// makeDir creates the socket's private folder: the first of base, $XDG_RUNTIME_DIR and
-// the temporary folder where a socket path fits.
-func makeDir(base string) (string, error) {
-	var last error
-	for _, b := range []string{base, os.Getenv("XDG_RUNTIME_DIR"), os.TempDir(), "/tmp"} {
-		// MkdirTemp adds about 12 bytes; the socket's name 2.
-		if b == "" || !filepath.IsAbs(b) || len(b)+len("/cronlock-ckpt-")+12+2 > maxSocketPath {
-			continue
-		}
-		dir, err := os.MkdirTemp(b, "cronlock-ckpt-")
-		if err == nil {
-			if err = os.Chmod(dir, 0o700); err == nil {
-				return dir, nil
-			}
-			os.Remove(dir)
-		}
-		last = err
-	}
-	if last == nil {
-		last = errors.New("no folder short enough for a socket path")
-	}
-	return "", fmt.Errorf("create the checkpoint socket's folder: %w", last)
 }
 
 // Path is the socket's path, for the job's environment.
@@ -114,12 +91,10 @@ func (s *Server) WasUsed() bool {
 	}
 }
 
-// Close stops serving, waits for the requests in progress, and removes the socket and
-// its folder.
+// Close stops serving and waits for the requests in progress; the name is free again.
 func (s *Server) Close() error {
 	err := s.ln.Close()
 	s.wg.Wait()
-	os.RemoveAll(s.dir)
 	return err
 }
 

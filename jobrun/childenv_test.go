@@ -16,7 +16,7 @@ import (
 func TestChildEnvNames(t *testing.T) {
 	t.Setenv(settings.JobScheduledFor, "2020-01-01T00:00:00Z")  // an outer run's tick
 	t.Setenv(settings.JobCheckpointSocket, "/outer/run/socket") // and its socket
-	srv, err := checkpoint.Listen(t.TempDir(), nil, nil)
+	srv, err := checkpoint.Listen(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

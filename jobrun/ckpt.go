@@ -29,7 +29,7 @@ type ckptRun struct {
 	try       atomic.Int32
 }
 
-// startCheckpoints opens the run's checkpoint socket: a folder, a socket and a goroutine,
+// startCheckpoints opens the run's checkpoint socket: an abstract socket and a goroutine,
 // no backend call, so a run whose job never asks costs nothing on the wire.
 func (r *runner) startCheckpoints(lease lockrun.Lease, keeper *lockrun.Keeper) *ckptRun {
 	c := &ckptRun{lease: lease, keeper: keeper, opTimeout: r.o.OpTimeout, key: r.o.Key,
@@ -38,7 +38,7 @@ func (r *runner) startCheckpoints(lease lockrun.Lease, keeper *lockrun.Keeper) *
 		c.scope = r.tick.UTC().Format(time.RFC3339)
 	}
 	c.try.Store(1)
-	srv, err := checkpoint.Listen(r.o.StampDir, c, nil)
+	srv, err := checkpoint.Listen(c, nil)
 	if err != nil {
 		r.verbosef("no checkpoint socket (%v): the job's cronlock checkpoint commands will fail", err)
 		return nil

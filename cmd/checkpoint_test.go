@@ -16,18 +16,32 @@ import (
 	"cronlock/internal/redistest"
 )
 
-// ckptCLI is a cli for one backend whose jobs find the binary under test as $CL.
-func ckptCLI(t *testing.T, backend string) *cli {
+// ckptBackends are the backends the checkpoint tests run on; the etcd build adds etcd.
+var ckptBackends = []string{"local", "redis"}
+
+// ckptEtcd, set by the etcd build, starts a private etcd and returns a cli on it and a
+// function that deletes one of its keys by hand.
+var ckptEtcd func(t *testing.T) (*cli, func(name string))
+
+// ckptCLI is a cli for one backend whose jobs find the binary under test as $CL, and a
+// function that deletes a backend key by hand (nil for local).
+func ckptCLI(t *testing.T, backend string) (*cli, func(name string)) {
 	t.Helper()
 	var c *cli
-	if backend == "redis" {
-		c = newCLI(t, "redis://"+redistest.Addr(t)+"/0")
-	} else {
+	var del func(string)
+	switch backend {
+	case "redis":
+		addr := redistest.Addr(t)
+		c = newCLI(t, "redis://"+addr+"/0")
+		del = func(name string) { mustDo(t, addr, "DEL", name) }
+	case "etcd":
+		c, del = ckptEtcd(t)
+	default:
 		c = newCLI(t, "")
 		c.env = append(c.env, "CRONLOCK_BACKEND=local")
 	}
 	c.env = append(c.env, "CL="+cronlockBin)
-	return c
+	return c, del
 }
 
 // ckptShow is `checkpoint show --key key --json`, decoded.
@@ -65,9 +79,9 @@ func value(p *string) string {
 // The second try of a run loads what the first saved; a later run of the key finds
 // nothing of its own (another scope) but the last succeeded run's value.
 func TestCheckpointResumesAcrossTries(t *testing.T) {
-	for _, backend := range []string{"local", "redis"} {
+	for _, backend := range ckptBackends {
 		t.Run(backend, func(t *testing.T) {
-			c := ckptCLI(t, backend)
+			c, _ := ckptCLI(t, backend)
 			job := `v=$("$CL" checkpoint load); rc=$?; echo "try=$CRONLOCK_TRY rc=$rc v=$v"
 "$CL" checkpoint save "done-$CRONLOCK_TRY" || exit 9
 [ "$CRONLOCK_TRY" = 2 ]`
@@ -91,7 +105,7 @@ func TestCheckpointResumesAcrossTries(t *testing.T) {
 // Outside a run, and with a value over 64 KiB, the commands say one line and exit 125;
 // nothing is saved.
 func TestCheckpointBadInput(t *testing.T) {
-	c := ckptCLI(t, "local")
+	c, _ := ckptCLI(t, "local")
 	for _, args := range [][]string{{"checkpoint", "save", "x"}, {"checkpoint", "load"}} {
 		code, out, errs := c.run(args...)
 		if code != 125 || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "CRONLOCK_CHECKPOINT_SOCKET") {
@@ -115,9 +129,9 @@ func TestCheckpointBadInput(t *testing.T) {
 // A run whose lock was removed and taken by another run gets 75 for its save, and
 // nothing it saved after that is stored.
 func TestCheckpointStaleSaveRefused(t *testing.T) {
-	for _, backend := range []string{"local", "redis"} {
+	for _, backend := range ckptBackends {
 		t.Run(backend, func(t *testing.T) {
-			c := ckptCLI(t, backend)
+			c, del := ckptCLI(t, backend)
 			started, goOn := filepath.Join(c.dir, "started"), filepath.Join(c.dir, "go")
 			job := `"$CL" checkpoint save first || exit 8; touch ` + started + `
 while [ ! -e ` + goOn + ` ]; do sleep 0.02; done
@@ -130,13 +144,13 @@ while [ ! -e ` + goOn + ` ]; do sleep 0.02; done
 			}
 			defer holder.Process.Kill()
 			proctest.WaitFile(t, started)
-			// The lock goes from under the run: on Redis a DEL by hand, and another run takes
-			// it and saves; locally an rm of the lock file (the kernel still counts the
+			// The lock goes from under the run: on a server a delete by hand, and another run
+			// takes it and saves; locally an rm of the lock file (the kernel still counts the
 			// deleted file's flock, so no other run gets in, but the path no longer names the
 			// locked file).
 			want := "first"
-			if backend == "redis" {
-				mustDo(t, redistest.Addr(t), "DEL", c.prefix()+"{st}:lock")
+			if del != nil {
+				del(c.prefix() + "{st}:lock")
 				if code, _, errs := c.run("run", "-k", "st", "--", "sh", "-c", `"$CL" checkpoint save newer`); code != 0 {
 					t.Fatalf("the second run: exit %d, %s", code, errs)
 				}
@@ -188,7 +202,7 @@ while [ ! -e ` + goOn + ` ]; do sleep 0.02; done
 // The socket serves only the run's own job: a process of the same uid outside the job,
 // and another uid, are refused.
 func TestCheckpointSocketServesOnlyTheJob(t *testing.T) {
-	c := ckptCLI(t, "local")
+	c, _ := ckptCLI(t, "local")
 	sockFile, goOn := filepath.Join(c.dir, "sock"), filepath.Join(c.dir, "go")
 	job := `"$CL" checkpoint save mine || exit 8; echo "$CRONLOCK_CHECKPOINT_SOCKET" > ` + sockFile + `.tmp; mv ` + sockFile + `.tmp ` + sockFile + `
 while [ ! -e ` + goOn + ` ]; do sleep 0.02; done`

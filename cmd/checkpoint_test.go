@@ -275,3 +275,24 @@ while :; do sleep 0.02; done`
 		t.Fatalf("show: want early, the late save not written")
 	}
 }
+
+// --heartbeat-timeout: a job that keeps saving runs on past it; one that stops saving is
+// stopped as a timeout (124), saying why.
+func TestCheckpointHeartbeatTimeout(t *testing.T) {
+	c, _ := ckptCLI(t, "local")
+	beats := filepath.Join(c.dir, "beats")
+	// Saves every 100ms for 20 saves (twice the 1s timeout in all), then hangs.
+	job := `i=0; while [ $i -lt 20 ]; do "$CL" checkpoint save "$i" || exit 8; echo $i >> ` + beats + `; i=$((i+1)); sleep 0.1; done
+exec sleep 60`
+	code, _, errs := c.run("run", "-k", "hb", "--heartbeat-timeout", "1s", "--grace", "1s", "--", "sh", "-c", job)
+	b, _ := os.ReadFile(beats)
+	if n := strings.Count(string(b), "\n"); n != 20 {
+		t.Fatalf("%d saves before the stop; want all 20 (each save resets the heartbeat)", n)
+	}
+	if code != 124 || !strings.Contains(errs, "saved no checkpoint for --heartbeat-timeout 1s") {
+		t.Fatalf("exit %d, stderr %q; want 124 and the line saying the job is hung", code, errs)
+	}
+	if rows := c.history("hb"); len(rows) != 1 || rows[0].Status != "timeout" {
+		t.Fatalf("history %+v; want one timeout row", rows)
+	}
+}

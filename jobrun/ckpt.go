@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +28,7 @@ type ckptRun struct {
 	node      string
 	attempt   int
 	try       atomic.Int32
+	beat      chan struct{} // an accepted save, for the heartbeat watch
 }
 
 // startCheckpoints opens the run's checkpoint socket: an abstract socket and a goroutine,
@@ -38,6 +40,7 @@ func (r *runner) startCheckpoints(lease lockrun.Lease, keeper *lockrun.Keeper) *
 		c.scope = r.tick.UTC().Format(time.RFC3339)
 	}
 	c.try.Store(1)
+	c.beat = make(chan struct{}, 1)
 	srv, err := checkpoint.Listen(c, nil)
 	if err != nil {
 		r.verbosef("no checkpoint socket (%v): the job's cronlock checkpoint commands will fail", err)
@@ -99,6 +102,12 @@ func (c *ckptRun) Save(ctx context.Context, value []byte) error {
 	cp := &lockrun.Checkpoint{Value: value, Scope: c.scope, RunID: c.runID, Node: c.node,
 		TickAttempt: c.attempt, Try: int(c.try.Load())}
 	err := cl.SaveCheckpoint(ctx, cp)
+	if err == nil {
+		select {
+		case c.beat <- struct{}{}:
+		default: // one pending beat says it all
+		}
+	}
 	if errors.Is(err, lockrun.ErrLockLost) {
 		return &checkpoint.RefusedError{Reason: fmt.Sprintf("checkpoint refused, nothing written: %v; another run may hold the lock: stop", err)}
 	}
@@ -118,4 +127,32 @@ func (c *ckptRun) Load(ctx context.Context, lastSuccess bool) ([]byte, bool, err
 		return nil, false, err
 	}
 	return cp.Value, true, nil
+}
+
+// heartbeat watches one try for --heartbeat-timeout d: the channel is closed once d
+// passes with no accepted save (from now, or the last one). stop ends the watch; with d
+// 0 (or no socket) there is nothing to watch.
+func (c *ckptRun) heartbeat(d time.Duration) (hung <-chan struct{}, stop func()) {
+	if c == nil || d <= 0 {
+		return nil, func() {}
+	}
+	h := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-c.beat:
+				t.Reset(d)
+			case <-t.C:
+				close(h)
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return h, func() { once.Do(func() { close(done) }) }
 }

@@ -69,6 +69,10 @@ type Options struct {
 	RetryDelay time.Duration
 	RetryOn    []int
 
+	// HeartbeatTimeout is --heartbeat-timeout: a try whose job saved no checkpoint for
+	// this long (from its start or its last save) is stopped as a timeout; 0 = none.
+	HeartbeatTimeout time.Duration
+
 	// Open connects the lock backend; its error is the run's (status error, exit 125).
 	Open func() (lockrun.Locker, error)
 	// OpTimeout bounds one backend operation (--redis-timeout): a renewal, the release.

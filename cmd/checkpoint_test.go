@@ -296,3 +296,43 @@ exec sleep 60`
 		t.Fatalf("history %+v; want one timeout row", rows)
 	}
 }
+
+// show and reset outside a run: reset is refused while the key runs, unless --force; a
+// nested run's job talks to the inner run, whose key its save is for.
+func TestCheckpointShowReset(t *testing.T) {
+	for _, backend := range ckptBackends {
+		t.Run(backend, func(t *testing.T) {
+			c, _ := ckptCLI(t, backend)
+			if code, _, errs := c.run("run", "-k", "outer", "--", cronlockBin, "run", "-k", "inner", "--",
+				"sh", "-c", `"$CL" checkpoint save nested`); code != 0 {
+				t.Fatalf("nested runs: exit %d, %s", code, errs)
+			}
+			if s := ckptShow(t, c, "inner"); s.Last == nil || value(s.Last.Value) != "nested" {
+				t.Fatalf("inner: %+v; want the nested job's save", s)
+			}
+			if s := ckptShow(t, c, "outer"); s.Last != nil {
+				t.Fatalf("outer: %+v; want nothing (the save was the inner run's)", s)
+			}
+			code, out, _ := c.run("checkpoint", "show", "--key", "inner")
+			if code != 0 || !strings.Contains(out, `inner: newest: 6 bytes "nested"`) {
+				t.Fatalf("show: exit %d, %q", code, out)
+			}
+			holder, _, release := c.startHolding([]string{"run", "-k", "inner"})
+			code, out, errs := c.run("checkpoint", "reset", "--key", "inner")
+			if code != 125 || out != "" || !strings.Contains(errs, "inner is running") || strings.Count(errs, "\n") != 1 {
+				t.Fatalf("reset while running: exit %d, stdout %q, stderr %q; want 125 and one line", code, out, errs)
+			}
+			if code, out, errs := c.run("checkpoint", "reset", "--key", "inner", "--force"); code != 0 || !strings.Contains(out, "removed 2 checkpoint record(s) of inner") {
+				t.Fatalf("reset --force: exit %d, stdout %q, stderr %q", code, out, errs)
+			}
+			release()
+			holder.Wait()
+			if code, out, _ := c.run("checkpoint", "show", "--key", "inner"); code != 0 || out != "inner has no checkpoint\n" {
+				t.Fatalf("show after reset: exit %d, %q", code, out)
+			}
+			if code, out, _ := c.run("checkpoint", "reset", "--key", "inner"); code != 0 || !strings.Contains(out, "nothing removed") {
+				t.Fatalf("second reset: exit %d, %q", code, out)
+			}
+		})
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -334,5 +336,39 @@ func TestCheckpointShowReset(t *testing.T) {
 				t.Fatalf("second reset: exit %d, %q", code, out)
 			}
 		})
+	}
+}
+
+// With --min-replicas, a save that the replicas do not acknowledge exits 75: a failover
+// could lose it.
+func TestCheckpointMinReplicas(t *testing.T) {
+	master := redistest.Start(t, "--repl-diskless-sync-delay", "0")
+	replica := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port), "--repl-diskless-sync-delay", "0")
+	ackedOffset := regexp.MustCompile(`state=online,offset=[1-9]`)
+	waitUntil(t, 10*time.Second, "the master to count its replica's acknowledgement", func() bool {
+		master.Do("SET", "written", "1")
+		info, err := master.Do("INFO", "replication")
+		return err == nil && ackedOffset.MatchString(info)
+	})
+	c := newCLI(t, "redis://"+master.Addr)
+	c.env = append(c.env, "CL="+cronlockBin)
+	started, goOn := filepath.Join(c.dir, "started"), filepath.Join(c.dir, "go")
+	job := `"$CL" checkpoint save acked || exit 8; touch ` + started + `
+while [ ! -e ` + goOn + ` ]; do sleep 0.02; done
+"$CL" checkpoint save unacked; echo "save=$?"`
+	run := c.command("run", "-k", "rep", "--ttl", "60s", "--min-replicas", "1", "--redis-timeout", "500ms", "--", "sh", "-c", job)
+	var out, errb bytes.Buffer
+	run.Stdout, run.Stderr = &out, &errb
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer run.Process.Kill()
+	proctest.WaitFile(t, started)
+	replica.Stop()
+	defer replica.Cont()
+	os.WriteFile(goOn, nil, 0o600)
+	run.Wait()
+	if !strings.Contains(out.String(), "save=75\n") || !strings.Contains(errb.String(), "replicas acknowledged it") {
+		t.Fatalf("stdout %q, stderr %q; want the unacknowledged save to exit 75, naming the replicas", out.String(), errb.String())
 	}
 }

@@ -372,3 +372,32 @@ while [ ! -e ` + goOn + ` ]; do sleep 0.02; done
 		t.Fatalf("stdout %q, stderr %q; want the unacknowledged save to exit 75, naming the replicas", out.String(), errb.String())
 	}
 }
+
+// Through Sentinel and on a Cluster (the checkpoint keys share the lock's hash tag, so the
+// fenced script runs in the lock's slot): a second try resumes from the first's save,
+// with --min-replicas 1 on Sentinel, and show reads it back.
+func TestCheckpointSentinelCluster(t *testing.T) {
+	for _, form := range []string{"sentinel", "cluster"} {
+		t.Run(form, func(t *testing.T) {
+			var url string
+			var extra []string
+			if form == "sentinel" {
+				url = redistest.StartSentinel(t).URL()
+				extra = []string{"--min-replicas", "1"}
+			} else {
+				url = redistest.StartCluster(t).URL()
+			}
+			c := newCLI(t, url)
+			c.env = append(c.env, "CL="+cronlockBin)
+			job := `v=$("$CL" checkpoint load); echo "try=$CRONLOCK_TRY rc=$? v=$v"; "$CL" checkpoint save "at-$CRONLOCK_TRY" || exit 9; [ "$CRONLOCK_TRY" = 2 ]`
+			args := append(append([]string{"run", "-k", "hack"}, extra...), "--retries", "1", "--retry-delay", "1ms", "--", "sh", "-c", job)
+			code, out, errs := c.run(args...)
+			if code != 0 || out != "try=1 rc=1 v=\ntry=2 rc=0 v=at-1\n" {
+				t.Fatalf("run: exit %d, stdout %q, stderr %q", code, out, errs)
+			}
+			if s := ckptShow(t, c, "hack"); s.Last == nil || value(s.Last.Value) != "at-2" || s.LastSuccess == nil {
+				t.Fatalf("show: %+v; want at-2, also as the last success", s)
+			}
+		})
+	}
+}

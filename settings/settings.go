@@ -96,11 +96,14 @@ const (
 	JobFencingToken = "CRONLOCK_FENCING_TOKEN"
 	JobTokenBackend = "CRONLOCK_TOKEN_BACKEND" // tokens of two backends do not compare
 	JobScheduledFor = "CRONLOCK_SCHEDULED_FOR" // only when the run has a tick
+	// JobCheckpointSocket names the run's private socket, through which the job's
+	// `cronlock checkpoint` commands reach their parent run: a path, never a secret.
+	JobCheckpointSocket = "CRONLOCK_CHECKPOINT_SOCKET"
 )
 
 // JobNames is every name cronlock gives its jobs; jobrun replaces an inherited one of
 // these with this run's value, or drops it.
-var JobNames = []string{JobKey, JobRunID, JobNode, JobTry, JobFencingToken, JobTokenBackend, JobScheduledFor}
+var JobNames = []string{JobKey, JobRunID, JobNode, JobTry, JobFencingToken, JobTokenBackend, JobScheduledFor, JobCheckpointSocket}
 
 // Known reports whether name is a setting.
 func Known(name string) bool { return slices.Contains(Names, name) }

@@ -15,7 +15,7 @@ import (
 func TestChildEnvNames(t *testing.T) {
 	t.Setenv(settings.JobScheduledFor, "2020-01-01T00:00:00Z") // an outer run's tick
 	for _, tick := range []time.Time{{}, time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC)} {
-		env := childEnv(&Options{Key: "k", Node: "n"}, "rid", 7, "redis", tick, 1)
+		env := childEnv(&Options{Key: "k", Node: "n"}, "rid", 7, "redis", tick, 1, 1, "")
 		var got []string
 		for _, kv := range env {
 			name, v, _ := strings.Cut(kv, "=")

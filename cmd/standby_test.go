@@ -46,9 +46,14 @@ func runArgs(extra []string, job string) []string {
 // startJob starts a run whose job writes its run id to DIR/id and loops until DIR/stop
 // exists, and returns once the job runs.
 func (h *standbyHost) startJob(t *testing.T, extra ...string) (*exec.Cmd, string) {
+	return h.startJobExit(t, 0, extra...)
+}
+
+// startJobExit is startJob whose job exits with code once let go.
+func (h *standbyHost) startJobExit(t *testing.T, code int, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
 	id, stop := filepath.Join(h.dir, "id"), filepath.Join(h.dir, "stop")
-	cmd := h.command(runArgs(extra, `echo "$CRONLOCK_RUN_ID" > `+id+`.tmp; mv `+id+`.tmp `+id+`; while [ ! -e `+stop+` ]; do sleep 0.05; done`)...)
+	cmd := h.command(runArgs(extra, `echo "$CRONLOCK_RUN_ID" > `+id+`.tmp; mv `+id+`.tmp `+id+`; while [ ! -e `+stop+` ]; do sleep 0.05; done; exit `+strconv.Itoa(code))...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -61,9 +66,24 @@ func (h *standbyHost) startJob(t *testing.T, extra ...string) (*exec.Cmd, string
 // returns once it says it waits as a standby; done gets its exit code and stderr.
 func (h *standbyHost) startStandby(t *testing.T, extra ...string) (done chan standbyEnd) {
 	t.Helper()
+	done, errs := h.tryStandby(t, "", extra...)
+	if done == nil {
+		t.Fatalf("%s did not become a standby; stderr %q", h.node, errs)
+	}
+	return done
+}
+
+// tryStandby starts a --standby run (then job, if given, after recording the variables)
+// and returns once it says it waits as a standby, or, with a nil channel, its stderr
+// once it ended without.
+func (h *standbyHost) tryStandby(t *testing.T, then string, extra ...string) (chan standbyEnd, string) {
+	t.Helper()
 	out := filepath.Join(h.dir, "job")
-	args := runArgs(append([]string{"-v", "--standby"}, extra...),
-		`echo "$CRONLOCK_TICK_ATTEMPT $CRONLOCK_TAKEOVER_OF $CRONLOCK_FENCING_TOKEN $CRONLOCK_SCHEDULED_FOR" > `+out)
+	job := `echo "$CRONLOCK_TICK_ATTEMPT $CRONLOCK_TAKEOVER_OF $CRONLOCK_FENCING_TOKEN $CRONLOCK_SCHEDULED_FOR" > ` + out
+	if then != "" {
+		job += "; " + then
+	}
+	args := runArgs(append([]string{"-v", "--standby"}, extra...), job)
 	cmd := h.command(args...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
@@ -82,9 +102,9 @@ func (h *standbyHost) startStandby(t *testing.T, extra ...string) (done chan sta
 	}
 	if !strings.Contains(errs.String(), "waiting as a standby") {
 		cmd.Wait()
-		t.Fatalf("%s did not become a standby; stderr %q", h.node, errs.String())
+		return nil, errs.String()
 	}
-	done = make(chan standbyEnd, 1)
+	done := make(chan standbyEnd, 1)
 	go func() {
 		for sc.Scan() {
 			errs.WriteString(sc.Text() + "\n")
@@ -96,7 +116,7 @@ func (h *standbyHost) startStandby(t *testing.T, extra ...string) (done chan sta
 		}
 		done <- standbyEnd{code, errs.String()}
 	}()
-	return done
+	return done, ""
 }
 
 type standbyEnd struct {
@@ -312,5 +332,93 @@ func TestStandbyBadFlags(t *testing.T) {
 		if code != 125 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || errs == "" {
 			t.Errorf("%v: exit %d, stderr %q; want 125 and one line", args, code, errs)
 		}
+	}
+}
+
+// TestStandbyGracefulStop: a holder stopped by a forwarded SIGTERM (a reboot) leaves its
+// tick resumable, and the standby takes it over at once as attempt 2.
+func TestStandbyGracefulStop(t *testing.T) {
+	srv := redistest.Start(t)
+	off, _ := inMinute()
+	hs := standbyFleet(t, "redis://"+srv.Addr+"/0", off, "vmA", "vmB")
+	a, aID := hs[0].startJob(t)
+	done := hs[1].startStandby(t)
+	a.Process.Signal(syscall.SIGTERM)
+	a.Wait()
+	end := awaitEnd(t, done, "vmB's standby")
+	b, _ := os.ReadFile(filepath.Join(hs[1].dir, "job"))
+	if end.code != 0 || !strings.HasPrefix(string(b), "2 "+aID) {
+		t.Fatalf("vmB: exit %d, job saw %q, stderr %q; want a takeover of %s", end.code, b, end.errs, aID)
+	}
+}
+
+// TestStandbyFailedTick: a tick whose run failed by its own exit is not taken over by
+// --standby (the standby ends skipped, naming the run and its outcome), and is by
+// --standby=failed.
+func TestStandbyFailedTick(t *testing.T) {
+	for _, mode := range []string{"lost", "failed"} {
+		t.Run(mode, func(t *testing.T) {
+			srv := redistest.Start(t)
+			off, _ := inMinute()
+			hs := standbyFleet(t, "redis://"+srv.Addr+"/0", off, "vmA", "vmB")
+			a, aID := hs[0].startJobExit(t, 3)
+			done := hs[1].startStandby(t, "--standby="+mode)
+			os.WriteFile(filepath.Join(hs[0].dir, "stop"), nil, 0o600)
+			a.Wait()
+			end := awaitEnd(t, done, "vmB's standby")
+			b, _ := os.ReadFile(filepath.Join(hs[1].dir, "job"))
+			r := hs[1].lastRow(t)
+			switch {
+			case mode == "lost" && (len(b) != 0 || r.Status != "skipped" || !strings.Contains(r.Error, aID) || !strings.Contains(r.Error, "failed")):
+				t.Fatalf("vmB: job saw %q, row %+v; want skipped naming %s and failed", b, r, aID)
+			case mode == "failed" && !strings.HasPrefix(string(b), "2 "+aID):
+				t.Fatalf("vmB: exit %d, job saw %q, stderr %q; want a takeover of %s", end.code, b, end.errs, aID)
+			}
+		})
+	}
+}
+
+// TestStandbyBounds: --standbys bounds the standbys of a tick (a later run skips), a
+// SIGKILLed standby frees its slot when its slot's lease ends, and --max-attempts ends a
+// standby of a tick that had that many attempts.
+func TestStandbyBounds(t *testing.T) {
+	srv := redistest.Start(t)
+	off, _ := inMinute()
+	hs := standbyFleet(t, "redis://"+srv.Addr+"/0", off, "vmA", "vmB", "vmC", "vmD")
+	a, aID := hs[0].startJob(t)
+	defer func() { os.WriteFile(filepath.Join(hs[0].dir, "stop"), nil, 0o600); a.Wait() }()
+	b := hs[1].command(runArgs([]string{"-v", "--standby", "--standbys", "1"}, "true")...)
+	pipe, _ := b.StderrPipe()
+	b.Start()
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() && !strings.Contains(sc.Text(), "waiting as a standby") {
+	}
+	if d, errs := hs[2].tryStandby(t, "", "--standbys", "1"); d != nil || hs[2].lastRow(t).Status != "skipped" {
+		t.Fatalf("vmC became a standby beside vmB with --standbys 1 (stderr %q)", errs)
+	}
+	// vmB's standby is SIGKILLed: its slot frees itself when its lease ends, and vmC
+	// waits in its place.
+	b.Process.Kill()
+	b.Wait()
+	hold := "while [ ! -e " + filepath.Join(hs[2].dir, "stop") + " ]; do sleep 0.05; done"
+	var done chan standbyEnd
+	waitUntil(t, 20*time.Second, "vmC a standby in the slot of the killed vmB", func() bool {
+		done, _ = hs[2].tryStandby(t, hold, "--standbys", "1")
+		return done != nil
+	})
+	// vmA's host is lost: vmC takes over as attempt 2, and holds the tick.
+	signalTree(processTree(a.Process.Pid), syscall.SIGKILL)
+	proctest.WaitFile(t, filepath.Join(hs[2].dir, "job"))
+	if j, _ := os.ReadFile(filepath.Join(hs[2].dir, "job")); !strings.HasPrefix(string(j), "2 "+aID) {
+		t.Fatalf("vmC's job saw %q; want a takeover of %s", j, aID)
+	}
+	// With --max-attempts 2, a standby of the tick's second attempt ends at once.
+	code, _, errs := hs[3].run(runArgs([]string{"--standby", "--max-attempts", "2"}, "true")...)
+	if r := hs[3].lastRow(t); code != 0 || r.Status != "skipped" || !strings.Contains(errs, "--max-attempts") {
+		t.Fatalf("vmD with --max-attempts 2: exit %d, row %+v, stderr %q; want skipped with a line", code, r, errs)
+	}
+	os.WriteFile(filepath.Join(hs[2].dir, "stop"), nil, 0o600)
+	if e := awaitEnd(t, done, "vmC"); e.code != 0 {
+		t.Fatalf("vmC exited %d: %q", e.code, e.errs)
 	}
 }

@@ -422,3 +422,36 @@ func TestStandbyBounds(t *testing.T) {
 		t.Fatalf("vmC exited %d: %q", e.code, e.errs)
 	}
 }
+
+// TestStandbyLocalTakeover: on the local backend, a standby takes over the tick of a run
+// whose cronlock was SIGKILLed, and only once that run's job is dead: the guard keeps the
+// lock file locked until the job's group is gone.
+func TestStandbyLocalTakeover(t *testing.T) {
+	off, _ := inMinute()
+	locks := filepath.Join(t.TempDir(), "locks")
+	hs := standbyFleet(t, "", off, "cronA", "cronB")
+	for _, h := range hs {
+		h.env = append(h.env, "CRONLOCK_BACKEND=local", "CRONLOCK_LOCK_DIR="+locks)
+	}
+	pidA := filepath.Join(hs[0].dir, "jobpid")
+	id := filepath.Join(hs[0].dir, "id")
+	a := hs[0].command(runArgs(nil, `echo $$ > `+pidA+`; echo "$CRONLOCK_RUN_ID" > `+id+`.tmp; mv `+id+`.tmp `+id+`; while :; do sleep 0.05; done`)...)
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	proctest.WaitFile(t, id)
+	b, _ := os.ReadFile(id)
+	aID := strings.TrimSpace(string(b))
+	pid, _ := os.ReadFile(pidA)
+	done, errs := hs[1].tryStandby(t, `if kill -0 `+strings.TrimSpace(string(pid))+` 2>/dev/null; then echo alive; else echo dead; fi >> `+filepath.Join(hs[1].dir, "job"))
+	if done == nil {
+		t.Fatalf("cronB did not become a standby: %q", errs)
+	}
+	a.Process.Kill() // cronlock alone: its guard stops the job
+	a.Wait()
+	end := awaitEnd(t, done, "cronB's standby")
+	j, _ := os.ReadFile(filepath.Join(hs[1].dir, "job"))
+	if end.code != 0 || !strings.HasPrefix(string(j), "2 "+aID) || !strings.Contains(string(j), "dead") {
+		t.Fatalf("cronB: exit %d, job saw %q, stderr %q; want a takeover of %s after its job was dead", end.code, j, end.errs, aID)
+	}
+}

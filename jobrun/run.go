@@ -215,6 +215,9 @@ func (r *runner) run() int {
 	if done {
 		return code
 	}
+	if f, ok := lease.(interface{ File() int }); ok {
+		guard.Keep(f.File()) // a local lock stays held until the job's group is dead
+	}
 	if ta, ok := lease.(lockrun.TickAttempter); ok {
 		r.attempt, r.takeoverOf = ta.TickAttempt()
 		r.row.TickAttempt, r.row.TakeoverOf = r.attempt, r.takeoverOf

@@ -191,7 +191,7 @@ if tickUs ~= '' then
     local left = (tonumber(rec.pending_until) or 0) - tonumber(nowS)
     if left > 0 then return {6, string.format('%.0f', math.ceil(left / 1000)), raw} end
   end
-  if (ARGV[21] or '') ~= '' and rec and rec.run_id ~= ARGV[5] and rec.run_id ~= '' and rec.tick_us == tickUs and not rec.missed then
+  if (ARGV[21] or '') ~= '' and not missedMode and rec and rec.run_id ~= ARGV[5] and rec.run_id ~= '' and rec.tick_us == tickUs and not rec.missed then
     local sb = standby(rec)
     if sb then return sb end
   end

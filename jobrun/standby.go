@@ -63,11 +63,11 @@ func (r *runner) standby(sig *child.Signals, req lockrun.Request, w *lockrun.Sta
 		} else if w.PTTL >= 0 {
 			d = min(d, w.PTTL+margin/2)
 		}
-		if left := bound.Sub(wallNow()); left <= 0 {
+		left := bound.Sub(wallNow())
+		if left <= 0 {
 			return nil, r.standbyGiveUp(w, bound), true
-		} else {
-			d = min(d, left)
 		}
+		d = min(d, left)
 		if d > 0 {
 			if s := sleepOrStop(sig, d); s != nil {
 				return nil, r.interrupted(s), true
@@ -133,7 +133,7 @@ func (r *runner) standbyGiveUp(w *lockrun.StandbyWaitError, bound time.Time) int
 	o := r.o
 	r.row.Status = runstatus.Skipped
 	r.row.Holder = fmt.Sprintf("%s (run %s)", w.Node, w.RunID)
-	r.row.Error = fmt.Sprintf("%s: standby for the %s tick ended at %s (--start-deadline, else the next tick) while run %s on %s still held it; not taken over",
+	r.row.Error = fmt.Sprintf("%s: standby for the %s tick ended at %s (--start-deadline, else the next tick) before run %s on %s was known to be lost; not taken over",
 		o.Key, r.tickName(), r.zoned(bound), w.RunID, w.Node)
 	code := o.ConflictExitCode
 	r.row.Exit = &code

@@ -37,7 +37,7 @@ type StandbyWaitError struct {
 	RunID   string        // the tick's run
 	Node    string        // where it runs
 	Attempt int           // the tick's attempt that run is
-	PTTL    time.Duration // the lock's remaining lease; < 0 when the lock is gone
+	PTTL    time.Duration // the lock's remaining lease; < 0 when gone or not known
 	Holder  *Holder       // the lock's holder, nil when the lock is gone
 }
 

@@ -353,18 +353,24 @@ func TestStandbyBadFlags(t *testing.T) {
 
 // TestStandbyGracefulStop: a holder stopped by a forwarded SIGTERM (a reboot) leaves its
 // tick resumable, and the standby takes it over at once as attempt 2.
+// SIGINT (a person's Ctrl-C) is not resumable: the standby ends skipped.
 func TestStandbyGracefulStop(t *testing.T) {
 	srv := redistest.Start(t)
-	off, _ := inMinute()
-	hs := standbyFleet(t, "redis://"+srv.Addr+"/0", off, "vmA", "vmB")
-	a, aID := hs[0].startJob(t)
-	done := hs[1].startStandby(t)
-	a.Process.Signal(syscall.SIGTERM)
-	a.Wait()
-	end := awaitEnd(t, done, "vmB's standby")
-	b, _ := os.ReadFile(filepath.Join(hs[1].dir, "job"))
-	if end.code != 0 || !strings.HasPrefix(string(b), "2 "+aID) {
-		t.Fatalf("vmB: exit %d, job saw %q, stderr %q; want a takeover of %s", end.code, b, end.errs, aID)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			off, _ := inMinute()
+			hs := standbyFleet(t, "redis://"+srv.Addr+"/0", off, "vmA", "vmB")
+			a, aID := hs[0].startJob(t)
+			done := hs[1].startStandby(t)
+			a.Process.Signal(sig)
+			a.Wait()
+			end := awaitEnd(t, done, "vmB's standby")
+			b, _ := os.ReadFile(filepath.Join(hs[1].dir, "job"))
+			took := strings.HasPrefix(string(b), "2 "+aID)
+			if end.code != 0 || took != (sig != syscall.SIGINT) {
+				t.Fatalf("vmB: exit %d, job saw %q, stderr %q; want a takeover of %s only after SIGTERM or SIGHUP", end.code, b, end.errs, aID)
+			}
+		})
 	}
 }
 

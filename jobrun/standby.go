@@ -1,8 +1,10 @@
 package jobrun
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"cronlock/child"
@@ -43,6 +45,17 @@ func (r *runner) standby(sig *child.Signals, req lockrun.Request, w *lockrun.Sta
 	// from the last time its lock was seen alive, else from the first sighting of it gone.
 	var leaseEnd time.Duration
 	lostRun := ""
+	// The release channel wakes the standby when the tick's run lets go; polling covers
+	// a message lost and a lease that ended, which publishes nothing.
+	var wake <-chan struct{}
+	if rw, ok := r.locker.(lockrun.ReleaseWatcher); ok {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if c, stop := rw.WatchRelease(ctx, o.Key); stop != nil {
+			defer stop()
+			wake = c
+		}
+	}
 	for {
 		seen := now()
 		switch {
@@ -69,7 +82,7 @@ func (r *runner) standby(sig *child.Signals, req lockrun.Request, w *lockrun.Sta
 		}
 		d = min(d, left)
 		if d > 0 {
-			if s := sleepOrStop(sig, d); s != nil {
+			if s := sleepWake(sig, d, wake); s != nil {
 				return nil, r.interrupted(s), true
 			}
 		}
@@ -140,4 +153,22 @@ func (r *runner) standbyGiveUp(w *lockrun.StandbyWaitError, bound time.Time) int
 	r.recordInsert()
 	r.errorf("%s", tty.Escape(r.row.Error))
 	return code
+}
+
+// sleepWake is sleepOrStop that also ends when wake gets a value.
+func sleepWake(sig *child.Signals, d time.Duration, wake <-chan struct{}) os.Signal {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return nil
+		case <-wake:
+			return nil
+		case s := <-sig.C:
+			if child.IsStopSignal(s) {
+				return s
+			}
+		}
+	}
 }

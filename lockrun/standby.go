@@ -1,6 +1,7 @@
 package lockrun
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -77,3 +78,11 @@ type TickAttempter interface {
 // lease over on its own clock: max(1s, ttl/10), for clock rates and the server's own
 // expiry sweep.
 func StandbyMargin(ttl time.Duration) time.Duration { return max(time.Second, ttl/10) }
+
+// ReleaseWatcher is a backend that can wake a standby when a key's lock is let go (the
+// Redis release channel), so that a completed or resumable tick is known at once rather
+// than at the next poll. stop ends the watch; wake gets a value (without blocking) per
+// release. A backend that cannot watch returns a nil stop.
+type ReleaseWatcher interface {
+	WatchRelease(ctx context.Context, key string) (wake <-chan struct{}, stop func())
+}

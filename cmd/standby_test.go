@@ -259,6 +259,9 @@ func lostHostStory(t *testing.T, url string) {
 	if row.Status != "succeeded" || row.TickAttempt == nil || *row.TickAttempt != 2 || row.TakeoverOf == nil || *row.TakeoverOf != aID {
 		t.Fatalf("vmB's row %+v; want succeeded, tick_attempt 2, takeover_of %s", row, aID)
 	}
+	if _, out, _ := hs[1].run("history", "show", row.ID); !strings.Contains(out, "attempt 2: takeover of run "+aID) {
+		t.Fatalf("history show of vmB's run does not name the takeover:\n%s", out)
+	}
 	es := fleetEntries(t, hs[2])
 	if ea := es[aID]; ea == nil || ea["status"] != "abandoned" {
 		t.Fatalf("vmA's entry %v; want abandoned", ea)

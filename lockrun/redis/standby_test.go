@@ -79,3 +79,24 @@ func TestStandbyNonTakeable(t *testing.T) {
 		t.Fatalf("a non-takeable lost run: %v; want the standby's end", err)
 	}
 }
+
+// TestStandbyGivenBack: a tick whose run gave it back (its job never started) is claimed
+// by the standby as the tick's first attempt, with no takeover.
+func TestStandbyGivenBack(t *testing.T) {
+	l := newRedisTestLocker(t, redistest.Addr(t))
+	a := redisMustAcquire(t, l, standbyTestReq("a", ""))
+	var w *lockrun.StandbyWaitError
+	if _, err := l.Acquire(context.Background(), standbyTestReq("b", "lost")); !errors.As(err, &w) {
+		t.Fatalf("beside a live run: %v; want a wait", err)
+	}
+	a.GiveBackTick()
+	a.Release(context.Background())
+	lease, err := l.Acquire(context.Background(), standbyTestReq("b", "lost"))
+	if err != nil {
+		t.Fatalf("after a give-back: %v; want the claim", err)
+	}
+	if at, of := lease.(lockrun.TickAttempter).TickAttempt(); at != 1 || of != "" {
+		t.Fatalf("claim after a give-back is attempt %d of %q; want 1 of none", at, of)
+	}
+	lease.Release(context.Background())
+}

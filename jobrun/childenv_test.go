@@ -23,7 +23,7 @@ func TestChildEnvNames(t *testing.T) {
 	defer srv.Close()
 	ck := &ckptRun{srv: srv}
 	for _, tick := range []time.Time{{}, time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC)} {
-		env := ck.forTry(childEnv(&Options{Key: "k", Node: "n"}, "rid", 7, "redis", tick, 1), 1)
+		env := ck.forTry(childEnv(&Options{Key: "k", Node: "n"}, "rid", 7, "redis", tick, 1, 1, ""), 1)
 		var got []string
 		for _, kv := range env {
 			name, v, _ := strings.Cut(kv, "=")
@@ -39,8 +39,10 @@ func TestChildEnvNames(t *testing.T) {
 			}
 		}
 		want := slices.Clone(settings.JobNames)
+		// No takeover here: CRONLOCK_TAKEOVER_OF is left out, as the tick's two are without one.
+		want = slices.DeleteFunc(want, func(n string) bool { return n == settings.JobTakeoverOf })
 		if tick.IsZero() {
-			want = slices.DeleteFunc(want, func(n string) bool { return n == settings.JobScheduledFor })
+			want = slices.DeleteFunc(want, func(n string) bool { return n == settings.JobScheduledFor || n == settings.JobTickAttempt })
 		}
 		slices.Sort(got)
 		slices.Sort(want)

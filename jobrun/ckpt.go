@@ -35,7 +35,7 @@ type ckptRun struct {
 // no backend call, so a run whose job never asks costs nothing on the wire.
 func (r *runner) startCheckpoints(lease lockrun.Lease, keeper *lockrun.Keeper) *ckptRun {
 	c := &ckptRun{lease: lease, keeper: keeper, opTimeout: r.o.OpTimeout, key: r.o.Key,
-		runID: r.runID, node: r.o.Node, attempt: 1, scope: r.runID}
+		runID: r.runID, node: r.o.Node, attempt: max(r.attempt, 1), scope: r.runID}
 	if !r.tick.IsZero() {
 		c.scope = r.tick.UTC().Format(time.RFC3339)
 	}

@@ -2,9 +2,11 @@ package history
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // jsonRun is the shape of one line of `cronlock history --json`, whose fields the README
@@ -35,6 +37,22 @@ type jsonRun struct {
 	Try          int      `json:"try"`
 	TickAttempt  *int     `json:"tick_attempt"` // null without --schedule
 	TakeoverOf   *string  `json:"takeover_of"`  // null unless a standby took the tick over
+	// The last checkpoint the run saved (see CheckpointJSON); all null without one.
+	Checkpoint         *string `json:"checkpoint"`
+	CheckpointEncoding *string `json:"checkpoint_encoding"`
+	CheckpointAt       *string `json:"checkpoint_at"`
+}
+
+// CheckpointJSON is how --json shows a checkpoint's bytes: the value itself as a JSON
+// string when it is valid UTF-8 (encoding "utf-8"), else its standard base64 (encoding
+// "base64"), so that no byte is lost or replaced. The encoding field is the marker: a
+// UTF-8 value that happens to look like base64 is never mistaken for it.
+func CheckpointJSON(b []byte) (value, encoding *string) {
+	v, enc := string(b), "utf-8"
+	if !utf8.Valid(b) {
+		v, enc = base64.StdEncoding.EncodeToString(b), "base64"
+	}
+	return &v, &enc
 }
 
 // MarshalJSON encodes r in the documented JSON shape: times in RFC 3339 UTC, nulls for
@@ -63,6 +81,11 @@ func (r Run) MarshalJSON() ([]byte, error) {
 	if r.TakeoverOf != "" {
 		to := r.TakeoverOf
 		j.TakeoverOf = &to
+	}
+	if !r.CheckpointAt.IsZero() {
+		j.Checkpoint, j.CheckpointEncoding = CheckpointJSON(r.Checkpoint)
+		at := r.CheckpointAt.UTC().Format(time.RFC3339Nano)
+		j.CheckpointAt = &at
 	}
 	if r.Signal != "" {
 		sig := r.Signal

@@ -98,4 +98,15 @@ ALTER TABLE runs ADD COLUMN try       INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE runs ADD COLUMN tick_attempt INTEGER;
 ALTER TABLE runs ADD COLUMN takeover_of  TEXT NOT NULL DEFAULT '';
 `,
+	// v7: the last checkpoint a run (a row: one try) saved with `cronlock checkpoint save`,
+	// for history show and --json. Apart from runs, like the output tail: a value can be
+	// 64 KiB, and listing or indexing runs must not read it. Written while the run goes
+	// (once its row exists) and with its final row; deleted with the row.
+	`
+CREATE TABLE run_checkpoint (
+	run_id   TEXT    NOT NULL PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+	value    BLOB    NOT NULL,  -- as saved, at most 64 KiB
+	saved_at INTEGER NOT NULL   -- Unix nanoseconds, when this node accepted the save
+);
+`,
 }

@@ -46,6 +46,11 @@ type Run struct {
 	// one try); "" when writing means ID.
 	RunID    string
 	Try      int    // which try of its run this row is: 1, 2, …
+	// Checkpoint is the last value this row's try saved with `cronlock checkpoint save`
+	// (at most 64 KiB), CheckpointAt when this node accepted it; zero CheckpointAt = none.
+	// Finish and Insert write it with the row; SaveCheckpoint while the run goes.
+	Checkpoint   []byte
+	CheckpointAt time.Time
 	BootID   []byte // this boot of the node (16 bytes), so a pid from another boot is not taken for it
 	PIDStart uint64 // when PID started, in clock ticks after boot, so a reused pid is not taken for it
 }
@@ -247,22 +252,68 @@ func (s *Store) upsert(r *Run) error {
 			return describe(s.path, fmt.Errorf("record output of run %s: %w", r.ID, err))
 		}
 	}
+	if !r.CheckpointAt.IsZero() {
+		if err := putCheckpoint(tx, r.ID, r.Checkpoint, r.CheckpointAt); err != nil {
+			return describe(s.path, fmt.Errorf("record checkpoint of run %s: %w", r.ID, err))
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return describe(s.path, fmt.Errorf("record run %s: %w", r.ID, err))
 	}
 	return nil
 }
 
+// execer is *sql.DB or *sql.Tx.
+type execer interface {
+	Exec(query string, args ...any) (sql.Result, error)
+}
+
+// putCheckpoint stores value as run id's last checkpoint, if the run has a row.
+func putCheckpoint(db execer, id string, value []byte, at time.Time) error {
+	_, err := db.Exec(`INSERT INTO run_checkpoint (run_id, value, saved_at)
+		SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?)
+		ON CONFLICT (run_id) DO UPDATE SET value = excluded.value, saved_at = excluded.saved_at`,
+		id, nonNil(value), at.UnixNano(), id)
+	return err
+}
+
+// SaveCheckpoint records value as the last checkpoint of run id while the run goes, so
+// that it outlives a cronlock that dies before Finish. A run without a row yet (its first
+// second, see jobrun's StartRowDelay) is skipped: Finish writes the value with the row.
+func (s *Store) SaveCheckpoint(id string, value []byte, at time.Time) error {
+	if err := putCheckpoint(s.db, id, value, at); err != nil {
+		return describe(s.path, fmt.Errorf("record checkpoint of run %s: %w", id, err))
+	}
+	return nil
+}
+
+// checkpointJoin is what List and Get add to their SELECT for the run's checkpoint: its
+// columns and the join (none in a read-only file from before schema v7).
+func (s *Store) checkpointJoin() (cols, join string) {
+	if s.version < 7 {
+		return "NULL, NULL", ""
+	}
+	return "c.value, c.saved_at", " LEFT JOIN run_checkpoint c ON c.run_id = runs.id"
+}
+
+// setCheckpoint fills in r's checkpoint from the columns of checkpointJoin.
+func setCheckpoint(r *Run, value []byte, at sql.NullInt64) {
+	if at.Valid {
+		r.Checkpoint, r.CheckpointAt = nonNil(value), time.Unix(0, at.Int64)
+	}
+}
+
 // List returns the runs that match f, newest first (by start time, then by insertion
 // order). Output is not loaded; use Get for that.
 func (s *Store) List(f Filter) ([]Run, error) {
 	where, args := f.where()
-	q := `SELECT ` + s.selectColumns() + ` FROM runs` + where
+	cpCols, cpJoin := s.checkpointJoin()
+	q := `SELECT ` + s.selectColumns() + `, ` + cpCols + ` FROM runs` + cpJoin + where
 	limit := f.Limit
 	if limit <= 0 {
 		limit = -1
 	}
-	q += " ORDER BY started_at DESC, rowid DESC LIMIT ?"
+	q += " ORDER BY started_at DESC, runs.rowid DESC LIMIT ?"
 	args = append(args, limit)
 	rows, err := s.db.Query(q, args...)
 	if err != nil {
@@ -271,10 +322,13 @@ func (s *Store) List(f Filter) ([]Run, error) {
 	defer rows.Close()
 	var out []Run
 	for rows.Next() {
-		r, err := scanRun(rows)
+		var cp []byte
+		var cpAt sql.NullInt64
+		r, err := scanRun(rows, &cp, &cpAt)
 		if err != nil {
 			return nil, describe(s.path, fmt.Errorf("read run: %w", err))
 		}
+		setCheckpoint(&r, cp, cpAt)
 		s.seenAbandoned(&r)
 		out = append(out, r)
 	}
@@ -316,9 +370,12 @@ func (s *Store) Get(id string) (Run, error) {
 	if s.version < 2 {
 		streamsCol = "x''"
 	}
-	row := s.db.QueryRow(`SELECT `+s.selectColumns()+`, o.tail, `+streamsCol+`
-		FROM runs LEFT JOIN run_output o ON o.run_id = runs.id WHERE id = ?`, id)
-	r, err := scanRun(row, &tail, &streams)
+	var cp []byte
+	var cpAt sql.NullInt64
+	cpCols, cpJoin := s.checkpointJoin()
+	row := s.db.QueryRow(`SELECT `+s.selectColumns()+`, o.tail, `+streamsCol+`, `+cpCols+`
+		FROM runs LEFT JOIN run_output o ON o.run_id = runs.id`+cpJoin+` WHERE id = ?`, id)
+	r, err := scanRun(row, &tail, &streams, &cp, &cpAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Run{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
@@ -326,6 +383,7 @@ func (s *Store) Get(id string) (Run, error) {
 		return Run{}, describe(s.path, fmt.Errorf("read run %s: %w", id, err))
 	}
 	s.seenAbandoned(&r)
+	setCheckpoint(&r, cp, cpAt)
 	r.Output = tail
 	r.Streams = decodeSegments(streams, len(tail))
 	return r, nil

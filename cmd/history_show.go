@@ -163,6 +163,7 @@ func historyShowRun(o *historyShowOptions) error {
 		{"fencing token", token},
 		{"holder", orDash(r.Holder)},
 		{"error", orDash(r.Error)},
+		{"checkpoint", runview.CheckpointLine(r, when(r.CheckpointAt))},
 	} {
 		fmt.Fprintf(tw, "%s:\t%s\n", f[0], f[1])
 	}

@@ -44,15 +44,15 @@ type Run struct {
 	// RunID is the id of the run's first try: tries of one run (--retries) share it, and
 	// the job sees it as CRONLOCK_RUN_ID. Rows read back always have it (ID for a run of
 	// one try); "" when writing means ID.
-	RunID    string
-	Try      int    // which try of its run this row is: 1, 2, …
+	RunID string
+	Try   int // which try of its run this row is: 1, 2, …
 	// Checkpoint is the last value this row's try saved with `cronlock checkpoint save`
 	// (at most 64 KiB), CheckpointAt when this node accepted it; zero CheckpointAt = none.
 	// Finish and Insert write it with the row; SaveCheckpoint while the run goes.
 	Checkpoint   []byte
 	CheckpointAt time.Time
-	BootID   []byte // this boot of the node (16 bytes), so a pid from another boot is not taken for it
-	PIDStart uint64 // when PID started, in clock ticks after boot, so a reused pid is not taken for it
+	BootID       []byte // this boot of the node (16 bytes), so a pid from another boot is not taken for it
+	PIDStart     uint64 // when PID started, in clock ticks after boot, so a reused pid is not taken for it
 }
 
 // Stream names where a part of the output tail came from.

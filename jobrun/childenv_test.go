@@ -23,7 +23,7 @@ func TestChildEnvNames(t *testing.T) {
 	defer srv.Close()
 	ck := &ckptRun{srv: srv}
 	for _, tick := range []time.Time{{}, time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC)} {
-		env := ck.forTry(childEnv(&Options{Key: "k", Node: "n"}, "rid", 7, "redis", tick, 1, 1, ""), 1)
+		env := ck.forTry(childEnv(&Options{Key: "k", Node: "n"}, "rid", 7, "redis", tick, 1, 1, ""), 1, "rid")
 		var got []string
 		for _, kv := range env {
 			name, v, _ := strings.Cut(kv, "=")

@@ -29,6 +29,65 @@ type ckptRun struct {
 	attempt   int
 	try       atomic.Int32
 	beat      chan struct{} // an accepted save, for the heartbeat watch
+
+	// onSave, when set, is told of each accepted save (on the socket's goroutine); it
+	// must not block: the job waits for the save's answer.
+	onSave func()
+
+	mu       sync.Mutex
+	rowID    string    // the history row of the current try
+	last     []byte    // the try's last accepted value (nil: none yet)
+	lastAt   time.Time // when it was accepted; zero = none
+	runLast  []byte    // the run's last accepted value, any try: the ledger keeps its start
+	runSaved bool
+}
+
+// FleetCheckpointBytes is how much of the run's last checkpoint its ledger entry keeps:
+// enough to tell "batch 3" from "batch 4" across the fleet, little enough to keep the
+// entry small. The history of the run's node has the whole value.
+const FleetCheckpointBytes = 96
+
+// saved notes value as accepted, and tells onSave.
+func (c *ckptRun) saved(value []byte, at time.Time) {
+	v := append([]byte{}, value...) // the socket's buffer is not ours
+	c.mu.Lock()
+	c.last, c.lastAt = v, at
+	c.runLast, c.runSaved = v[:min(len(v), lockrun.FleetCheckpointBytes)], true
+	c.mu.Unlock()
+	if c.onSave != nil {
+		c.onSave()
+	}
+}
+
+// lastSaved is the last value the try of row rowID saved, if any (at zero: none).
+func (c *ckptRun) lastSaved(rowID string) (value []byte, at time.Time) {
+	if c == nil {
+		return nil, time.Time{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rowID != rowID {
+		return nil, time.Time{}
+	}
+	return c.last, c.lastAt
+}
+
+// current is the try's row and its last saved value, for the recorder's write.
+func (c *ckptRun) current() (rowID string, value []byte, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rowID, c.last, c.lastAt
+}
+
+// fleetPrefix is the first lockrun.FleetCheckpointBytes of the run's last checkpoint; ok is
+// false when the run saved none.
+func (c *ckptRun) fleetPrefix() (prefix []byte, ok bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.runLast, c.runSaved
 }
 
 // startCheckpoints opens the run's checkpoint socket: an abstract socket and a goroutine,
@@ -41,21 +100,28 @@ func (r *runner) startCheckpoints(lease lockrun.Lease, keeper *lockrun.Keeper) *
 	}
 	c.try.Store(1)
 	c.beat = make(chan struct{}, 1)
+	if r.rec != nil {
+		c.onSave = r.checkpointWriter(c)
+	}
 	srv, err := checkpoint.Listen(c, nil)
 	if err != nil {
 		r.verbosef("no checkpoint socket (%v): the job's cronlock checkpoint commands will fail", err)
 		return nil
 	}
 	c.srv = srv
+	r.ckptSeen.Store(c)
 	return c
 }
 
-// forTry is env with the socket's name, for the job's try.
-func (c *ckptRun) forTry(env []string, try int) []string {
+// forTry is env with the socket's name, for the job's try, whose history row is rowID.
+func (c *ckptRun) forTry(env []string, try int, rowID string) []string {
 	if c == nil {
 		return env
 	}
 	c.try.Store(int32(max(try, 1)))
+	c.mu.Lock()
+	c.rowID, c.last, c.lastAt = rowID, nil, time.Time{}
+	c.mu.Unlock()
 	return append(env, settings.JobCheckpointSocket+"="+c.srv.Path())
 }
 
@@ -103,6 +169,7 @@ func (c *ckptRun) Save(ctx context.Context, value []byte) error {
 		TickAttempt: c.attempt, Try: int(c.try.Load())}
 	err := cl.SaveCheckpoint(ctx, cp)
 	if err == nil {
+		c.saved(value, wallNow())
 		select {
 		case c.beat <- struct{}{}:
 		default: // one pending beat says it all

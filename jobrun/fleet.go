@@ -26,6 +26,9 @@ func (r *runner) fleetRecord(out outcome, res *child.Result) *lockrun.RunRecord 
 	if res != nil && res.Started {
 		rec.Duration = res.Duration
 	}
+	if cp, ok := r.ckpt.fleetPrefix(); ok {
+		rec.Checkpoint = append([]byte{}, cp...) // a non-nil slice: an empty value is a value
+	}
 	return rec
 }
 

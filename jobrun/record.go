@@ -1,6 +1,8 @@
 package jobrun
 
 import (
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"cronlock/history"
@@ -14,6 +16,9 @@ import (
 type recorder struct {
 	ops  chan func(*history.Store) error
 	done chan struct{}
+
+	mu     sync.Mutex // offer against wait's close
+	closed bool
 }
 
 // startRecorder opens the history at path in the background. fail is called (on the
@@ -67,11 +72,59 @@ func (rec *recorder) do(op func(*history.Store) error) {
 	}
 }
 
+// offer queues op from another goroutine if there is room and the recorder is still
+// open, and reports whether it did: it never blocks, so what calls it (a job waiting for
+// its checkpoint's answer) is not held up by the history.
+func (rec *recorder) offer(op func(*history.Store) error) bool {
+	if rec == nil {
+		return false
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.closed {
+		return false
+	}
+	select {
+	case rec.ops <- op:
+		return true
+	default:
+		return false
+	}
+}
+
 // wait lets the queued writes finish.
 func (rec *recorder) wait() {
 	if rec != nil {
+		rec.mu.Lock()
+		rec.closed = true
 		close(rec.ops)
+		rec.mu.Unlock()
 		<-rec.done
+	}
+}
+
+// checkpointWriter is the ckptRun.onSave of a run with a history: each accepted save
+// queues one write of the try's newest value, off the job's path, so that it outlives a
+// cronlock that dies before the row's end. Saves that come while a write is queued are
+// folded into it (it reads the newest value when it runs); a save that finds the queue
+// full is not written until the next save or the row's end (queueFinish), which always
+// carries the try's last value. A failed write is not the history's failure: the row's
+// end writes the value again and says what is wrong.
+func (r *runner) checkpointWriter(c *ckptRun) func() {
+	var queued atomic.Bool
+	return func() {
+		if !queued.CompareAndSwap(false, true) {
+			return
+		}
+		if !r.rec.offer(func(s *history.Store) error {
+			queued.Store(false)
+			if id, v, at := c.current(); !at.IsZero() {
+				_ = s.SaveCheckpoint(id, v, at)
+			}
+			return nil
+		}) {
+			queued.Store(false)
+		}
 	}
 }
 
@@ -127,7 +180,15 @@ func (r *runner) recordStart() {
 	r.rec.do(func(s *history.Store) error {
 		select {
 		case <-after():
-			return s.Start(&row)
+			if err := s.Start(&row); err != nil {
+				return err
+			}
+			if c := r.ckptSeen.Load(); c != nil {
+				if id, v, at := c.current(); id == row.ID && !at.IsZero() {
+					_ = s.SaveCheckpoint(id, v, at) // as checkpointWriter's
+				}
+			}
+			return nil
 		case <-ended:
 			return nil // Finish, queued next, writes the whole row in one go
 		}
@@ -141,6 +202,7 @@ func (r *runner) queueFinish() {
 		r.ended = nil
 	}
 	row := *r.row
+	row.Checkpoint, row.CheckpointAt = r.ckpt.lastSaved(row.ID)
 	r.rec.do(func(s *history.Store) error { return s.Finish(&row) })
 }
 

@@ -41,7 +41,7 @@ func (r *runner) tries(sig *child.Signals, keeper *keeperWatch, lease lockrun.Le
 			Capture: int(o.Capture), Grace: o.Grace, Timeout: o.Timeout,
 			Guard: guard, ContinueOnLoss: o.ContinueOnLoss, Spool: spool,
 		}
-		job.Env = r.ckpt.forTry(job.Env, r.row.Try)
+		job.Env = r.ckpt.forTry(job.Env, r.row.Try, r.row.ID)
 		hung, stopBeat := r.ckpt.heartbeat(o.HeartbeatTimeout)
 		job.Hung = hung
 		if o.Timeout > 0 {

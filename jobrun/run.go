@@ -16,6 +16,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -166,6 +167,10 @@ type runner struct {
 	ping       *notify.Pinger
 	pingLine   string   // cronlock's line at the end of a failure ping's body (endLine)
 	ckpt       *ckptRun // the job's checkpoint socket; nil when it could not be made
+	// ckptSeen is ckpt for the recorder's goroutine: the running row, written a while
+	// after ckpt is made, takes the checkpoints saved before it (their own writes found
+	// no row).
+	ckptSeen atomic.Pointer[ckptRun]
 }
 
 func (r *runner) run() int {

@@ -84,6 +84,10 @@ type FleetEntry struct {
 	// minute) into one entry: how many, and the backend time of the newest.
 	Count  int   `json:"c,omitempty"`
 	LastUS int64 `json:"l,omitempty"`
+	// Checkpoint is the start (at most FleetCheckpointBytes bytes) of the last checkpoint the
+	// run saved, written by its release; nil when it saved none. Base64 on the wire (as
+	// encoding/json writes bytes): binary-safe, and never longer than 128 characters.
+	Checkpoint []byte `json:"cp,omitempty"`
 
 	// Key is the lock key the entry belongs to (not stored: it is in the list's name).
 	Key string `json:"-"`
@@ -140,7 +144,15 @@ type RunRecord struct {
 	DataLoss    bool
 	ScheduleWas string
 	Flip        bool
+	// Checkpoint is the start of the run's last checkpoint (nil = none); the entry keeps
+	// at most FleetCheckpointBytes bytes of it.
+	Checkpoint []byte
 }
+
+// FleetCheckpointBytes is how much of a run's last checkpoint its entry keeps: enough to
+// tell "batch 3" from "batch 4" across the fleet, little enough to keep the entry small.
+// The history of the run's node has the whole value.
+const FleetCheckpointBytes = 96
 
 // EncodeFleetEntry is the entry of rec without its closing brace and the fields the
 // scripts add ("a", "f", "k"), cut to fit maxFleetEntry.
@@ -159,7 +171,8 @@ func encodeEntry(rec *RunRecord, fence uint64, exit bool) string {
 		DurationMS: rec.Duration.Milliseconds(), Tries: max(rec.Tries, 1), Fence: fence,
 		Error: cutUTF8(rec.Error, fleetErrorBytes), Version: cutUTF8(rec.Version, 40),
 		Attempt: rec.Attempt, TakeoverOf: rec.TakeoverOf, CmdHash: cutUTF8(rec.CmdHash, 32), GraceMS: rec.Grace.Milliseconds(),
-		DataLoss: rec.DataLoss, ScheduleWas: cutUTF8(rec.ScheduleWas, 80), Flip: rec.Flip}
+		DataLoss: rec.DataLoss, ScheduleWas: cutUTF8(rec.ScheduleWas, 80), Flip: rec.Flip,
+		Checkpoint: rec.Checkpoint[:min(len(rec.Checkpoint), FleetCheckpointBytes)]}
 	if exit {
 		x := rec.Exit
 		e.Exit = &x
@@ -181,6 +194,11 @@ func encodeEntry(rec *RunRecord, fence uint64, exit bool) string {
 			e.Error = cutUTF8(e.Error, max(len(e.Error)-over, 0))
 		case len(e.Node) > 16:
 			e.Node = cutUTF8(e.Node, max(len(e.Node)-over, 16))
+		case len(e.Checkpoint) > 0: // base64: 4 characters for every 3 bytes
+			e.Checkpoint = e.Checkpoint[:max(len(e.Checkpoint)-(over*3/4+3), 0)]
+			if len(e.Checkpoint) == 0 {
+				e.Checkpoint = nil
+			}
 		default:
 			return s // unreachable: the other fields are bounded
 		}
@@ -211,9 +229,10 @@ func encodePrefix(e FleetEntry) string {
 		DataLoss   bool   `json:"dl,omitempty"`
 		Sched      string `json:"sc,omitempty"`
 		Flip       bool   `json:"fl,omitempty"`
+		Checkpoint []byte `json:"cp,omitempty"`
 	}
 	enc.Encode(prefix{e.RunID, e.Node, e.Status, e.Exit, e.Signal, e.TickUS, e.DurationMS, e.Tries, e.Fence, e.Error,
-		e.Version, e.Attempt, e.TakeoverOf, e.CmdHash, e.GraceMS, e.DataLoss, e.ScheduleWas, e.Flip})
+		e.Version, e.Attempt, e.TakeoverOf, e.CmdHash, e.GraceMS, e.DataLoss, e.ScheduleWas, e.Flip, e.Checkpoint})
 	s := strings.TrimRight(b.String(), "\n")
 	return strings.TrimSuffix(s, "}")
 }

@@ -49,6 +49,10 @@ type FleetJSON struct {
 	// lost run a standby took it from.
 	TickAttempt int    `json:"tick_attempt,omitempty"`
 	TakeoverOf  string `json:"takeover_of,omitempty"`
+	// Checkpoint is the start (up to 96 bytes) of the run's last checkpoint, encoded as
+	// history --json encodes a whole one (history.CheckpointJSON); absent without one.
+	Checkpoint         *string `json:"checkpoint,omitempty"`
+	CheckpointEncoding *string `json:"checkpoint_encoding,omitempty"`
 }
 
 // WriteFleetJSON prints one JSON line per entry of the fleet's record.
@@ -63,6 +67,9 @@ func WriteFleetJSON(w io.Writer, es []lockrun.FleetEntry) error {
 			TakeoverOf: e.TakeoverOf}
 		if e.TickUS != 0 {
 			j.TickAttempt = max(e.Attempt, 1)
+		}
+		if e.Checkpoint != nil {
+			j.Checkpoint, j.CheckpointEncoding = history.CheckpointJSON(e.Checkpoint)
 		}
 		if e.NeverFiredTo != 0 {
 			j.NeverFiredFrom = utcOrNull(time.UnixMicro(e.NeverFiredFrom))
@@ -130,6 +137,9 @@ func WriteFleetTable(w io.Writer, es []lockrun.FleetEntry, o Options) error {
 		}
 		if e.Error != "" {
 			note = append(note, e.Error)
+		}
+		if e.Checkpoint != nil {
+			note = append(note, "checkpoint "+strconv.Quote(string(e.Checkpoint)))
 		}
 		id := "-" // an entry of ticks nobody claimed is no run
 		if e.RunID != "" {

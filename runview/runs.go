@@ -8,10 +8,12 @@ package runview
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fatih/color"
 
@@ -149,4 +151,27 @@ func Duration(d time.Duration) string {
 		return d.Round(100 * time.Millisecond).String()
 	}
 	return d.Round(time.Second).String()
+}
+
+// checkpointShown is how many bytes of a checkpoint history show prints; the rest is
+// in history --json.
+const checkpointShown = 200
+
+// CheckpointLine is the checkpoint line of history show: "none", or the size of the run's
+// last checkpoint, when it was saved, and its first bytes escaped like an output tail
+// (a job's bytes must not drive the reader's terminal).
+func CheckpointLine(r history.Run, when string) string {
+	if r.CheckpointAt.IsZero() {
+		return "none"
+	}
+	v := r.Checkpoint
+	more := ""
+	if len(v) > checkpointShown {
+		n := checkpointShown
+		for n > checkpointShown-4 && !utf8.RuneStart(v[n]) {
+			n-- // not inside a character, which would show as \x escapes
+		}
+		v, more = v[:n], "…"
+	}
+	return fmt.Sprintf("%d bytes, saved %s: %s%s", len(r.Checkpoint), when, tty.Escape(string(v)), more)
 }

@@ -141,10 +141,11 @@ func TestHistoryCheckpointEscaped(t *testing.T) {
 // cronlock killed mid-run leaves its last checkpoint in its (abandoned) row.
 func TestHistoryCheckpointWhileRunning(t *testing.T) {
 	c, _ := ckptCLI(t, "local")
-	stop := filepath.Join(c.dir, "stop")
-	cmd := c.command("run", "-k", "live", "--", "sh", "-c",
-		`"$CL" checkpoint save batch-1 && while [ ! -e "$STOP" ]; do sleep 0.05; done`)
-	cmd.Env = append(cmd.Env, "STOP="+stop)
+	stop, next := filepath.Join(c.dir, "stop"), filepath.Join(c.dir, "next")
+	cmd := c.command("run", "-k", "live", "--", "sh", "-c", `"$CL" checkpoint save batch-1 &&
+while [ ! -e "$NEXT" ]; do sleep 0.05; done; "$CL" checkpoint save batch-2 &&
+while [ ! -e "$STOP" ]; do sleep 0.05; done`)
+	cmd.Env = append(cmd.Env, "STOP="+stop, "NEXT="+next)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -157,14 +158,20 @@ func TestHistoryCheckpointWhileRunning(t *testing.T) {
 		rows, _ = ckptRows(t, c, "live")
 		return len(rows) == 1 && rows[0].Status == "running" && value(rows[0].Checkpoint) == "batch-1"
 	})
+	// A save once the row is there is written at once, not at the run's end.
+	os.WriteFile(next, nil, 0o600)
+	waitUntil(t, 30*time.Second, "the running row with the next checkpoint", func() bool {
+		rows, _ = ckptRows(t, c, "live")
+		return len(rows) == 1 && rows[0].Status == "running" && value(rows[0].Checkpoint) == "batch-2"
+	})
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
 	os.WriteFile(stop, nil, 0o600)
 	rows, raw := ckptRows(t, c, "live")
-	if len(rows) != 1 || rows[0].Status != "abandoned" || value(rows[0].Checkpoint) != "batch-1" {
-		t.Fatalf("after cronlock was killed: %s; want the abandoned run with batch-1", raw)
+	if len(rows) != 1 || rows[0].Status != "abandoned" || value(rows[0].Checkpoint) != "batch-2" {
+		t.Fatalf("after cronlock was killed: %s; want the abandoned run with batch-2", raw)
 	}
 }
 

@@ -291,3 +291,82 @@ func TestMigrateFromV3(t *testing.T) {
 		t.Fatalf("try 2 read back as run %q try %d (%v); want run %q try 2", got.RunID, got.Try, err, r.ID)
 	}
 }
+
+// TestMigrateToV7Checkpoints: a file of schema v6 gains run_checkpoint on open; a run's
+// checkpoint is written while it goes (only once its row exists), replaced by the row's
+// end, read back by Get and List byte for byte, and deleted with its run.
+func TestMigrateToV7Checkpoints(t *testing.T) {
+	path, _ := v1File(t)
+	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	for _, m := range migrations[1:6] {
+		if _, err := db.Exec(m); err != nil {
+			t.Fatalf("schema v2 to v6: %v", err)
+		}
+	}
+	if _, err := db.Exec(`PRAGMA user_version = 6`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	ro, err := openMode(path, "mode=ro")
+	if err != nil {
+		t.Fatalf("read-only open of a v6 file: %v", err)
+	}
+	if runs, err := ro.List(Filter{}); err != nil || len(runs) != 2 || !runs[0].CheckpointAt.IsZero() {
+		t.Fatalf("read-only v6 file: %d runs, %v; want 2 without checkpoints", len(runs), err)
+	}
+	ro.Close()
+
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("open a v6 file: %v", err)
+	}
+	defer s.Close()
+	if v := userVersion(t, s); v != 7 {
+		t.Fatalf("user_version %d after open, want 7", v)
+	}
+	at := time.Date(2026, 12, 2, 4, 0, 0, 1, time.UTC)
+	r := &Run{Key: "k", Node: "n", Command: []string{"job"}}
+	if err := prepare(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveCheckpoint(r.ID, []byte("early"), at); err != nil {
+		t.Fatalf("SaveCheckpoint before the row: %v; want it skipped quietly", err)
+	}
+	if err := s.Start(r); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Get(r.ID); !got.CheckpointAt.IsZero() {
+		t.Fatalf("a save before the row was written: %q", got.Checkpoint)
+	}
+	if err := s.SaveCheckpoint(r.ID, []byte("batch-2"), at); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Get(r.ID); err != nil || string(got.Checkpoint) != "batch-2" || !got.CheckpointAt.Equal(at) {
+		t.Fatalf("running row: checkpoint %q at %v (%v); want batch-2 at %v", got.Checkpoint, got.CheckpointAt, err, at)
+	}
+	bin := []byte{0xff, 0, 'x', 0x1b}
+	r.Status, r.Checkpoint, r.CheckpointAt = runstatus.Succeeded, bin, at.Add(time.Second)
+	if err := s.Finish(r); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := s.List(Filter{Key: "k"})
+	if err != nil || len(runs) != 1 || !bytes.Equal(runs[0].Checkpoint, bin) || !runs[0].CheckpointAt.Equal(at.Add(time.Second)) {
+		t.Fatalf("List after Finish: %+v (%v); want the final checkpoint %q", runs, err, bin)
+	}
+	if old, err := s.Get("0195520a-1b00-7000-8000-000000000001"); err != nil || !old.CheckpointAt.IsZero() {
+		t.Fatalf("an old row: checkpoint at %v (%v); want none", old.CheckpointAt, err)
+	}
+	// Prune and retention delete runs by rowid; their checkpoints go with them.
+	if _, err := s.db.Exec(`DELETE FROM runs WHERE id = ?`, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := s.db.QueryRow(`SELECT count(*) FROM run_checkpoint`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d checkpoints left after their run was deleted (%v); want 0", n, err)
+	}
+}

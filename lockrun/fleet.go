@@ -190,15 +190,16 @@ func encodeEntry(rec *RunRecord, fence uint64, exit bool) string {
 		switch {
 		case len(e.Node) > 64:
 			e.Node = cutUTF8(e.Node, max(len(e.Node)-over, 64))
+		case len(e.Error) > 64:
+			e.Error = cutUTF8(e.Error, max(len(e.Error)-over, 64))
+		case len(e.Checkpoint) > 24:
+			e.Checkpoint = cutCheckpoint(e.Checkpoint, over, 24)
 		case e.Error != "":
 			e.Error = cutUTF8(e.Error, max(len(e.Error)-over, 0))
 		case len(e.Node) > 16:
 			e.Node = cutUTF8(e.Node, max(len(e.Node)-over, 16))
-		case len(e.Checkpoint) > 0: // base64: 4 characters for every 3 bytes
-			e.Checkpoint = e.Checkpoint[:max(len(e.Checkpoint)-(over*3/4+3), 0)]
-			if len(e.Checkpoint) == 0 {
-				e.Checkpoint = nil
-			}
+		case e.Checkpoint != nil:
+			e.Checkpoint = cutCheckpoint(e.Checkpoint, over, 0)
 		default:
 			return s // unreachable: the other fields are bounded
 		}
@@ -235,6 +236,16 @@ func encodePrefix(e FleetEntry) string {
 		e.Version, e.Attempt, e.TakeoverOf, e.CmdHash, e.GraceMS, e.DataLoss, e.ScheduleWas, e.Flip, e.Checkpoint})
 	s := strings.TrimRight(b.String(), "\n")
 	return strings.TrimSuffix(s, "}")
+}
+
+// cutCheckpoint shortens b so that its base64 (4 characters for every 3 bytes) is over
+// characters shorter, keeping at least least bytes; nil once nothing is left.
+func cutCheckpoint(b []byte, over, least int) []byte {
+	b = b[:max(len(b)-(over*3/4+3), least)]
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }
 
 // cutUTF8 is s cut to at most n bytes, not inside a character.

@@ -70,3 +70,34 @@ func TestEncodeEntryFits(t *testing.T) {
 		t.Errorf("a running claim's entry has an exit code: %s", c)
 	}
 }
+
+// TestEntryCheckpoint: an entry keeps the first FleetCheckpointBytes of the run's last
+// checkpoint, binary-safe, and stays within maxFleetEntry with every other field at its
+// largest but a schedule change: the error and the checkpoint are cut, and some of each
+// is kept.
+func TestEntryCheckpoint(t *testing.T) {
+	cp := []byte(strings.Repeat("\xff\x00\x1b", 70))
+	rec := &RunRecord{RunID: "0195520a-1b00-7000-8000-000000000001", Node: "n", Status: runstatus.Succeeded, Checkpoint: cp}
+	var e FleetEntry
+	s := EncodeFleetEntry(rec, 7) + `,"a":1,"f":2,"k":0}`
+	if err := json.Unmarshal([]byte(s), &e); err != nil {
+		t.Fatalf("%s: %v", s, err)
+	}
+	if string(e.Checkpoint) != string(cp[:FleetCheckpointBytes]) {
+		t.Fatalf("entry checkpoint %q; want the first %d bytes", e.Checkpoint, FleetCheckpointBytes)
+	}
+	if s := EncodeFleetEntry(&RunRecord{RunID: "x", Status: runstatus.Succeeded}, 0); strings.Contains(s, `"cp"`) {
+		t.Fatalf("entry of a run without checkpoints: %s", s)
+	}
+	big := *rec
+	big.Node, big.Error = strings.Repeat("n", 64), strings.Repeat("e", 400)
+	big.Version, big.CmdHash = strings.Repeat("v", 40), strings.Repeat("h", 32)
+	big.TakeoverOf, big.Tick, big.Attempt, big.Exit, big.Signal = rec.RunID, time.Now(), 9, 124, "SIGTERM"
+	s = EncodeFleetEntry(&big, 1<<63)
+	if len(s)+fleetSuffixRoom > maxFleetEntry {
+		t.Fatalf("entry of %d bytes (+%d the scripts add) > %d: %s", len(s), fleetSuffixRoom, maxFleetEntry, s)
+	}
+	if err := json.Unmarshal([]byte(s+`}`), &e); err != nil || len(e.Checkpoint) < 24 || e.Error == "" {
+		t.Fatalf("a full entry: %v, checkpoint of %d bytes, error %q; want some of both: %s", err, len(e.Checkpoint), e.Error, s)
+	}
+}

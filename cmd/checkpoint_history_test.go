@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cronlock/internal/faultproxy"
+	"cronlock/internal/redistest"
 )
 
 // ckptRow is the part of a `history --json` line the checkpoint tests read.
@@ -176,14 +179,30 @@ while [ ! -e "$STOP" ]; do sleep 0.05; done`)
 }
 
 // The fleet's ledger has the first 96 bytes of each run's last checkpoint, carried by the
-// release; a run without checkpoints has none.
+// release at no round trip of its own (the run's turns on the wire are those of the same
+// run on main: acquire, the saves, the succeeded mark, the release); a run without
+// checkpoints has none.
 func TestFleetEntryHasCheckpointStart(t *testing.T) {
-	c, _ := ckptCLI(t, "redis")
+	srv := redistest.Start(t)
+	p, err := faultproxy.Start(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := newCLI(t, "redis://"+p.Addr+"/0")
+	c.env = append(c.env, "CL="+cronlockBin)
 	long := strings.Repeat("0123456789abcdef", 10) // 160 bytes
-	cmd := c.command("run", "-k", "fk", "--", "sh", "-c", `"$CL" checkpoint save first && "$CL" checkpoint save "$LONG"`)
-	cmd.Env = append(cmd.Env, "LONG="+long)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("run: %v, %s", err, out)
+	for i, key := range []string{"warm", "fk"} {
+		before := len(p.Turns())
+		cmd := c.command("run", "-k", key, "--", "sh", "-c", `"$CL" checkpoint save first && "$CL" checkpoint save "$LONG"`)
+		cmd.Env = append(cmd.Env, "LONG="+long)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("run: %v, %s", err, out)
+		}
+		got := strings.Join(turnCommands(t, p.Turns()[before:]), " | ")
+		if want := "EVALSHA | EVALSHA | EVALSHA | EVALSHA | EVALSHA"; i == 1 && got != want {
+			t.Errorf("a run that saved twice sent the turns %q, want %q", got, want)
+		}
 	}
 	if code, _, errs := c.run("run", "-k", "fk", "--", "true"); code != 0 {
 		t.Fatalf("run without checkpoints: exit %d, %s", code, errs)

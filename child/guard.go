@@ -17,7 +17,8 @@ const guardShell = "/bin/sh"
 
 // guardScript is the whole guard: it keeps the targets of the last "arm" line (none after
 // "disarm"), exits on "done", and on end-of-file (cronlock died) kills the targets twice, 20 ms apart (a
-// process of the group may have been forking while the first kill went out). The
+// process of the group may have been forking while the first kill went out), then waits
+// for the group to be gone: a local lock file it was given (Keep) stays locked until then. The
 // numbers it reads come only from cronlock. A shell script rather than cronlock's own
 // binary executed again: a shell starts for a fraction of a Go program's CPU, paid on the
 // job's cores in every run.
@@ -37,6 +38,7 @@ shift
 kill -9 -"$g" "$@" 2>/dev/null
 sleep 0.02
 kill -9 -"$g" "$@" 2>/dev/null
+while kill -0 -"$g" 2>/dev/null; do sleep 0.02; kill -9 -"$g" 2>/dev/null; done
 exit 0`
 
 // Guard is a small helper process that kills the job's process group if cronlock dies
@@ -60,6 +62,10 @@ type Guard struct {
 	fork    sync.Once
 	forked  chan struct{} // closed once the guard's fork and exec are over
 	pid     int           // valid after forked; 0 when the guard could not be started
+
+	// keep is a descriptor the guard holds open as its fd 3 until the job's group is dead
+	// (the local backend's locked file, Keep), + 1; 0 = none.
+	keep int
 
 	mu  sync.Mutex
 	w   *os.File // write end of the guard's stdin; nil after Done
@@ -107,9 +113,13 @@ func (g *Guard) start() {
 			defer close(g.forked)
 			defer g.r.Close()
 			defer g.null.Close()
+			files := []uintptr{g.r.Fd(), g.null.Fd(), g.null.Fd()}
+			if g.keep > 0 {
+				files = append(files, uintptr(g.keep-1))
+			}
 			pid, err := syscall.ForkExec(guardShell, []string{"cronlock-guard", "-c", guardScript}, &syscall.ProcAttr{
 				Env:   g.env,
-				Files: []uintptr{g.r.Fd(), g.null.Fd(), g.null.Fd()},
+				Files: files,
 				// Its own group: terminal signals for cronlock's group do not reach it, and
 				// a kill of the job's group cannot hit it.
 				Sys: &syscall.SysProcAttr{Setpgid: true},
@@ -137,6 +147,15 @@ func (g *Guard) none() {
 	g.r.Close()
 	g.null.Close()
 	close(g.forked)
+}
+
+// Keep gives the guard a descriptor to hold open until the job's process group is dead
+// should cronlock die: the local backend's locked file, whose flock then outlives
+// cronlock for as long as the job does. Called before the first Arm; later it does nothing.
+func (g *Guard) Keep(fd int) {
+	if g != nil && fd >= 0 {
+		g.keep = fd + 1
+	}
 }
 
 // Arm tells the guard which process group (and which pids, for processes outside it) to

@@ -27,6 +27,7 @@ type runOptions struct {
 	TZ         string // --tz / CRONLOCK_TZ
 	Output     string // --output: always or on-failure
 	Ping       string // --ping / CRONLOCK_PING_URL as given, {key} not yet filled in
+	Standby    string // --standby: "" (none), "lost" (given alone) or "failed"
 
 	captureSet bool // --capture was given: a terminal does not change it
 }
@@ -42,7 +43,8 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 // newRunCommand is run's command and the options its flags fill (for config check).
 func newRunCommand(stdout, stderr io.Writer) (*cobra.Command, *runOptions) {
 	o := &runOptions{OnLockLost: "kill", job: jobrun.Options{TTL: 60 * time.Second,
-		Grace: 10 * time.Second, RetryDelay: 10 * time.Second, StaleAfter: 24 * time.Hour, Capture: 64 << 10, MaxSkew: 30 * time.Second}}
+		Grace: 10 * time.Second, RetryDelay: 10 * time.Second, StaleAfter: 24 * time.Hour, Capture: 64 << 10, MaxSkew: 30 * time.Second,
+		Standbys: 2, MaxAttempts: 3}}
 	j := &o.job
 	j.Version = shortVersion()
 	c := &cobra.Command{
@@ -114,6 +116,10 @@ skipped (exit --conflict-exit-code, 0 by default) and recorded in the history.`,
 	f.StringVar(&o.TZ, "tz", "", "zone of --schedule (env CRONLOCK_TZ; default the zone of /etc/localtime, as cron uses; never $TZ)")
 	f.Var(durationValue{d: &j.MaxSkew}, "max-skew", "with --schedule on Redis, refuse to run when this host's clock is this far from Redis's (env CRONLOCK_MAX_SKEW); 0 = no check")
 	f.Var(durationValue{d: &j.StartDeadline}, "start-deadline", "with --schedule, a run that would start more than this after its tick is missed, not run; 0 = none")
+	f.StringVar(&o.Standby, "standby", "", "with --schedule, wait beside a run that holds this tick and take the tick over if that run is lost (its lease ended with no release); =failed also takes over a tick whose run failed")
+	f.Lookup("standby").NoOptDefVal = "lost"
+	f.IntVar(&j.Standbys, "standbys", j.Standbys, "at most this many standbys wait per tick and key; later runs skip")
+	f.IntVar(&j.MaxAttempts, "max-attempts", j.MaxAttempts, "with --standby, at most this many attempts of one tick (the first run and the takeovers)")
 	f.StringVar(&o.OnLockLost, "on-lock-lost", o.OnLockLost, "kill: stop the job and exit 125; continue: warn and let it finish")
 	f.IntVar(&j.ConflictExitCode, "conflict-exit-code", 0, "exit code when the lock is held elsewhere")
 	f.Var(durationValue{d: &j.StaleAfter}, "stale-after", "warn on every skip once the holder has held the lock this long; 0 = never")
@@ -223,7 +229,7 @@ const maxRetries = 100
 // a whole machine shares, are).
 func (o *runOptions) resolveSchedule(f *pflag.FlagSet) error {
 	if !f.Changed("schedule") {
-		for _, name := range []string{"tz", "max-skew", "start-deadline"} {
+		for _, name := range []string{"tz", "max-skew", "start-deadline", "standby", "standbys", "max-attempts"} {
 			if f.Changed(name) {
 				return fmt.Errorf("--%s works only with --schedule: give the crontab schedule of this line, e.g. --schedule '0 9 * * *'", name)
 			}
@@ -235,6 +241,30 @@ func (o *runOptions) resolveSchedule(f *pflag.FlagSet) error {
 		return fmt.Errorf("--schedule %q: %w", o.Schedule, err)
 	}
 	o.job.Schedule = s
+	return o.resolveStandby(f)
+}
+
+// resolveStandby checks --standby and its bounds (with --schedule given).
+func (o *runOptions) resolveStandby(f *pflag.FlagSet) error {
+	j := &o.job
+	switch o.Standby {
+	case "":
+		for _, name := range []string{"standbys", "max-attempts"} {
+			if f.Changed(name) {
+				return fmt.Errorf("--%s works only with --standby", name)
+			}
+		}
+	case "lost", "failed":
+	default:
+		return fmt.Errorf("--standby=%q: give --standby alone, or --standby=failed to take over failed ticks too", o.Standby)
+	}
+	if j.Standbys < 1 || j.Standbys > maxRetries {
+		return fmt.Errorf("--standbys %d: use 1 to %d (leave --standby out for none)", j.Standbys, maxRetries)
+	}
+	if j.MaxAttempts < 1 || j.MaxAttempts > maxRetries {
+		return fmt.Errorf("--max-attempts %d: use 1 to %d", j.MaxAttempts, maxRetries)
+	}
+	j.Standby = o.Standby
 	return nil
 }
 

@@ -18,10 +18,10 @@ import (
 // runColumns are the columns of runs, in the order of rowArgs and scanRun.
 const runColumns = `id, key, node, pid, command, status, exit_code, signal, started_at,
 	finished_at, error, holder, fencing_token, backend, attempt, boot_id, pid_start, exit,
-	scheduled_for, first_try, try`
+	scheduled_for, first_try, try, tick_attempt, takeover_of`
 
 // runValues is the placeholder list for runColumns.
-const runValues = `(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+const runValues = `(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
 // selfStart is when this process started (procfs.Stat.StartTime), read once; 0 when
 // /proc cannot tell.
@@ -84,8 +84,10 @@ func rowArgs(r *Run) []any {
 	if r.RunID != "" && r.RunID != r.ID {
 		runID = r.RunID
 	}
+	var tickAttempt any
 	if !r.ScheduledFor.IsZero() {
 		sched = r.ScheduledFor.UnixNano()
+		tickAttempt = int64(max(r.TickAttempt, 1))
 	}
 	if r.ExitCode != nil {
 		exit = int64(*r.ExitCode)
@@ -100,7 +102,7 @@ func rowArgs(r *Run) []any {
 		r.StartedAt.UnixNano(), fin, r.Error, r.Holder,
 		int64(r.FencingToken), // bit for bit: database/sql refuses uint64 ≥ 2^63
 		r.Backend, int64(r.Attempt), nonNil(r.BootID), int64(r.PIDStart), cronExit, sched,
-		runID, int64(max(r.Try, 1))}
+		runID, int64(max(r.Try, 1)), tickAttempt, r.TakeoverOf}
 }
 
 // nonNil keeps NOT NULL blob columns from receiving NULL.
@@ -182,6 +184,7 @@ func scanRun(sc scanner, extra ...any) (Run, error) {
 		sched     sql.NullInt64
 		runID     sql.NullString
 		try       int64
+		tickAtt   sql.NullInt64
 		started   int64
 		token     int64
 		attempt   int64
@@ -189,7 +192,7 @@ func scanRun(sc scanner, extra ...any) (Run, error) {
 	)
 	dest := append([]any{&r.ID, &r.Key, &r.Node, &pid, &cmd, &r.Status, &exit, &r.Signal,
 		&started, &fin, &r.Error, &r.Holder, &token, &r.Backend, &attempt, &r.BootID, &pidStart, &cronExit, &sched,
-		&runID, &try}, extra...)
+		&runID, &try, &tickAtt, &r.TakeoverOf}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return r, err
 	}
@@ -213,6 +216,7 @@ func scanRun(sc scanner, extra ...any) (Run, error) {
 	r.FencingToken = uint64(token)
 	r.Attempt = int(attempt)
 	r.Try = max(int(try), 1)
+	r.TickAttempt = int(tickAtt.Int64)
 	r.RunID = r.ID
 	if runID.Valid && runID.String != "" {
 		r.RunID = runID.String

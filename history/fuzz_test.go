@@ -274,7 +274,7 @@ func FuzzScanRow(f *testing.F) {
 		}
 		if _, err := store.db.Exec(`INSERT INTO runs (`+runColumns+`) VALUES `+runValues,
 			id, key, node, int64(9), cmdArg, status, exitArg, "", started, finArg, errS, holder, token, "",
-			int64(1), cmd, started, exitArg, nil, errS, exit); err != nil {
+			int64(1), cmd, started, exitArg, nil, errS, exit, exitArg, holder); err != nil {
 			t.Fatalf("insert: %v", err)
 		}
 		got, err := store.Get(id)

@@ -33,6 +33,8 @@ type jsonRun struct {
 	Attempt      int      `json:"attempt"`
 	RunID        string   `json:"run_id"` // the first try's id; id itself for a run of one try
 	Try          int      `json:"try"`
+	TickAttempt  *int     `json:"tick_attempt"` // null without --schedule
+	TakeoverOf   *string  `json:"takeover_of"`  // null unless a standby took the tick over
 }
 
 // MarshalJSON encodes r in the documented JSON shape: times in RFC 3339 UTC, nulls for
@@ -53,6 +55,14 @@ func (r Run) MarshalJSON() ([]byte, error) {
 	if !r.ScheduledFor.IsZero() {
 		t := r.ScheduledFor.UTC().Format(time.RFC3339)
 		j.ScheduledFor = &t
+	}
+	if !r.ScheduledFor.IsZero() {
+		at := max(r.TickAttempt, 1)
+		j.TickAttempt = &at
+	}
+	if r.TakeoverOf != "" {
+		to := r.TakeoverOf
+		j.TakeoverOf = &to
 	}
 	if r.Signal != "" {
 		sig := r.Signal

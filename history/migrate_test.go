@@ -255,8 +255,8 @@ func TestMigrateFromV3(t *testing.T) {
 		t.Fatalf("open a v3 file: %v", err)
 	}
 	defer s.Close()
-	if v := userVersion(t, s); v != 5 || len(migrations) != 5 {
-		t.Fatalf("user_version %d after open (%d migrations), want 5", v, len(migrations))
+	if v := userVersion(t, s); v != 6 || len(migrations) != 6 {
+		t.Fatalf("user_version %d after open (%d migrations), want 6", v, len(migrations))
 	}
 	old, err := s.Get("0195520a-1b00-7000-8000-000000000001")
 	if err != nil || !old.ScheduledFor.IsZero() {

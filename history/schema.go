@@ -90,4 +90,12 @@ ALTER TABLE runs ADD COLUMN scheduled_for INTEGER; -- Unix nanoseconds, UTC inst
 ALTER TABLE runs ADD COLUMN first_try TEXT; -- not run_id: run_output has that column
 ALTER TABLE runs ADD COLUMN try       INTEGER NOT NULL DEFAULT 1;
 `,
+	// v6: which attempt of its tick a run was (1 for the first run of a tick, 2 for the
+	// first standby takeover…; NULL without --schedule and in rows before v6), and the
+	// lost run a takeover took the tick from ('' = none). Not "attempt": that column
+	// counts lock tries under --wait.
+	`
+ALTER TABLE runs ADD COLUMN tick_attempt INTEGER;
+ALTER TABLE runs ADD COLUMN takeover_of  TEXT NOT NULL DEFAULT '';
+`,
 }

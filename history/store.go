@@ -36,6 +36,11 @@ type Run struct {
 	Streams      []Segment // which stream each part of Output came from; nil = unmarked
 
 	Attempt int // lock tries this run made: 1 = the first; more after --wait
+	// TickAttempt is which attempt of its tick the run was (1, 2 for the first standby
+	// takeover…; 0 without --schedule and in rows before schema v6), TakeoverOf the lost
+	// run it took the tick from ("" = none).
+	TickAttempt int
+	TakeoverOf  string
 	// RunID is the id of the run's first try: tries of one run (--retries) share it, and
 	// the job sees it as CRONLOCK_RUN_ID. Rows read back always have it (ID for a run of
 	// one try); "" when writing means ID.
@@ -99,6 +104,9 @@ type Store struct {
 // of an older schema, which cannot be migrated, lacks the newer columns.
 func (s *Store) selectColumns() string {
 	cols := runColumns
+	if s.version < 6 {
+		cols = strings.Replace(cols, "tick_attempt, takeover_of", "NULL, ''", 1)
+	}
 	if s.version < 5 {
 		cols = strings.Replace(cols, "first_try, try", "NULL, 1", 1)
 	}
@@ -222,7 +230,8 @@ func (s *Store) upsert(r *Run) error {
 			error = excluded.error, holder = excluded.holder,
 			fencing_token = excluded.fencing_token, backend = excluded.backend,
 			attempt = excluded.attempt, boot_id = excluded.boot_id, pid_start = excluded.pid_start,
-			exit = excluded.exit, scheduled_for = excluded.scheduled_for`, rowArgs(r)...)
+			exit = excluded.exit, scheduled_for = excluded.scheduled_for,
+			tick_attempt = excluded.tick_attempt, takeover_of = excluded.takeover_of`, rowArgs(r)...)
 	if err != nil {
 		return describe(s.path, fmt.Errorf("record run %s: %w", r.ID, err))
 	}

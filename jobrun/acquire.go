@@ -81,7 +81,15 @@ func (r *runner) acquire(sig *child.Signals) (lease lockrun.Lease, code int, don
 	var held *lockrun.HeldError
 	var tick *lockrun.TickError
 	var missed *lockrun.MissedError
+	var sbw *lockrun.StandbyWaitError
+	var sbe *lockrun.StandbyEndError
 	switch {
+	case errors.As(res.err, &sbw):
+		r.rememberKey()
+		return r.standby(sig, req, sbw)
+	case errors.As(res.err, &sbe):
+		r.rememberKey()
+		return nil, r.standbyEnd(sbe), true
 	case res.err == nil:
 		r.rememberKey()
 		return res.lease, 0, false

@@ -15,7 +15,7 @@ import (
 func TestChildEnvNames(t *testing.T) {
 	t.Setenv(settings.JobScheduledFor, "2020-01-01T00:00:00Z") // an outer run's tick
 	for _, tick := range []time.Time{{}, time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC)} {
-		env := childEnv(&Options{Key: "k", Node: "n"}, "rid", 7, "redis", tick, 1)
+		env := childEnv(&Options{Key: "k", Node: "n"}, "rid", 7, "redis", tick, 1, 1, "")
 		var got []string
 		for _, kv := range env {
 			name, v, _ := strings.Cut(kv, "=")
@@ -30,8 +30,10 @@ func TestChildEnvNames(t *testing.T) {
 			}
 		}
 		want := slices.Clone(settings.JobNames)
+		// No takeover here: CRONLOCK_TAKEOVER_OF is left out, as the tick's two are without one.
+		want = slices.DeleteFunc(want, func(n string) bool { return n == settings.JobTakeoverOf })
 		if tick.IsZero() {
-			want = slices.DeleteFunc(want, func(n string) bool { return n == settings.JobScheduledFor })
+			want = slices.DeleteFunc(want, func(n string) bool { return n == settings.JobScheduledFor || n == settings.JobTickAttempt })
 		}
 		slices.Sort(got)
 		slices.Sort(want)

@@ -36,7 +36,7 @@ func (r *runner) tries(sig *child.Signals, keeper *keeperWatch, lease lockrun.Le
 	first := time.Now() // monotonic: --timeout bounds every try and delay together
 	for {
 		job := child.Job{
-			Argv: o.Command, Env: childEnv(o, r.runID, lease.FencingToken(), r.locker.Name(), r.tick, r.row.Try),
+			Argv: o.Command, Env: childEnv(o, r.runID, lease.FencingToken(), r.locker.Name(), r.tick, r.row.Try, r.attempt, r.takeoverOf),
 			Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
 			Capture: int(o.Capture), Grace: o.Grace, Timeout: o.Timeout,
 			Guard: guard, ContinueOnLoss: o.ContinueOnLoss, Spool: spool,

@@ -69,6 +69,14 @@ type Options struct {
 	RetryDelay time.Duration
 	RetryOn    []int
 
+	// Standby is --standby: "" (none), "lost" or "failed" (--standby=failed). With
+	// Schedule, a run that finds its tick claimed by a run that may still be running
+	// waits beside it and takes the tick over when that run is lost (standby.go).
+	// Standbys is --standbys, MaxAttempts --max-attempts.
+	Standby     string
+	Standbys    int
+	MaxAttempts int
+
 	// Open connects the lock backend; its error is the run's (status error, exit 125).
 	Open func() (lockrun.Locker, error)
 	// OpTimeout bounds one backend operation (--redis-timeout): a renewal, the release.
@@ -146,8 +154,13 @@ type runner struct {
 	// releaseAt is when the release was sent: a kept completion's end, as the lock was
 	// still held then (a later time could overlap the next holder's claim: DUPLICATE).
 	releaseAt time.Time
-	ping      *notify.Pinger
-	pingLine  string // cronlock's line at the end of a failure ping's body (endLine)
+	// attempt is the tick's attempt this run is (0 before the claim = 1), takeoverOf the
+	// lost run it took over; noGuard: no guard process could be prepared.
+	attempt    int
+	takeoverOf string
+	noGuard    bool
+	ping       *notify.Pinger
+	pingLine   string // cronlock's line at the end of a failure ping's body (endLine)
 }
 
 func (r *runner) run() int {
@@ -159,6 +172,7 @@ func (r *runner) run() int {
 	// the child starts, so a skipped run costs no guard.
 	guard, err := child.StartGuard()
 	if err != nil {
+		r.noGuard = true
 		r.verbosef("no guard process (%v): if cronlock is SIGKILLed, only the direct child is killed with it", err)
 	}
 	defer guard.Done()
@@ -200,6 +214,13 @@ func (r *runner) run() int {
 	lease, code, done := r.acquire(sig)
 	if done {
 		return code
+	}
+	if f, ok := lease.(interface{ File() int }); ok {
+		guard.Keep(f.File()) // a local lock stays held until the job's group is dead
+	}
+	if ta, ok := lease.(lockrun.TickAttempter); ok {
+		r.attempt, r.takeoverOf = ta.TickAttempt()
+		r.row.TickAttempt, r.row.TakeoverOf = r.attempt, r.takeoverOf
 	}
 	r.verbosef("acquired %s on %s (fencing token %d)", o.Key, r.row.Backend, lease.FencingToken())
 	r.row.FencingToken = lease.FencingToken()
@@ -334,7 +355,7 @@ func (r *runner) fail(code int, format string, args ...any) int {
 // childEnv is cronlock's environment plus the run's own variables (settings.JobNames):
 // an inherited one (a nested run) is replaced, or dropped when this run has none to give
 // (CRONLOCK_SCHEDULED_FOR without a tick). CRONLOCK_PING_URL is always dropped.
-func childEnv(o *Options, runID string, token uint64, tokenBackend string, tick time.Time, try int) []string {
+func childEnv(o *Options, runID string, token uint64, tokenBackend string, tick time.Time, try int, attempt int, takeoverOf string) []string {
 	add := map[string]string{
 		settings.JobTokenBackend: tokenBackend,
 		settings.JobKey:          o.Key,
@@ -347,6 +368,8 @@ func childEnv(o *Options, runID string, token uint64, tokenBackend string, tick 
 	}
 	if !tick.IsZero() {
 		add[settings.JobScheduledFor] = tick.UTC().Format(time.RFC3339)
+		add[settings.JobTickAttempt] = strconv.Itoa(max(attempt, 1))
+		add[settings.JobTakeoverOf] = takeoverOf
 	}
 	env := make([]string, 0, len(os.Environ())+len(add))
 	for _, kv := range os.Environ() {

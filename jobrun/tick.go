@@ -38,6 +38,10 @@ func (r *runner) request() lockrun.Request {
 		req.StartDeadline = o.StartDeadline
 		req.PrevTick = o.Schedule.Prev(r.tick.Add(-time.Nanosecond)).UTC()
 		req.Canonical = o.Schedule.Canonical() + " " + o.Schedule.Zone()
+		// Recorded with every claim of a tick: a holder that may run on after losing its
+		// lease is never taken over by a standby.
+		req.Standby = lockrun.StandbyRequest{Mode: o.Standby, Slots: o.Standbys, MaxAttempts: o.MaxAttempts,
+			SlotTTL: o.TTL + time.Second, NonTakeable: o.ContinueOnLoss || r.noGuard}
 	}
 	return req
 }

@@ -286,6 +286,9 @@ func MarkDuplicates(es []FleetEntry, tickOf ...TickOf) {
 	if len(tickOf) > 0 && tickOf[0] != nil {
 		markRollouts(es, tickOf[0])
 	}
+	// Attempts of one tick (a standby's takeover of a lost run) are one run of the tick:
+	// each is named by the first attempt it descends from.
+	first := attemptRoots(es)
 	idx := make([]int, 0, len(es))
 	byTick := map[string]int{}
 	for i := range es {
@@ -297,7 +300,7 @@ func MarkDuplicates(es []FleetEntry, tickOf ...TickOf) {
 			continue
 		}
 		tk := es[i].Key + "\x00" + strconv.FormatInt(es[i].TickUS, 10)
-		if j, ok := byTick[tk]; ok && es[j].RunID != es[i].RunID {
+		if j, ok := byTick[tk]; ok && first(es[j]) != first(es[i]) {
 			es[i].Duplicate, es[j].Duplicate = true, true
 		} else if !ok {
 			byTick[tk] = i
@@ -316,10 +319,32 @@ func MarkDuplicates(es []FleetEntry, tickOf ...TickOf) {
 			if b.StartUS >= a.end() {
 				break
 			}
-			if a.RunID != b.RunID && a.Key == b.Key && b.StartUS < b.end() {
+			if first(*a) != first(*b) && a.Key == b.Key && b.StartUS < b.end() {
 				a.Duplicate, b.Duplicate = true, true
 			}
 		}
+	}
+}
+
+// attemptRoots returns, for an entry of es, the run id of the first attempt of its tick
+// that it descends from by takeovers (TakeoverOf), itself when it took nothing over.
+func attemptRoots(es []FleetEntry) func(FleetEntry) string {
+	of := map[string]string{}
+	for _, e := range es {
+		if e.TakeoverOf != "" {
+			of[e.Key+"\x00"+e.RunID] = e.TakeoverOf
+		}
+	}
+	return func(e FleetEntry) string {
+		id := e.RunID
+		for n := 0; n < len(es); n++ { // bounded: a cycle in stored data must not hang
+			p, ok := of[e.Key+"\x00"+id]
+			if !ok {
+				break
+			}
+			id = p
+		}
+		return id
 	}
 }
 

@@ -80,6 +80,8 @@ type Request struct {
 	// missed run's status, exit and error for ClaimMissed. nil = an entry of RunID,
 	// Node and Tick alone.
 	Entry *RunRecord
+	// Standby is what a run with --standby asks for besides (standby.go).
+	Standby StandbyRequest
 }
 
 // WallNow is the request's wall clock: Now, or time.Now when Now is nil.

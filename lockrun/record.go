@@ -26,6 +26,12 @@ type TickValue struct {
 	HeldUS string `json:"held_us,omitempty"`
 	// PendingUntil is when a --min-replicas claim stops being pending (Redis).
 	PendingUntil string `json:"pending_until,omitempty"`
+	// At is the tick's attempt this claim is (0 = 1), To the lost run a standby's
+	// takeover took it from, NT a claimer that may run on after losing its lease
+	// (--on-lock-lost continue, no guard): never taken over (standby.go).
+	At int    `json:"at,omitempty"`
+	To string `json:"to,omitempty"`
+	NT bool   `json:"nt,omitempty"`
 }
 
 // TickErrorOf reads the tick record a skipped run found; what cannot be read stays empty.

@@ -45,6 +45,10 @@ type FleetJSON struct {
 	Count   int     `json:"count,omitempty"`
 	LastAt  *string `json:"last_at,omitempty"`
 	Version string  `json:"version,omitempty"`
+	// TickAttempt is which attempt of its tick the run was (with a tick), TakeoverOf the
+	// lost run a standby took it from.
+	TickAttempt int    `json:"tick_attempt,omitempty"`
+	TakeoverOf  string `json:"takeover_of,omitempty"`
 }
 
 // WriteFleetJSON prints one JSON line per entry of the fleet's record.
@@ -55,7 +59,11 @@ func WriteFleetJSON(w io.Writer, es []lockrun.FleetEntry) error {
 			StartedAt: e.Started().Format(time.RFC3339Nano), FinishedAt: utcOrNull(e.Finished()),
 			DurationMS: e.DurationMS, Tries: e.Tries, FencingToken: e.Fence, Error: e.Error,
 			Skips: e.Skips, Duplicate: e.Duplicate, DataLoss: e.DataLoss, ScheduleWas: e.ScheduleWas,
-			ScheduleFlip: e.Flip, NeverFired: e.NeverFired, Count: e.Count, LastAt: utcOrNull(usTime(e.LastUS)), Version: e.Version}
+			ScheduleFlip: e.Flip, NeverFired: e.NeverFired, Count: e.Count, LastAt: utcOrNull(usTime(e.LastUS)), Version: e.Version,
+			TakeoverOf: e.TakeoverOf}
+		if e.TickUS != 0 {
+			j.TickAttempt = max(e.Attempt, 1)
+		}
 		if e.NeverFiredTo != 0 {
 			j.NeverFiredFrom = utcOrNull(time.UnixMicro(e.NeverFiredFrom))
 			j.NeverFiredTo = utcOrNull(time.UnixMicro(e.NeverFiredTo))
@@ -97,6 +105,9 @@ func WriteFleetTable(w io.Writer, es []lockrun.FleetEntry, o Options) error {
 			tick = t.In(loc).Format("2006-01-02 15:04 MST")
 		}
 		var note []string
+		if e.TakeoverOf != "" {
+			note = append(note, takeoverNote(e, es))
+		}
 		if e.Duplicate {
 			note = append(note, "DUPLICATE")
 		}
@@ -153,4 +164,17 @@ func usTime(us int64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMicro(us).UTC()
+}
+
+// takeoverNote says which lost run a standby's attempt took its tick from:
+// "attempt 2: takeover of run R on vmA (abandoned)", with what the record shows of R.
+func takeoverNote(e lockrun.FleetEntry, es []lockrun.FleetEntry) string {
+	s := fmt.Sprintf("attempt %d: takeover of run %s", max(e.Attempt, 1), e.TakeoverOf)
+	for _, o := range es {
+		if o.RunID == e.TakeoverOf && o.Key == e.Key {
+			s += fmt.Sprintf(" on %s (%s)", o.Node, o.Status)
+			break
+		}
+	}
+	return s
 }

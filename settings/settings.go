@@ -96,11 +96,13 @@ const (
 	JobFencingToken = "CRONLOCK_FENCING_TOKEN"
 	JobTokenBackend = "CRONLOCK_TOKEN_BACKEND" // tokens of two backends do not compare
 	JobScheduledFor = "CRONLOCK_SCHEDULED_FOR" // only when the run has a tick
+	JobTickAttempt  = "CRONLOCK_TICK_ATTEMPT"  // with a tick: 1, 2 for the first takeover…
+	JobTakeoverOf   = "CRONLOCK_TAKEOVER_OF"   // the lost run a takeover took the tick from
 )
 
 // JobNames is every name cronlock gives its jobs; jobrun replaces an inherited one of
 // these with this run's value, or drops it.
-var JobNames = []string{JobKey, JobRunID, JobNode, JobTry, JobFencingToken, JobTokenBackend, JobScheduledFor}
+var JobNames = []string{JobKey, JobRunID, JobNode, JobTry, JobFencingToken, JobTokenBackend, JobScheduledFor, JobTickAttempt, JobTakeoverOf}
 
 // Known reports whether name is a setting.
 func Known(name string) bool { return slices.Contains(Names, name) }

@@ -162,9 +162,20 @@ func (l *Locker) attempt(ctx context.Context, req lockrun.Request, missed bool) 
 		}
 		var newTick string
 		var marks claimMarks
+		var to *takeover
 		if scheduled {
 			tickUS := strconv.FormatInt(req.Tick.UnixMicro(), 10)
-			if rec != nil && rec.RunID != req.RunID && !greaterDec(tickUS, rec.TickUS) {
+			if !missed && req.Standby.Mode != "" && rec != nil && rec.RunID != req.RunID && rec.RunID != "" && rec.TickUS == tickUS && !rec.Missed {
+				var lv []byte
+				var ll int64
+				if lockKV != nil {
+					lv, ll = lockKV.Value, lockKV.Lease
+				}
+				if to, err = l.standby(ctx, req, rec, lv, ll); err != nil {
+					return nil, nil, 0, err
+				}
+			}
+			if rec != nil && rec.RunID != req.RunID && !greaterDec(tickUS, rec.TickUS) && to == nil {
 				l.countSkip(ctx, c, req.Key, tickRev, *rec)
 				rec.Skips++
 				raw, _ := json.Marshal(rec)
@@ -175,7 +186,7 @@ func (l *Locker) attempt(ctx context.Context, req lockrun.Request, missed bool) 
 			// key this host claimed before with neither a tick record nor an entry left was
 			// lost (a restore from an older snapshot, keys deleted by hand).
 			marks.dataLoss = !missed && req.Known && tickKV == nil && countOf(read, 2) == 0
-			newTick = l.newTickRecord(req, rec, tickUS, missed, marks.Sched)
+			newTick = l.newTickRecord(req, rec, tickUS, missed, marks.Sched, to)
 		}
 		if missed {
 			// The missed run's entry comes with its claim; the run completes it (its exit,
@@ -203,7 +214,7 @@ func (l *Locker) attempt(ctx context.Context, req lockrun.Request, missed bool) 
 			}
 			return nil, holderOf(lockKV.Value, lockKV.CreateRevision), read.Header.Revision, nil
 		}
-		lease, retry, err := l.create(ctx, c, req, sent, tickRev, newTick, marks)
+		lease, retry, err := l.create(ctx, c, req, sent, tickRev, newTick, marks, to)
 		if err != nil || !retry {
 			if lease == nil {
 				return nil, nil, 0, err // not a typed nil in the interface
@@ -224,7 +235,7 @@ func (l *Locker) attempt(ctx context.Context, req lockrun.Request, missed bool) 
 // chosen here, so the transaction can name it before the grant has answered. The cluster
 // nearly always applies them in the order sent; a transaction that overtook its grant is
 // refused whole ("lease not found") and is sent again once the grant has answered.
-func (l *Locker) create(ctx context.Context, c *clientv3.Client, req lockrun.Request, sent time.Duration, tickRev int64, newTick string, marks claimMarks) (lease *etcdLease, retry bool, err error) {
+func (l *Locker) create(ctx context.Context, c *clientv3.Client, req lockrun.Request, sent time.Duration, tickRev int64, newTick string, marks claimMarks, to *takeover) (lease *etcdLease, retry bool, err error) {
 	id := newLeaseID()
 	granted := make(chan error, 1)
 	go func() {
@@ -248,6 +259,14 @@ func (l *Locker) create(ctx context.Context, c *clientv3.Client, req lockrun.Req
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(tickKey), "=", tickRev))
 		then = append(then, clientv3.OpPut(tickKey, newTick))
 		then = append(then, l.neverFiredOps(req, marks, now.UnixMicro())...)
+	}
+	if to != nil {
+		// The lost run's entry must be as the standby judged it: not completed meanwhile.
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(to.entryKey), "=", to.entryRev))
+		then = append(then, clientv3.OpDelete(l.standbyDir(req.Key)+req.RunID))
+		if to.abandon != "" {
+			then = append(then, clientv3.OpPut(to.entryKey, to.abandon))
+		}
 	}
 	var resp *clientv3.TxnResponse
 	commit := func() error {
@@ -275,6 +294,9 @@ func (l *Locker) create(ctx context.Context, c *clientv3.Client, req lockrun.Req
 	}
 	el := &etcdLease{l: l, key: req.Key, id: id, ttl: req.TTL, minHold: req.MinHold, sent: sent,
 		runID: req.RunID, ticked: newTick != "", acquiredUS: now.UnixMicro(), holder: holder, wall: req.WallNow}
+	if to != nil {
+		el.attempt, el.takeoverOf = to.at, to.of
+	}
 	if resp.Succeeded {
 		el.fence = resp.Header.Revision // the key was created by this very revision
 		return el, false, nil
@@ -306,17 +328,21 @@ func (l *Locker) revoke(ctx context.Context, id clientv3.LeaseID) error {
 }
 
 // newTickRecord is the JSON of this run's claim of its tick (acquire.lua's claimTick).
-func (l *Locker) newTickRecord(req lockrun.Request, rec *lockrun.TickValue, tickUS string, missed bool, sched lockrun.SchedHistory) string {
+func (l *Locker) newTickRecord(req lockrun.Request, rec *lockrun.TickValue, tickUS string, missed bool, sched lockrun.SchedHistory, to *takeover) string {
 	prev := ""
 	if rec != nil {
 		prev = rec.TickUS
-		if rec.RunID == req.RunID {
-			prev = rec.PrevUS
+		if rec.RunID == req.RunID || to != nil {
+			prev = rec.PrevUS // a takeover keeps the tick before: a give-back must not leave this one claimed
 		}
 	}
-	b, _ := json.Marshal(lockrun.TickValue{TickUS: tickUS, PrevUS: prev, Expr: req.Schedule, TZ: req.Zone,
+	v := lockrun.TickValue{TickUS: tickUS, PrevUS: prev, Expr: req.Schedule, TZ: req.Zone,
 		Node: req.Node, RunID: req.RunID, Missed: missed, ClaimedUS: strconv.FormatInt(req.WallNow().UnixMicro(), 10),
-		CX: req.Canonical, Sched: sched})
+		CX: req.Canonical, Sched: sched, NT: req.Standby.NonTakeable}
+	if to != nil {
+		v.At, v.To = to.at, to.of
+	}
+	b, _ := json.Marshal(v)
 	return string(b)
 }
 

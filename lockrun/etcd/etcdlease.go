@@ -33,6 +33,8 @@ type etcdLease struct {
 	acquiredUS int64
 	holder     etcdHolder       // the value the lock key was created with
 	wall       func() time.Time // the run's wall clock (Request.Now), for the record's end
+	attempt    int              // the tick's attempt this run is (0 = 1)
+	takeoverOf string           // the lost run a standby's takeover took the tick from
 
 	record    *lockrun.RunRecord
 	endUS     int64

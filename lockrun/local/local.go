@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -33,6 +34,10 @@ import (
 // Use New; the zero value is not usable.
 type Locker struct {
 	dir string
+	// mu guards slot: a standby's slot file (localstandby.go), its descriptor + 1 (0 =
+	// none), held until Close.
+	mu   sync.Mutex
+	slot int
 	// now is the clock of Lease.Sent; nil means Boottime. Tests inject a fake one.
 	now func() time.Duration
 }
@@ -177,8 +182,16 @@ func (l *Locker) Name() string { return "local" }
 
 func (l *Locker) Describe() string { return "local " + l.dir }
 
-// Close does nothing: the backend holds no resource. Leases stay valid until released.
-func (l *Locker) Close() error { return nil }
+// Close frees a standby's slot. Leases stay valid until released.
+func (l *Locker) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.slot > 0 {
+		unix.Close(l.slot - 1)
+		l.slot = 0
+	}
+	return nil
+}
 
 // LockPath returns the lock file of key: <dir>/<encoded key>.lock (see localFileName).
 func (l *Locker) LockPath(key string) string {
@@ -261,6 +274,20 @@ func (l *Locker) Acquire(ctx context.Context, req lockrun.Request) (lockrun.Leas
 			}
 		}
 		if got && !req.Tick.IsZero() {
+			if t := standbyTick(readLocalTick(fd), req); t != nil {
+				// The tick's run is not alive: the kernel let this flock go only once its
+				// cronlock and guard were gone.
+				ok, end := takeable(t, req)
+				if !ok {
+					return nil, end
+				}
+				lease, err := l.newLease(fd, path, req, sent)
+				if err != nil {
+					return nil, err
+				}
+				fd = -1
+				return lease, nil
+			}
 			if t := readLocalTick(fd); t.claimedFor(req) {
 				// Counted under the lock, in place; the count is a nicety, so a failed
 				// write changes nothing.
@@ -285,6 +312,9 @@ func (l *Locker) Acquire(ctx context.Context, req lockrun.Request) (lockrun.Leas
 		// as on Redis, where the tick is checked before the lock.
 		if !req.Tick.IsZero() {
 			if r := heldRecord(fd); r != nil && r.Tick.claimedFor(req) {
+				if t := standbyTick(r.Tick, req); t != nil && r.RunID == t.RunID {
+					return nil, l.standbyWait(t, req, r.holder())
+				}
 				return nil, r.Tick.tickError(req)
 			}
 		}
@@ -336,9 +366,16 @@ func (l *Locker) newLease(fd int, path string, req lockrun.Request, sent time.Du
 		req.Warn(&lockrun.DataLossError{Key: req.Key, Backend: l.Describe(), What: "its lock file " + path,
 			Cause: "deleted by hand or by a cleaner of old files"})
 	}
+	attempt, takeoverOf := 1, ""
 	if !req.Tick.IsZero() {
 		prev := tick
 		tick = claimTick(tick, req, false)
+		if t := standbyTick(prev, req); t != nil {
+			// A takeover (Acquire judged it): the next attempt of the same tick, which
+			// keeps the tick before it for a give-back.
+			attempt, takeoverOf = max(t.At, 1)+1, t.RunID
+			tick.At, tick.To, tick.PrevUS = attempt, takeoverOf, t.PrevUS
+		}
 		if was, flip := scheduleChange(prev, tick, req); flip && req.Warn != nil {
 			req.Warn(&lockrun.ScheduleFlipError{Key: req.Key, Was: was, Now: req.Canonical})
 		}
@@ -359,7 +396,7 @@ func (l *Locker) newLease(fd int, path string, req lockrun.Request, sent time.Du
 		return nil, fmt.Errorf("write lock file %s: %w; free space in that folder, or set --lock-dir or CRONLOCK_LOCK_DIR to another one", path, err)
 	}
 	return &localLease{token: token, acquired: now, sent: sent, minHold: req.MinHold, path: path, fd: fd, rec: rec,
-		runID: req.RunID}, nil
+		runID: req.RunID, attempt: attempt, takeoverOf: takeoverOf}, nil
 }
 
 // ClaimMissed claims req.Tick as missed in the lock file, under the flock, and lets the

@@ -77,6 +77,15 @@ type localTick struct {
 	// claimed within the last 24 hours, for telling a flip (see scheduleChange).
 	Cx    string       `json:"cx,omitempty"`
 	Sched []localSched `json:"sched,omitempty"`
+	// Standby takeover (run --standby): Status is "running" from the claim until the
+	// release writes the run's outcome (and Signal); a file of an older cronlock has none,
+	// and is never taken for lost. At is the tick's attempt (0 = 1), To the run it took
+	// over, NT a holder that may run on after losing its lock (never taken over).
+	Status string `json:"status,omitempty"`
+	Signal string `json:"signal,omitempty"`
+	At     int    `json:"at,omitempty"`
+	To     string `json:"to,omitempty"`
+	NT     bool   `json:"nt,omitempty"`
 }
 
 // localSched is a schedule the key was claimed with, and when last.
@@ -132,7 +141,10 @@ func (t *localTick) tickError(req lockrun.Request) *lockrun.TickError {
 // claim is the record of req's tick, claimed now, replacing prev.
 func claimTick(prev *localTick, req lockrun.Request, missed bool) *localTick {
 	t := &localTick{TickUS: req.Tick.UnixMicro(), Expr: req.Schedule, TZ: req.Zone,
-		Node: req.Node, RunID: req.RunID, Missed: missed}
+		Node: req.Node, RunID: req.RunID, Missed: missed, NT: req.Standby.NonTakeable}
+	if !missed {
+		t.Status = "running"
+	}
 	if prev != nil {
 		t.PrevUS = prev.TickUS
 		if prev.RunID == req.RunID {

@@ -21,6 +21,12 @@ type localLease struct {
 	path     string        // immutable
 	runID    string        // immutable
 	giveBack atomic.Bool   // Release gives the tick back (GiveBackTick)
+	// attempt is the tick's attempt this run is, takeoverOf the run it took over
+	// (immutable); outcome is the run's record (SetRecord), whose status Release writes
+	// into the tick record for a standby to read.
+	attempt    int
+	takeoverOf string
+	outcome    atomic.Pointer[lockrun.RunRecord]
 
 	mu  sync.Mutex   // guards fd and rec: Renew and Release may run in different goroutines
 	fd  int          // -1 once released
@@ -107,6 +113,18 @@ func (ls *localLease) Release(ctx context.Context) error {
 		if same, _ := samePathFile(ls.fd, ls.path); same {
 			writeLocalRecord(ls.fd, &rec) // best effort, as on Redis: the lock goes anyway
 		}
+	} else if ls.rec.Tick != nil && ls.rec.Tick.RunID == ls.runID {
+		// The tick's outcome, for a standby: a release whose outcome is not known yet
+		// (output still to be written) counts as completed, never as lost.
+		rec, t := *ls.rec, *ls.rec.Tick
+		t.Status, t.Signal = "completed", ""
+		if o := ls.outcome.Load(); o != nil {
+			t.Status, t.Signal = o.Status, o.Signal
+		}
+		rec.Tick = &t
+		if same, _ := samePathFile(ls.fd, ls.path); same {
+			writeLocalRecord(ls.fd, &rec)
+		}
 	}
 	// LOCK_UN frees the lock even if the descriptor was somehow duplicated; close alone
 	// would not then. The file and its record (the token) stay for the next holder.
@@ -122,8 +140,20 @@ func (ls *localLease) Release(ctx context.Context) error {
 	return nil
 }
 
-// SetRecord does nothing: the local backend has no fleet record (its history is local).
-func (ls *localLease) SetRecord(*lockrun.RunRecord) {}
+// SetRecord keeps the run's outcome for Release, which writes its status into the tick
+// record (a standby reads it); the local backend has no fleet record (its history is local).
+func (ls *localLease) SetRecord(rec *lockrun.RunRecord) { ls.outcome.Store(rec) }
+
+// TickAttempt is the tick's attempt this run is, and the lost run it took over.
+func (ls *localLease) TickAttempt() (int, string) { return max(ls.attempt, 1), ls.takeoverOf }
+
+// File is the locked descriptor: the guard keeps it open until the job's group is dead,
+// so that a standby on this machine cannot take the lock while the job still runs.
+func (ls *localLease) File() int {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.fd
+}
 
 // RecordErr is nil: nothing is written.
 func (ls *localLease) RecordErr() error { return nil }

@@ -43,6 +43,8 @@ import (
 //	<prefix>{KEY}:order     sorted set, 400-day TTL: the ledger's run ids by claim time
 //	<prefix>{KEY}:days      hash, 400-day TTL: per-day counters of the ledger's runs
 //	                        (lua/ledger.lua); the three expire 400 days after the last claim
+//	<prefix>{KEY}:standby   sorted set: the standbys waiting for the tick (run --standby),
+//	                        run id by when its slot expires (TIME ms)
 //	<prefix>{KEY}:runs      list: the record of cronlock before the ledger, read only
 //
 // Holder metadata lives in the lock's own value, not in a sibling key, so that it expires
@@ -210,6 +212,9 @@ func (l *Locker) fenceKey(key string) string { return l.prefix + "{" + key + "}:
 func (l *Locker) channel(key string) string  { return l.prefix + "{" + key + "}:released" }
 func (l *Locker) tickKey(key string) string  { return l.prefix + "{" + key + "}:tick" }
 
+// standbyKey is the sorted set of a tick's standby slots: run id by slot expiry (ms).
+func (l *Locker) standbyKey(key string) string { return l.prefix + "{" + key + "}:standby" }
+
 // newToken returns 128 random bits from crypto/rand, in hex.
 func newToken() (string, error) {
 	var b [16]byte
@@ -259,7 +264,7 @@ func (l *Locker) Acquire(ctx context.Context, req lockrun.Request) (lockrun.Leas
 // by another token. When no reply came and the retries ran out, it releases the lock in
 // case the script did run, so the fleet is not blocked for a TTL.
 func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mode string) (*redisLease, *lockrun.Holder, error) {
-	keys := []string{l.lockKey(req.Key), l.fenceKey(req.Key), l.tickKey(req.Key), l.ledgerKey(req.Key), l.orderKey(req.Key), l.daysKey(req.Key)}
+	keys := []string{l.lockKey(req.Key), l.fenceKey(req.Key), l.tickKey(req.Key), l.ledgerKey(req.Key), l.orderKey(req.Key), l.daysKey(req.Key), l.standbyKey(req.Key)}
 	args := []any{token, durMS(req.TTL), req.Node, req.PID, req.RunID, req.WallNow().UnixMilli(), l.allowArg()}
 	tick := ""
 	if !req.Tick.IsZero() {
@@ -281,6 +286,12 @@ func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mo
 	}
 	args = append(args, tick, durMS(req.MaxSkew), req.Schedule, req.Zone, mode, claimEntry(req, mode), l.fleetKeep(), pendingMS,
 		durMS(req.StartDeadline), known, prev, req.Canonical, req.CmdHash)
+	sb := req.Standby
+	nt := ""
+	if sb.NonTakeable {
+		nt = "1"
+	}
+	args = append(args, sb.Mode, sb.MaxAttempts, sb.Slots, durMS(sb.SlotTTL), sb.LostRun, nt)
 	if req.OnTry != nil {
 		req.OnTry()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -120,8 +121,22 @@ func (l *Locker) acquireReply(ctx context.Context, req lockrun.Request, token st
 		}
 		if len(r) > 5 {
 			lease.marks = l.claimMarks(req, r[5])
+			lease.attempt, lease.takeoverOf = lease.marks.Attempt, lease.marks.TakeoverOf
 		}
 		return lease, nil, nil
+	case 7: // a standby's slot: the tick's run may still be running
+		return nil, nil, standbyWait(req, r)
+	case 8:
+		e := &lockrun.StandbyEndError{Key: req.Key}
+		if len(r) >= 6 {
+			e.Why, _ = r[1].(string)
+			e.Status, _ = r[2].(string)
+			e.Node, _ = r[3].(string)
+			e.RunID, _ = r[4].(string)
+			at, _ := r[5].(string)
+			e.Attempt, _ = strconv.Atoi(at)
+		}
+		return nil, nil, e
 	case 2:
 		raw, _ := r[1].(string)
 		return nil, nil, lockrun.TickErrorOf(req, raw)
@@ -182,6 +197,8 @@ func (l *Locker) claimMarks(req lockrun.Request, v any) lockrun.FleetEntry {
 		NT string `json:"nt"`
 		DL bool   `json:"dl"`
 		CH string `json:"ch"`
+		AT int    `json:"at"`
+		TO string `json:"to"`
 	}
 	var m lockrun.FleetEntry
 	s, _ := v.(string)
@@ -189,6 +206,7 @@ func (l *Locker) claimMarks(req lockrun.Request, v any) lockrun.FleetEntry {
 		return m
 	}
 	m.ScheduleWas, m.Flip, m.DataLoss, m.CmdHash = j.SC, j.FL, j.DL, j.CH
+	m.Attempt, m.TakeoverOf = j.AT, j.TO
 	m.NeverFiredFrom, _ = strconv.ParseInt(j.NF, 10, 64)
 	m.NeverFiredTo, _ = strconv.ParseInt(j.NT, 10, 64)
 	if req.Warn != nil {
@@ -227,4 +245,29 @@ func (l *Locker) Eviction(ctx context.Context) (policy string, err error) {
 		return "", nil
 	}
 	return pol, nil
+}
+
+// standbyWait reads acquire.lua's {7, pttl, value, at, run_id, node}: the tick's run may still be
+// running and this run holds a standby slot.
+func standbyWait(req lockrun.Request, r []any) *lockrun.StandbyWaitError {
+	e := &lockrun.StandbyWaitError{Key: req.Key, PTTL: -1}
+	if len(r) < 4 {
+		return e
+	}
+	pttl, _ := r[1].(int64)
+	value, _ := r[2].(string)
+	at, _ := r[3].(string)
+	e.Attempt, _ = strconv.Atoi(at)
+	if len(r) >= 6 {
+		e.RunID, _ = r[4].(string)
+		e.Node, _ = r[5].(string)
+	}
+	if value != "" {
+		e.Holder = parseHolder(value, pttl)
+		e.PTTL = time.Duration(pttl) * time.Millisecond
+		if pttl == -1 { // no expiry: never lost by a lease's end
+			e.PTTL = time.Duration(math.MaxInt64)
+		}
+	}
+	return e
 }

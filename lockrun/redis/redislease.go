@@ -23,7 +23,9 @@ type redisLease struct {
 	giveBack atomic.Bool // Release gives the tick back (GiveBackTick)
 	renewed  atomic.Bool // Renew was called: Release may be on a connection made before a failover
 
-	acquiredUS string             // Redis TIME at acquire, µs: the run's start in the fleet's record
+	acquiredUS string // Redis TIME at acquire, µs: the run's start in the fleet's record
+	attempt    int    // the tick's attempt this run is (0 = 1); takeoverOf the run it took over
+	takeoverOf string
 	marks      lockrun.FleetEntry // what the claim found (acquire.lua's marks), for the entry
 	record     *lockrun.RunRecord // written by Release (SetRecord)
 	endUS      string             // Redis TIME at Release, µs; "" before it answered
@@ -172,3 +174,6 @@ func (s *redisLease) withMarks(rec *lockrun.RunRecord) *lockrun.RunRecord {
 	r.ScheduleWas, r.Flip = s.marks.ScheduleWas, s.marks.Flip
 	return &r
 }
+
+// TickAttempt is the tick's attempt this run is, and the lost run it took over.
+func (le *redisLease) TickAttempt() (int, string) { return max(le.attempt, 1), le.takeoverOf }

@@ -26,6 +26,15 @@
 -- ARGV[18] the schedule's tick before ARGV[8], µs ('' = none): the never-fired check
 -- ARGV[19] the schedule in canonical form with its zone, "0 0 * * * UTC"
 -- ARGV[20] a hash of the command ('' = none)
+-- Standbys (README, "Standby takeover"); KEYS[7] the tick's standby slots (sorted set:
+--   run id scored by the TIME ms its slot expires):
+-- ARGV[21] '' (no standby), 'lost' (--standby) or 'failed' (--standby=failed)
+-- ARGV[22] --max-attempts, ARGV[23] --standbys, ARGV[24] a slot's lease in ms
+-- ARGV[25] the run id of the tick's run that this standby's own clock says has lost its
+--   lease ('' = not yet): only then may a lost run be taken over, and only if the lock
+--   is gone here too
+-- ARGV[26] '1' when this claim's holder may go on running after losing its lease
+--   (--on-lock-lost continue, or no guard): it is never taken over
 --
 -- marks collects what the claim found, in the JSON names of lockrun.FleetEntry, and goes
 -- into the claim's entry: sc (the previous claim's "EXPR ZONE" when the schedule
@@ -57,6 +66,15 @@
 -- lerr (also the 5th item of a taken lock's reply) is '' or why the ledger's entry could
 -- not be written: the claim stands all the same. A taken lock's reply carries marks as
 -- its 6th item: a JSON object, or '' when empty.
+-- Returns {7, pttl, value, at, run_id, node} when ARGV[21] is set and this tick's run may still be
+--   running: this run holds a standby slot; pttl is the lock's (-2: gone), value its
+--   holder ('' = none), at the tick's attempt, run_id and node the tick's run. Only
+--   the slot is written.
+-- Returns {8, why, status, node, run_id, at} when ARGV[21] is set and the standby ends
+--   without taking over: why is 'done' (the tick's run completed it with status),
+--   'nontakeable', or 'attempts' (at reached ARGV[22]). Its slot is freed.
+-- A standby that finds no free slot gets {2, record}, a skip.
+-- A takeover claims as usual ({1, …}), with at and to (the lost run) in marks.
 -- Returns {4, early_ms} when ARGV[9] > 0 and the tick has not come yet on TIME: nothing
 --   is written; the run sleeps that long and asks again.
 -- Returns {5, late_ms, marks} when ARGV[9] > 0, ARGV[16] > 0 and TIME is past tick +
@@ -103,6 +121,49 @@ local function claimEntry(tail, holder)
   return addEntry(ARGV[5], e, nowS, tonumber(ARGV[14]) or 200, holder)
 end
 
+-- A standby's view of the tick's run (ARGV[21]): nil when it is lost (or gave up the
+-- tick gracefully) and this run takes it over (takeover is then set), or the reply.
+local takeover
+local RESUMABLE = {SIGTERM=1, SIGHUP=1}
+local function standby(rec)
+  local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local at = tonumber(rec.at) or 1
+  local function slotEnd(why, st)
+    redis.pcall('ZREM', KEYS[7], ARGV[5])
+    return {8, why, st or '', rec.node or '', rec.run_id, string.format('%d', at)}
+  end
+  local raw = redis.pcall('HGET', KEYS[4], rec.run_id)
+  local ent
+  if type(raw) == 'string' then
+    local ok, d = pcall(cjson.decode, raw)
+    if ok and type(d) == 'table' then ent = d end
+  end
+  local st = ent and ent.s
+  local takeable = st == 'running'
+  if st == 'interrupted' and RESUMABLE[ent.sig or ''] then takeable = true end
+  if ARGV[21] == 'failed' and (st == 'failed' or st == 'timeout') then takeable = true end
+  if st ~= nil and not takeable then return slotEnd('done', st) end
+  if rec.nt then return slotEnd('nontakeable', st) end
+  if at >= (tonumber(ARGV[22]) or 3) then return slotEnd('attempts', st) end
+  -- A lost run's lock must be gone here and its lease over on the standby's own clock;
+  -- an entry that is not there is never taken for lost.
+  if not cur and st ~= nil and (st ~= 'running' or ARGV[25] == rec.run_id) then
+    redis.pcall('ZREM', KEYS[7], ARGV[5])
+    takeover = {of = rec.run_id, node = rec.node or '', at = at + 1, st = st}
+    return nil
+  end
+  redis.pcall('ZREMRANGEBYSCORE', KEYS[7], '-inf', nowMs)
+  if not redis.pcall('ZSCORE', KEYS[7], ARGV[5]) then
+    local n = redis.pcall('ZCARD', KEYS[7])
+    if type(n) == 'number' and n >= (tonumber(ARGV[23]) or 2) then return nil end -- no slot: a skip
+  end
+  redis.pcall('ZADD', KEYS[7], nowMs + (tonumber(ARGV[24]) or 60000), ARGV[5])
+  redis.pcall('PEXPIRE', KEYS[7], (tonumber(ARGV[24]) or 60000) * 2)
+  local pttl = -2
+  if cur then pttl = redis.call('PTTL', KEYS[1]) end
+  return {7, pttl, cur or '', string.format('%d', at), rec.run_id, rec.node or ''}
+end
+
 -- The tick: a fast clock would claim the next tick early and make the fleet skip it, so
 -- the skew is checked first. A record of this tick or a later one, not this run's own
 -- (a retried acquire), means the tick was run: a skip, counted in the record.
@@ -130,7 +191,11 @@ if tickUs ~= '' then
     local left = (tonumber(rec.pending_until) or 0) - tonumber(nowS)
     if left > 0 then return {6, string.format('%.0f', math.ceil(left / 1000)), raw} end
   end
-  if rec and rec.run_id ~= ARGV[5] and not greater(tickUs, rec.tick_us) then
+  if (ARGV[21] or '') ~= '' and not missedMode and rec and rec.run_id ~= ARGV[5] and rec.run_id ~= '' and rec.tick_us == tickUs and not rec.missed then
+    local sb = standby(rec)
+    if sb then return sb end
+  end
+  if rec and rec.run_id ~= ARGV[5] and not greater(tickUs, rec.tick_us) and not takeover then
     rec.skips = (tonumber(rec.skips) or 0) + 1
     local v = cjson.encode(rec)
     -- pcall: a full server must not turn a skip into an error; the count is a nicety.
@@ -225,7 +290,8 @@ local function claimTick(missed)
   local prev = ''
   if rec then
     prev = rec.tick_us
-    if rec.run_id == ARGV[5] then prev = rec.prev_us or '' end
+    -- A takeover keeps the tick before: a give-back must not leave this tick claimed.
+    if rec.run_id == ARGV[5] or takeover then prev = rec.prev_us or '' end
   end
   local pending
   local win = tonumber(ARGV[15] or '') or 0
@@ -235,6 +301,23 @@ local function claimTick(missed)
     run_id = ARGV[5], skips = 0, missed = missed, claimed_us = nowS, pending_until = pending,
   }
   if cx ~= '' then r.cx = cx; r.sched = sched end
+  if ARGV[26] == '1' then r.nt = true end
+  if takeover then
+    r.at, r.to = takeover.at, takeover.of
+    -- The lost run's entry says who took its tick over; a later completion (a frozen
+    -- holder that woke) leaves it as it is.
+    if takeover.st == 'running' then
+      local e = redis.pcall('HGET', KEYS[4], takeover.of)
+      if type(e) == 'string' then
+        local note = cjson.encode('taken over by run ' .. ARGV[5] .. ' on ' .. ARGV[3] .. ' as attempt ' .. takeover.at)
+        e = string.gsub(e, '"s":"running"', '"s":"abandoned"', 1)
+        e = string.gsub(e, ',"k":(%d+)}$', ',"e":' .. string.gsub(note, '%%', '%%%%') .. ',"f":' .. nowS .. ',"k":%1}', 1)
+        redis.pcall('HSET', KEYS[4], takeover.of, e)
+        finalCount(takeover.of, 'abandoned', nowS)
+      end
+    end
+    marks.at, marks.to = takeover.at, takeover.of
+  end
   redis.call('SET', KEYS[3], cjson.encode(r), 'PX', 34560000000)
   neverFiredEntry()
 end
@@ -320,7 +403,7 @@ if tickUs ~= '' then claimTick(false) end
 local v = cjson.encode({
   token = ARGV[1], fence = fence, node = ARGV[3], pid = tonumber(ARGV[4]) or 0,
   run_id = ARGV[5], since_ms = ARGV[6], acquired_us = nowS, renewed_us = nowS,
-  ttl_ms = tonumber(ARGV[2]),
+  ttl_ms = tonumber(ARGV[2]), nt = (ARGV[26] == '1') or nil,
 })
 redis.call('SET', KEYS[1], v, 'PX', ARGV[2], 'NX')
 local lerr = claimEntry(',"fe":' .. fence, ARGV[5])

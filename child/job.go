@@ -36,6 +36,9 @@ type Job struct {
 	Grace time.Duration
 	// Timeout is the longest run time; 0 means none.
 	Timeout time.Duration
+	// Hung, when not nil, is closed when the job is to be stopped as hung (it sent no
+	// heartbeat in time): it is stopped as for Timeout, ReasonTimeout with Result.Hung.
+	Hung <-chan struct{}
 	// Guard, when not nil, is armed with the job's process group once the child has started
 	// and disarmed when every process of the job is gone. Its owner dismisses it (Done)
 	// once no job will follow: one guard serves every try of a run.
@@ -107,6 +110,8 @@ type Result struct {
 	StopSignal os.Signal
 	// LossErr is the error of the Stop that arrived, if one did (whatever the Reason).
 	LossErr error
+	// Hung: the timeout that stopped the job was Job.Hung's, not Job.Timeout's.
+	Hung bool
 	// Output is the bounded tail of the combined stdout and stderr, in arrival order; nil
 	// when Job.Capture is 0. Set by WaitOutput.
 	//

@@ -109,6 +109,7 @@ func (s *supervisor) run(ctx context.Context, started func(pid int)) {
 		defer t.Stop()
 		timeoutC = t.C
 	}
+	hungC := s.job.Hung
 	killT := time.NewTimer(time.Hour)
 	killT.Stop()
 	defer killT.Stop()
@@ -177,6 +178,17 @@ func (s *supervisor) run(ctx context.Context, started func(pid int)) {
 			s.lockLost(l)
 			armKill()
 			s.hunt()
+		case <-hungC:
+			hungC = nil
+			if !s.mainDone {
+				if !s.decided {
+					s.decide(ReasonTimeout)
+					s.res.Hung = true
+				}
+				s.stop(s.job.Grace)
+				armKill()
+				s.hunt()
+			}
 		case <-timeoutC:
 			if !s.mainDone {
 				if !s.decided {

@@ -107,6 +107,7 @@ skipped (exit --conflict-exit-code, 0 by default) and recorded in the history.`,
 	f.Var(durationValue{d: &j.Wait}, "wait", "how long to wait for a held lock; 0 skips at once")
 	f.Var(durationValue{d: &j.Jitter}, "jitter", "sleep a random time in [0, this) before asking for the lock, to spread a fleet's runs (env CRONLOCK_JITTER); 0 = none")
 	f.Var(durationValue{d: &j.Timeout}, "timeout", "longest run time, of all tries and the delays between them; then stop the job and exit 124; 0 = none")
+	f.Var(durationValue{d: &j.HeartbeatTimeout}, "heartbeat-timeout", "stop a job that saved no checkpoint (cronlock checkpoint save) for this long as hung: exit 124; 0 = none")
 	f.IntVar(&j.Retries, "retries", 0, "try a job that fails by its own exit this many more times, holding the lock throughout")
 	f.Var(durationValue{d: &j.RetryDelay}, "retry-delay", "delay before the second try, doubled for each try after (capped at 10m), of which a random part is taken")
 	f.Var(exitCodesValue{&j.RetryOn}, "retry-on", "comma-separated exit codes to try again, e.g. 75,111 (default any non-zero exit of the job)")

@@ -7,15 +7,23 @@ import (
 	"testing"
 	"time"
 
+	"cronlock/checkpoint"
 	"cronlock/settings"
 )
 
 // TestChildEnvNames: the names the job gets are exactly settings.JobNames, which a
 // nested run accepts; an inherited one this run has no value for is dropped.
 func TestChildEnvNames(t *testing.T) {
-	t.Setenv(settings.JobScheduledFor, "2020-01-01T00:00:00Z") // an outer run's tick
+	t.Setenv(settings.JobScheduledFor, "2020-01-01T00:00:00Z")  // an outer run's tick
+	t.Setenv(settings.JobCheckpointSocket, "/outer/run/socket") // and its socket
+	srv, err := checkpoint.Listen(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ck := &ckptRun{srv: srv}
 	for _, tick := range []time.Time{{}, time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC)} {
-		env := childEnv(&Options{Key: "k", Node: "n"}, "rid", 7, "redis", tick, 1, 1, "")
+		env := ck.forTry(childEnv(&Options{Key: "k", Node: "n"}, "rid", 7, "redis", tick, 1, 1, ""), 1)
 		var got []string
 		for _, kv := range env {
 			name, v, _ := strings.Cut(kv, "=")
@@ -23,7 +31,8 @@ func TestChildEnvNames(t *testing.T) {
 				continue // the test's own environment (CRONLOCK_TEST_REDIS_ADDR…)
 			}
 			if strings.HasPrefix(name, "CRONLOCK_") {
-				if name == settings.JobScheduledFor && v == "2020-01-01T00:00:00Z" {
+				if name == settings.JobScheduledFor && v == "2020-01-01T00:00:00Z" ||
+					name == settings.JobCheckpointSocket && v != srv.Path() {
 					t.Fatalf("the outer run's %s was passed on", name)
 				}
 				got = append(got, name)

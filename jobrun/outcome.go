@@ -85,6 +85,9 @@ func outcomeOf(res child.Result, o *Options) outcome {
 		out.Status = runstatus.Timeout
 		out.Code = ExitTimeout
 		out.Message = fmt.Sprintf("%s: the job ran longer than --timeout %v; stopped it", o.Key, o.Timeout)
+		if res.Hung {
+			out.Message = fmt.Sprintf("%s: the job saved no checkpoint for --heartbeat-timeout %v: it is hung; stopped it", o.Key, o.HeartbeatTimeout)
+		}
 	case child.ReasonSignal:
 		out.Status = runstatus.Interrupted
 		n := 0

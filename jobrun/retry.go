@@ -41,11 +41,15 @@ func (r *runner) tries(sig *child.Signals, keeper *keeperWatch, lease lockrun.Le
 			Capture: int(o.Capture), Grace: o.Grace, Timeout: o.Timeout,
 			Guard: guard, ContinueOnLoss: o.ContinueOnLoss, Spool: spool,
 		}
+		job.Env = r.ckpt.forTry(job.Env, r.row.Try)
+		hung, stopBeat := r.ckpt.heartbeat(o.HeartbeatTimeout)
+		job.Hung = hung
 		if o.Timeout > 0 {
 			job.Timeout = max(o.Timeout-time.Since(first), time.Nanosecond)
 		}
 		r.pingStart() // once, for the run's first try
 		res = child.Supervise(context.Background(), job, sig, keeper, nil)
+		stopBeat()
 		r.row.FinishedAt = wallNow()
 		if o.Retries <= 0 || r.row.Try > o.Retries {
 			return res, nil

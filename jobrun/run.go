@@ -77,6 +77,10 @@ type Options struct {
 	Standbys    int
 	MaxAttempts int
 
+	// HeartbeatTimeout is --heartbeat-timeout: a try whose job saved no checkpoint for
+	// this long (from its start or its last save) is stopped as a timeout; 0 = none.
+	HeartbeatTimeout time.Duration
+
 	// Open connects the lock backend; its error is the run's (status error, exit 125).
 	Open func() (lockrun.Locker, error)
 	// OpTimeout bounds one backend operation (--redis-timeout): a renewal, the release.
@@ -160,7 +164,8 @@ type runner struct {
 	takeoverOf string
 	noGuard    bool
 	ping       *notify.Pinger
-	pingLine   string // cronlock's line at the end of a failure ping's body (endLine)
+	pingLine   string   // cronlock's line at the end of a failure ping's body (endLine)
+	ckpt       *ckptRun // the job's checkpoint socket; nil when it could not be made
 }
 
 func (r *runner) run() int {
@@ -239,7 +244,11 @@ func (r *runner) run() int {
 
 	spool := r.openSpool()
 	defer spool.Close()
+	r.ckpt = r.startCheckpoints(lease, keeper)
 	res, end := r.tries(sig, watch, lease, guard, spool)
+	// The job's processes are gone: no save can come now, and a run that succeeded marks
+	// its checkpoint for load --last-success while the lock is still its own.
+	r.markCheckpoint(r.ckpt, r.ckpt.close(), res, end)
 	stopKeeper()
 	if !res.Started && r.row.Try == 1 {
 		// 126, 127: the job never ran, so the tick is not used up; the next host runs it.

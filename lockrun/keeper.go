@@ -74,6 +74,7 @@ type Keeper struct {
 	// renewal goroutine writes it; Check reads it from the supervisor's goroutine.
 	safeUntil atomic.Int64
 	lost      chan LockLoss
+	gone      atomic.Bool // the loss was decided (Lost delivered or about to)
 }
 
 // Check reports the lease as lost when it has run out by now without a confirmed
@@ -92,6 +93,23 @@ func (k *Keeper) Check() (LockLoss, bool) {
 // SafeUntil is the lease's end on the Now clock as last confirmed, drift taken off; 0
 // before Run, or for a lease without expiry.
 func (k *Keeper) SafeUntil() time.Duration { return time.Duration(k.safeUntil.Load()) }
+
+// InDoubt reports whether the lease cannot be vouched for through a backend call of
+// margin (--redis-timeout): the keeper has decided it is lost, or less than g + margin is
+// left before the confirmed safe-until (g as in the loss's SIGTERM: min(--grace, ttl/4)),
+// so a write sent now could land after the job was told to stop. left is what is left
+// (0 once gone); never in doubt for a lease without expiry that was not lost.
+func (k *Keeper) InDoubt(margin time.Duration) (left time.Duration, doubt bool) {
+	if k.gone.Load() {
+		return 0, true
+	}
+	until := time.Duration(k.safeUntil.Load())
+	if until == 0 {
+		return 0, false
+	}
+	left = until - ClockOr(k.Now)()
+	return max(left, 0), left < k.termGrace()+margin
+}
 
 // Lost delivers at most one LockLoss once Run has started; nil before.
 func (k *Keeper) Lost() <-chan LockLoss { return k.lost }
@@ -123,6 +141,7 @@ func (k *Keeper) Run(ctx context.Context) <-chan LockLoss {
 	k.lost = make(chan LockLoss, 1)
 	go func() {
 		if loss, lost := k.loop(ctx); lost {
+			k.gone.Store(true)
 			k.lost <- loss
 		}
 	}()

@@ -98,11 +98,14 @@ const (
 	JobScheduledFor = "CRONLOCK_SCHEDULED_FOR" // only when the run has a tick
 	JobTickAttempt  = "CRONLOCK_TICK_ATTEMPT"  // with a tick: 1, 2 for the first takeover…
 	JobTakeoverOf   = "CRONLOCK_TAKEOVER_OF"   // the lost run a takeover took the tick from
+	// JobCheckpointSocket names the run's private socket, through which the job's
+	// `cronlock checkpoint` commands reach their parent run: a path, never a secret.
+	JobCheckpointSocket = "CRONLOCK_CHECKPOINT_SOCKET"
 )
 
 // JobNames is every name cronlock gives its jobs; jobrun replaces an inherited one of
 // these with this run's value, or drops it.
-var JobNames = []string{JobKey, JobRunID, JobNode, JobTry, JobFencingToken, JobTokenBackend, JobScheduledFor, JobTickAttempt, JobTakeoverOf}
+var JobNames = []string{JobKey, JobRunID, JobNode, JobTry, JobFencingToken, JobTokenBackend, JobScheduledFor, JobTickAttempt, JobTakeoverOf, JobCheckpointSocket}
 
 // Known reports whether name is a setting.
 func Known(name string) bool { return slices.Contains(Names, name) }

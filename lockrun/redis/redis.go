@@ -46,6 +46,8 @@ import (
 //	<prefix>{KEY}:standby   sorted set: the standbys waiting for the tick (run --standby),
 //	                        run id by when its slot expires (TIME ms)
 //	<prefix>{KEY}:runs      list: the record of cronlock before the ledger, read only
+//	<prefix>{KEY}:ckpt      hash, 400-day TTL: the newest checkpoint (lua/checkpoint.lua)
+//	<prefix>{KEY}:ckpt:ok   hash, 400-day TTL: the newest checkpoint of a succeeded run
 //
 // Holder metadata lives in the lock's own value, not in a sibling key, so that it expires
 // with the lock in the same instant and Inspect reads both in one GET.
@@ -61,6 +63,7 @@ var (
 	releaseScript = sync.OnceValue(func() string { return loadScript("ledger.lua") + "\n" + loadScript("release.lua") })
 	unlockScript  = sync.OnceValue(func() string { return loadScript("unlock.lua") })
 	fleetScript   = sync.OnceValue(func() string { return loadScript("ledger.lua") + "\n" + loadScript("fleet.lua") })
+	ckptScript    = sync.OnceValue(func() string { return loadScript("checkpoint.lua") })
 )
 
 // loadScript reads an embedded script and drops its comment lines and indentation, which

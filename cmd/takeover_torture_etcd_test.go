@@ -25,8 +25,10 @@ func TestEtcdTakeoverTorture(t *testing.T) {
 		proxies = append(proxies, p)
 	}
 	runTakeoverTorture(t, toBackend{
-		name:  "etcd",
-		env:   func(h int) []string { return []string{"CRONLOCK_BACKEND=etcd", "CRONLOCK_ETCD_ENDPOINTS=http://" + proxies[h].Addr} },
+		name: "etcd",
+		env: func(h int) []string {
+			return []string{"CRONLOCK_BACKEND=etcd", "CRONLOCK_ETCD_ENDPOINTS=http://" + proxies[h].Addr}
+		},
 		flags: []string{"--redis-timeout", "400ms"},
 		cut:   proxyCut(proxies),
 	}, length)

@@ -210,8 +210,10 @@ func TestTakeoverTorture(t *testing.T) {
 			proxies = append(proxies, p)
 		}
 		runTakeoverTorture(t, toBackend{
-			name:  "redis",
-			env:   func(h int) []string { return []string{"CRONLOCK_BACKEND=redis", "CRONLOCK_REDIS_URL=redis://" + proxies[h].Addr + "/0"} },
+			name: "redis",
+			env: func(h int) []string {
+				return []string{"CRONLOCK_BACKEND=redis", "CRONLOCK_REDIS_URL=redis://" + proxies[h].Addr + "/0"}
+			},
 			flags: []string{"--max-skew", "0", "--redis-timeout", "400ms"},
 			cut:   proxyCut(proxies),
 		}, length)

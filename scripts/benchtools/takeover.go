@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -17,7 +18,8 @@ import (
 // `CRONLOCK-ARGV -v -k KEY -- benchtools stamp` starts and says it waits as a standby,
 // and then the holder's host is lost: its cronlock and every process under it are
 // stopped (so that none forks away) and SIGKILLed. Sample: the standby child's start
-// minus the kill. CRONLOCK-ARGV must carry --schedule and --standby. A standby that ends
+// minus the kill. CRONLOCK-ARGV must carry --schedule '* * * * *' and --standby, and a
+// TTL of a few seconds: no trial starts in a minute's last 10 s. A standby that ends
 // without waiting (the holder's tick was the minute before) is not a sample: the trial is
 // run again on a new key.
 //
@@ -36,6 +38,11 @@ func takeover(args []string) {
 		if trial > *n+10 {
 			fatalf("only %d takeovers in %d trials", len(samples), trial)
 		}
+		// A trial needs TTL + 1 s or so inside one minute (its tick, `* * * * *`): a
+		// standby never outlives its tick.
+		if now := time.Now(); now.Sub(now.Truncate(time.Minute)) > 50*time.Second {
+			time.Sleep(now.Truncate(time.Minute).Add(time.Minute + 100*time.Millisecond).Sub(now))
+		}
 		key := fmt.Sprintf("takeover-%d-%d", os.Getpid(), trial)
 		holder := start(append(append(argv, "-k", key, "--"), self, "hold"))
 		holder.stamp("start", 10*time.Second)
@@ -51,7 +58,7 @@ func takeover(args []string) {
 		for _, p := range tree {
 			syscall.Kill(p, syscall.SIGKILL)
 		}
-		started := sb.stamp("start", 30*time.Second)
+		started := sb.stampOr("start", 30*time.Second)
 		samples = append(samples, started-t0)
 		holder.wait(10 * time.Second)
 		if code := sb.wait(10 * time.Second); code != 0 {
@@ -63,7 +70,7 @@ func takeover(args []string) {
 
 // startStandby starts argv with its stderr read here, and returns once it says it waits
 // as a standby (true) or ended its stderr without (false).
-func startStandby(argv []string) (*proc, bool) {
+func startStandby(argv []string) (*standby, bool) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	errp, err := cmd.StderrPipe()
 	if err != nil {
@@ -76,7 +83,7 @@ func startStandby(argv []string) (*proc, bool) {
 	if err := cmd.Start(); err != nil {
 		fatalf("start %s: %v", argv[0], err)
 	}
-	p := &proc{cmd: cmd, lines: make(chan string, 8), exit: make(chan error, 1)}
+	p := &standby{proc: proc{cmd: cmd, lines: make(chan string, 8), exit: make(chan error, 1)}}
 	sc := bufio.NewScanner(errp)
 	waiting := false
 	for sc.Scan() {
@@ -86,10 +93,16 @@ func startStandby(argv []string) (*proc, bool) {
 		}
 		fmt.Fprintln(os.Stderr, sc.Text())
 	}
+	errsDone := make(chan struct{})
 	go func() {
+		defer close(errsDone)
 		for sc.Scan() {
+			p.mu.Lock()
+			p.buf.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
 		}
 	}()
+	p.errsDone = errsDone
 	go func() {
 		sc := bufio.NewScanner(outp)
 		for sc.Scan() {
@@ -99,6 +112,41 @@ func startStandby(argv []string) (*proc, bool) {
 		p.exit <- cmd.Wait()
 	}()
 	return p, waiting
+}
+
+// standby is a standby's run: its stdout's stamps, and its stderr after it said it waits.
+type standby struct {
+	proc
+	mu       sync.Mutex
+	buf      strings.Builder
+	errsDone chan struct{}
+}
+
+// stampOr is stamp, but a standby that ends without its job's stamp is a failed takeover:
+// the driver stops, with what the standby said.
+func (p *standby) stampOr(what string, within time.Duration) int64 {
+	t := time.NewTimer(within)
+	defer t.Stop()
+	for {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				<-p.errsDone
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				fatalf("the standby (pid %d) ended without taking over: %s", p.cmd.Process.Pid, p.buf.String())
+			}
+			if v, found := strings.CutPrefix(l, what+" "); found {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					fatalf("bad stamp %q", l)
+				}
+				return n
+			}
+		case <-t.C:
+			fatalf("no %q from the standby (pid %d) within %v", what, p.cmd.Process.Pid, within)
+		}
+	}
 }
 
 // stopTree SIGSTOPs pid and every process under it, again until no new one appears, and

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strconv"
@@ -16,8 +17,9 @@ import (
 // takeover measures standby takeover: N times, on a fresh key each (a fresh tick), a
 // holder `CRONLOCK-ARGV -k KEY -- benchtools hold` runs its job, a standby
 // `CRONLOCK-ARGV -v -k KEY -- benchtools stamp` starts and says it waits as a standby,
-// and then the holder's host is lost: its cronlock and every process under it are
-// stopped (so that none forks away) and SIGKILLed. Sample: the standby child's start
+// and then, at a random moment of the renewal period (-period), the holder's host is
+// lost: its cronlock and every process under it are stopped (so that none forks away)
+// and SIGKILLed. Sample: the standby child's start
 // minus the kill. CRONLOCK-ARGV must carry --schedule '* * * * *' and --standby, and a
 // TTL of a few seconds: no trial starts in a minute's last 10 s. A standby that ends
 // without waiting (the holder's tick was the minute before) is not a sample: the trial is
@@ -28,6 +30,7 @@ func takeover(args []string) {
 	fs := flag.NewFlagSet("takeover", flag.ExitOnError)
 	n := fs.Int("n", 50, "takeovers")
 	out := fs.String("out", "", "sample file")
+	period := fs.Duration("period", 0, "renewal period (ttl/3): the host dies at a random moment of one")
 	argv := splitArgv(fs, args)
 	self, err := os.Executable()
 	if err != nil {
@@ -52,6 +55,9 @@ func takeover(args []string) {
 			holder.wait(30 * time.Second)
 			sb.wait(30 * time.Second)
 			continue
+		}
+		if *period > 0 {
+			time.Sleep(rand.N(*period))
 		}
 		tree := stopTree(holder.cmd.Process.Pid)
 		t0 := mono()

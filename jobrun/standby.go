@@ -1,8 +1,10 @@
 package jobrun
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"cronlock/child"
@@ -43,6 +45,17 @@ func (r *runner) standby(sig *child.Signals, req lockrun.Request, w *lockrun.Sta
 	// from the last time its lock was seen alive, else from the first sighting of it gone.
 	var leaseEnd time.Duration
 	lostRun := ""
+	// The release channel wakes the standby when the tick's run lets go; polling covers
+	// a message lost and a lease that ended, which publishes nothing.
+	var wake <-chan struct{}
+	if rw, ok := r.locker.(lockrun.ReleaseWatcher); ok {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if c, stop := rw.WatchRelease(ctx, o.Key); stop != nil {
+			defer stop()
+			wake = c
+		}
+	}
 	for {
 		seen := now()
 		switch {
@@ -63,13 +76,13 @@ func (r *runner) standby(sig *child.Signals, req lockrun.Request, w *lockrun.Sta
 		} else if w.PTTL >= 0 {
 			d = min(d, w.PTTL+margin/2)
 		}
-		if left := bound.Sub(wallNow()); left <= 0 {
+		left := bound.Sub(wallNow())
+		if left <= 0 {
 			return nil, r.standbyGiveUp(w, bound), true
-		} else {
-			d = min(d, left)
 		}
+		d = min(d, left)
 		if d > 0 {
-			if s := sleepOrStop(sig, d); s != nil {
+			if s := sleepWake(sig, d, wake); s != nil {
 				return nil, r.interrupted(s), true
 			}
 		}
@@ -133,11 +146,29 @@ func (r *runner) standbyGiveUp(w *lockrun.StandbyWaitError, bound time.Time) int
 	o := r.o
 	r.row.Status = runstatus.Skipped
 	r.row.Holder = fmt.Sprintf("%s (run %s)", w.Node, w.RunID)
-	r.row.Error = fmt.Sprintf("%s: standby for the %s tick ended at %s (--start-deadline, else the next tick) while run %s on %s still held it; not taken over",
+	r.row.Error = fmt.Sprintf("%s: standby for the %s tick ended at %s (--start-deadline, else the next tick) before run %s on %s was known to be lost; not taken over",
 		o.Key, r.tickName(), r.zoned(bound), w.RunID, w.Node)
 	code := o.ConflictExitCode
 	r.row.Exit = &code
 	r.recordInsert()
 	r.errorf("%s", tty.Escape(r.row.Error))
 	return code
+}
+
+// sleepWake is sleepOrStop that also ends when wake gets a value.
+func sleepWake(sig *child.Signals, d time.Duration, wake <-chan struct{}) os.Signal {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return nil
+		case <-wake:
+			return nil
+		case s := <-sig.C:
+			if child.IsStopSignal(s) {
+				return s
+			}
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package lockrun
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -37,7 +38,7 @@ type StandbyWaitError struct {
 	RunID   string        // the tick's run
 	Node    string        // where it runs
 	Attempt int           // the tick's attempt that run is
-	PTTL    time.Duration // the lock's remaining lease; < 0 when the lock is gone
+	PTTL    time.Duration // the lock's remaining lease; < 0 when gone or not known
 	Holder  *Holder       // the lock's holder, nil when the lock is gone
 }
 
@@ -77,3 +78,11 @@ type TickAttempter interface {
 // lease over on its own clock: max(1s, ttl/10), for clock rates and the server's own
 // expiry sweep.
 func StandbyMargin(ttl time.Duration) time.Duration { return max(time.Second, ttl/10) }
+
+// ReleaseWatcher is a backend that can wake a standby when a key's lock is let go (the
+// Redis release channel), so that a completed or resumable tick is known at once rather
+// than at the next poll. stop ends the watch; wake gets a value (without blocking) per
+// release. A backend that cannot watch returns a nil stop.
+type ReleaseWatcher interface {
+	WatchRelease(ctx context.Context, key string) (wake <-chan struct{}, stop func())
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -264,10 +263,7 @@ func standbyWait(req lockrun.Request, r []any) *lockrun.StandbyWaitError {
 	}
 	if value != "" {
 		e.Holder = parseHolder(value, pttl)
-		e.PTTL = time.Duration(pttl) * time.Millisecond
-		if pttl == -1 { // no expiry: never lost by a lease's end
-			e.PTTL = time.Duration(math.MaxInt64)
-		}
+		e.PTTL = time.Duration(pttl) * time.Millisecond // -1 ms: no expiry, no lease end to time
 	}
 	return e
 }

@@ -103,3 +103,14 @@ func (l *Locker) subscribe(ctx context.Context, key string, wake chan<- struct{}
 		<-done
 	}
 }
+
+// WatchRelease subscribes to key's release channel for a standby (one connection for as
+// long as it waits); stop is nil when the subscription could not be confirmed.
+func (l *Locker) WatchRelease(ctx context.Context, key string) (<-chan struct{}, func()) {
+	wake := make(chan struct{}, 1)
+	stop := l.subscribe(ctx, key, wake)
+	if stop == nil {
+		return nil, nil
+	}
+	return wake, stop
+}

@@ -32,7 +32,12 @@ backend write.`,
 	save := &cobra.Command{
 		Use:   "save [VALUE | -]",
 		Short: "Save the job's position (inside a job of cronlock run)",
-		Args:  cobra.MaximumNArgs(1),
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return exitf(ExitFailed, "checkpoint save takes one VALUE (or - for stdin), got %d arguments: quote a value that has spaces; nothing was saved", len(args))
+			}
+			return nil
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			code, msg := checkpoint.Save(socket(), args, os.Stdin)
 			return codeErr(code, msg)

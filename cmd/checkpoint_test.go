@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -332,6 +334,69 @@ func TestCheckpointShowReset(t *testing.T) {
 			}
 			if code, out, _ := c.run("checkpoint", "reset", "--key", "inner"); code != 0 || !strings.Contains(out, "nothing removed") {
 				t.Fatalf("second reset: exit %d, %q", code, out)
+			}
+		})
+	}
+}
+
+// With --min-replicas, a save that the replicas do not acknowledge exits 75: a failover
+// could lose it.
+func TestCheckpointMinReplicas(t *testing.T) {
+	master := redistest.Start(t, "--repl-diskless-sync-delay", "0")
+	replica := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port), "--repl-diskless-sync-delay", "0")
+	ackedOffset := regexp.MustCompile(`state=online,offset=[1-9]`)
+	waitUntil(t, 10*time.Second, "the master to count its replica's acknowledgement", func() bool {
+		master.Do("SET", "written", "1")
+		info, err := master.Do("INFO", "replication")
+		return err == nil && ackedOffset.MatchString(info)
+	})
+	c := newCLI(t, "redis://"+master.Addr)
+	c.env = append(c.env, "CL="+cronlockBin)
+	started, goOn := filepath.Join(c.dir, "started"), filepath.Join(c.dir, "go")
+	job := `"$CL" checkpoint save acked || exit 8; touch ` + started + `
+while [ ! -e ` + goOn + ` ]; do sleep 0.02; done
+"$CL" checkpoint save unacked; echo "save=$?"`
+	run := c.command("run", "-k", "rep", "--ttl", "60s", "--min-replicas", "1", "--redis-timeout", "500ms", "--", "sh", "-c", job)
+	var out, errb bytes.Buffer
+	run.Stdout, run.Stderr = &out, &errb
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer run.Process.Kill()
+	proctest.WaitFile(t, started)
+	replica.Stop()
+	defer replica.Cont()
+	os.WriteFile(goOn, nil, 0o600)
+	run.Wait()
+	if !strings.Contains(out.String(), "save=75\n") || !strings.Contains(errb.String(), "replicas acknowledged it") {
+		t.Fatalf("stdout %q, stderr %q; want the unacknowledged save to exit 75, naming the replicas", out.String(), errb.String())
+	}
+}
+
+// Through Sentinel and on a Cluster (the checkpoint keys share the lock's hash tag, so the
+// fenced script runs in the lock's slot): a second try resumes from the first's save,
+// with --min-replicas 1 on Sentinel, and show reads it back.
+func TestCheckpointSentinelCluster(t *testing.T) {
+	for _, form := range []string{"sentinel", "cluster"} {
+		t.Run(form, func(t *testing.T) {
+			var url string
+			var extra []string
+			if form == "sentinel" {
+				url = redistest.StartSentinel(t).URL()
+				extra = []string{"--min-replicas", "1"}
+			} else {
+				url = redistest.StartCluster(t).URL()
+			}
+			c := newCLI(t, url)
+			c.env = append(c.env, "CL="+cronlockBin)
+			job := `v=$("$CL" checkpoint load); echo "try=$CRONLOCK_TRY rc=$? v=$v"; "$CL" checkpoint save "at-$CRONLOCK_TRY" || exit 9; [ "$CRONLOCK_TRY" = 2 ]`
+			args := append(append([]string{"run", "-k", "hack"}, extra...), "--retries", "1", "--retry-delay", "1ms", "--", "sh", "-c", job)
+			code, out, errs := c.run(args...)
+			if code != 0 || out != "try=1 rc=1 v=\ntry=2 rc=0 v=at-1\n" {
+				t.Fatalf("run: exit %d, stdout %q, stderr %q", code, out, errs)
+			}
+			if s := ckptShow(t, c, "hack"); s.Last == nil || value(s.Last.Value) != "at-2" || s.LastSuccess == nil {
+				t.Fatalf("show: %+v; want at-2, also as the last success", s)
 			}
 		})
 	}

@@ -78,7 +78,7 @@ func TestConfigFilePointsAtRedis(t *testing.T) {
 }
 
 // TestReadmeACL: a Redis user with exactly the ACL rules the README gives (read from the
-// README itself) can run, wait, list and unlock, on database 0 and another one, with the
+// README itself) can run, wait, list, unlock and keep checkpoints, on database 0 and another one, with the
 // eviction check working (no warning that INFO is forbidden). Without +select, only
 // database 0 works: the rule is needed.
 func TestReadmeACL(t *testing.T) {
@@ -102,6 +102,14 @@ func TestReadmeACL(t *testing.T) {
 			}
 			if code, out, errs := c.run("status"); code != 0 || !strings.Contains(out, "acl") || errs != "" {
 				t.Fatalf("status: exit %d, stdout %q, stderr %q", code, out, errs)
+			}
+			// A job's checkpoints, saved, loaded, marked, shown and reset.
+			c.env = append(c.env, "CL="+cronlockBin)
+			if code, out, errs := c.run("run", "-k", "aclck", "--", "sh", "-c", `"$CL" checkpoint save pos && "$CL" checkpoint load`); code != 0 || out != "pos" || errs != "" {
+				t.Fatalf("checkpoint save and load: exit %d, stdout %q, stderr %q", code, out, errs)
+			}
+			if code, out, errs := c.run("checkpoint", "reset", "-k", "aclck"); code != 0 || !strings.Contains(out, "removed 2") {
+				t.Fatalf("checkpoint reset: exit %d, stdout %q, stderr %q", code, out, errs)
 			}
 			if code, out, errs := c.run("unlock", "-k", "acl", "--force"); code != 0 || !strings.Contains(out, "removed acl") {
 				t.Fatalf("unlock: exit %d, stdout %q, stderr %q", code, out, errs)

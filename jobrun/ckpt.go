@@ -69,7 +69,7 @@ func (c *ckptRun) close() (used bool) {
 	return c.srv.WasUsed()
 }
 
-// markSucceeded records the tick's (or run's) newest checkpoint as a succeeded run's,
+// markCheckpoint records the tick's (or run's) newest checkpoint as a succeeded run's,
 // for load --last-success: one backend call, only for a run that used checkpoints.
 func (r *runner) markCheckpoint(c *ckptRun, used bool, res child.Result, end *outcome) {
 	if c == nil || !used || end != nil || !res.Started || res.Reason != child.ReasonExited ||

@@ -35,6 +35,10 @@
 # tick record is deleted, so that each --schedule run claims a tick rather than skipping.
 # Prints both medians and their ratio (the goal: within 5%), in about two minutes.
 #
+# `scripts/bench.sh ckpt`: what a job's `cronlock checkpoint save` and `load` cost against
+# `cronlock version`, one save's backend write (p50, p99), and the socket's cost to a run
+# that never uses it, in about a minute.
+#
 # `scripts/bench.sh herd`: how many hosts one Redis serves (scripts/bench_herd.sh says how),
 # in about five minutes. `herd sentinel`, `herd cluster` and `herd forms` (all three forms,
 # the plain server included) run its Go benchmark through a Sentinel deployment or a
@@ -643,6 +647,59 @@ print(f"\nConnections: 10 keys held by 10 runs add {c1-c0} Redis connections; 20
       f"**{per*2000:.0f} per 1,000 keys** with two standbys each, for as long as the holders run.")
 PY
 }
+# ckpt_bench: what checkpoints cost. Inside one Redis run, `cronlock checkpoint save`,
+# `checkpoint load` and `cronlock version` (three interleaved rounds of 100, the order
+# alternating): the whole command a job runs against its goal of 3x `version`; then one
+# save's backend write (the fenced script) on this loopback Redis, p50 and p99 of 20,000
+# (BenchmarkCheckpointSave); and what the socket costs a run that never uses it
+# (BenchmarkListenClose).
+ckpt_bench() {
+	local round
+	go build -trimpath -o "$work/cronlock" .
+	export CRONLOCK_CONFIG="$work/none.conf" CRONLOCK_HISTORY=off CRONLOCK_NODE=bench
+	: >"$work/none.conf"
+	local b="$work/cronlock"
+	for round in 1 2 3; do
+		local -a ccmds=(-n "checkpoint save" "$b checkpoint save customer-000123456"
+			-n "checkpoint load" "$b checkpoint load" -n "version" "$b version")
+		if [ $((round % 2)) = 0 ]; then
+			reverse_commands ccmds
+			ccmds=("${reversed[@]}")
+		fi
+		echo "bench.sh: checkpoint round $round of 3" >&2
+		# A save first, so that every load finds one whatever the order.
+		"$b" run --redis "$redis_url" -k bench-ckpt -- sh -c '"$0" checkpoint save first && exec "$@"' "$b" \
+			hyperfine -N --warmup 10 --runs 100 --export-json "$work/ckpt-$round.json" "${ccmds[@]}" >&2
+	done
+	CRONLOCK_TEST_REDIS_ADDR="127.0.0.1:$port" go test -run '^$' -bench 'BenchmarkCheckpointSave' \
+		-benchtime 20000x ./lockrun/redis/ >"$work/ckpt-go.txt"
+	go test -run '^$' -bench 'BenchmarkListenClose' -benchtime 20000x ./checkpoint/ >>"$work/ckpt-go.txt"
+	BENCH_WORK="$work" python3 - <<'PY'
+import json, os, re, statistics
+work = os.environ["BENCH_WORK"]
+times = {}
+for r in range(1, 4):
+    for res in json.load(open(f"{work}/ckpt-{r}.json"))["results"]:
+        times.setdefault(res["command"], []).extend(res["times"])
+v = statistics.median(times["version"]) * 1000
+print("Checkpoints on a loopback Redis (`scripts/bench.sh ckpt`): the commands a job runs, medians "
+      "of 300 runs each, three interleaved rounds of 100, inside one `cronlock run`:\n")
+print("| command | median ms | / version |")
+print("|---|---|---|")
+for name in ("checkpoint save", "checkpoint load", "version"):
+    m = statistics.median(times[name]) * 1000
+    print(f"| `cronlock {name}` | {m:.2f} | {m/v:.2f} |")
+go = open(f"{work}/ckpt-go.txt").read()
+m = re.search(r"BenchmarkCheckpointSave\S*\s+\d+\s+(\d+) ns/op\s+([\d.]+) p50-µs\s+([\d.]+) p99-µs", go)
+if m:
+    print(f"\nOne save's backend write (the fenced script, go-redis, 20,000 saves): p50 **{float(m.group(2))/1000:.3f} ms**, "
+          f"p99 **{float(m.group(3))/1000:.3f} ms** (goal p99 ≤ 2 ms).")
+m = re.search(r"BenchmarkListenClose\S*\s+\d+\s+(\d+) ns/op", go)
+if m:
+    print(f"\nThe run's checkpoint socket, made and closed by a run that never uses it: **{int(m.group(1))/1000:.0f} µs** "
+          "(no backend round trip: `TestShortRunRoundTrips` counts them).")
+PY
+}
 fleet_read() {
 	go build -trimpath -o "$work/cronlock" .
 	export CRONLOCK_CONFIG="$work/none.conf" CRONLOCK_HISTORY=off CRONLOCK_NODE=bench CRONLOCK_FLEET_KEEP=1000
@@ -701,6 +758,10 @@ if [ "${1:-}" = tick ]; then
 fi
 if [ "${1:-}" = takeover ]; then
 	takeover_bench
+	exit 0
+fi
+if [ "${1:-}" = ckpt ]; then
+	ckpt_bench
 	exit 0
 fi
 if [ "${1:-}" = fleet ]; then

@@ -53,6 +53,14 @@
 # (table and --json), `--limit 0` (all 1000) and without --key (SCAN), 200 runs each with
 # hyperfine, and the Redis round trips of one such read (INFO commandstats). In about a
 # minute.
+# `scripts/bench.sh takeover` measures standby takeover and checkpoints on a private Redis:
+# the takeover latency (benchtools takeover: a holder's whole process tree SIGKILLed while a
+# --standby run waits, to the standby's job start; 50 takeovers with --ttl 2s, and 50 on the
+# local backend), one checkpoint save's backend write (the Go benchmark of lockrun/redis),
+# `cronlock checkpoint save` and `load` against `cronlock version` (hyperfine, run inside
+# a job of cronlock run, as a job runs them), the commands Redis receives for a short run
+# without --standby (INFO commandstats), and the Redis connections that waiting standbys
+# hold. In about five minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -540,6 +548,105 @@ print(f"| with --schedule | {s:.2f} |")
 print(f"| with / without | {s/p:.3f} |")
 PY
 }
+# takeover_bench: see the comment at the top.
+takeover_bench() {
+	go build -trimpath -o "$work/cronlock" .
+	CGO_ENABLED=0 go build -trimpath -o "$work/benchtools" ./scripts/benchtools
+	local cl="$work/cronlock" bt="$work/benchtools" n=${TAKEOVERS:-50}
+	export CRONLOCK_CONFIG="$work/none.conf" CRONLOCK_HISTORY="$work/takeover.db" CRONLOCK_NODE=bench
+	local sb=(run --ttl 2s --grace 300ms --schedule '* * * * *' --tz UTC --standby)
+	echo "bench.sh: $n takeovers on Redis (--ttl 2s)" >&2
+	"$bt" takeover -n "$n" -period 667ms -out "$work/takeover-redis.txt" -- "$cl" "${sb[@]}" --redis "$redis_url" 2>"$work/takeover.log" ||
+		{ cat "$work/takeover.log" >&2; exit 1; }
+	echo "bench.sh: $n takeovers on the local backend" >&2
+	CRONLOCK_LOCK_DIR="$work/locks" "$bt" takeover -n "$n" -period 667ms -out "$work/takeover-local.txt" -- \
+		"$cl" "${sb[@]}" --backend local 2>"$work/takeover.log" || { cat "$work/takeover.log" >&2; exit 1; }
+
+	echo "bench.sh: one checkpoint save's Redis write (go test -bench)" >&2
+	CRONLOCK_TEST_REDIS_ADDR="127.0.0.1:$port" go test -run '^$' -bench 'BenchmarkCheckpointSave$' -benchtime 3000x \
+		./lockrun/redis/ >"$work/ckpt-write.txt"
+
+	echo "bench.sh: checkpoint save and load against version, inside a job" >&2
+	"$cl" run --redis "$redis_url" -k ckpt-bench -- hyperfine -N --warmup 20 --runs 300 \
+		--export-json "$work/ckpt-cmd.json" \
+		-n "checkpoint save VALUE" "$cl checkpoint save customer-000123456" \
+		-n "checkpoint load" "$cl checkpoint load" \
+		-n "version" "$cl version" >&2
+
+	echo "bench.sh: the commands of a short run on the wire" >&2
+	local wire=()
+	local args
+	for args in "-k wire-plain" "-k wire-tick --schedule '* * * * *'" "-k wire-standby --schedule '* * * * *' --standby"; do
+		redis-cli -p "$port" CONFIG RESETSTAT >/dev/null
+		eval "\"\$cl\" run --redis \"\$redis_url\" $args -- true"
+		wire+=("$args=$(redis-cli -p "$port" INFO commandstats | grep -v config |
+			sed -n 's/^cmdstat_\([a-z|]*\):calls=\([0-9]*\).*/\1 \2/p' | tr '\n' ',')")
+	done
+
+	echo "bench.sh: connections of waiting standbys (10 keys, 2 standbys each)" >&2
+	local k c0 c1 c2 pids=()
+	c0=$(redis-cli -p "$port" INFO clients | sed -n 's/^connected_clients:\([0-9]*\).*/\1/p')
+	for k in $(seq 10); do
+		"$cl" run --redis "$redis_url" -k "conn-$k" --ttl 5s --schedule '* * * * *' -- sleep 30 &
+		pids+=($!)
+	done
+	sleep 2
+	c1=$(redis-cli -p "$port" INFO clients | sed -n 's/^connected_clients:\([0-9]*\).*/\1/p')
+	for k in $(seq 10); do
+		"$cl" run --redis "$redis_url" -k "conn-$k" --ttl 5s --schedule '* * * * *' --standby -- true 2>/dev/null &
+		pids+=($!)
+		"$cl" run --redis "$redis_url" -k "conn-$k" --ttl 5s --schedule '* * * * *' --standby -- true 2>/dev/null &
+		pids+=($!)
+	done
+	sleep 3
+	c2=$(redis-cli -p "$port" INFO clients | sed -n 's/^connected_clients:\([0-9]*\).*/\1/p')
+	kill "${pids[@]}" 2>/dev/null || true
+	wait "${pids[@]}" 2>/dev/null || true
+
+	BENCH_WORK="$work" BENCH_N="$n" BENCH_WIRE="$(printf '%s\n' "${wire[@]}")" BENCH_CONN="$c0 $c1 $c2" python3 - <<'PY'
+import json, math, os, re, statistics
+E = os.environ
+work = E["BENCH_WORK"]
+def samples_ms(name):
+    return sorted(int(l) / 1e6 for l in open(f"{work}/{name}.txt") if l.strip())
+def pct(s, p):
+    return s[max(0, math.ceil(p / 100 * len(s)) - 1)]
+print(f"Standby takeover (`scripts/bench.sh takeover`): a holder's cronlock and its job's whole "
+      f"process tree SIGKILLed (its host lost) while a `--standby` run waits, to the standby's job "
+      f"start; {E['BENCH_N']} takeovers each, `--ttl 2s`, a fresh key (tick) each, the holder killed at a random "
+      f"moment of its renewal period (ttl/3). Goal: p99 ≤ TTL + 1 s.\n")
+print("| backend | p50 ms | p99 ms | max ms | goal |")
+print("|---|---|---|---|---|")
+for name, label, goal in (("takeover-redis", "Redis", 3000), ("takeover-local", "local (no TTL: the guard frees the flock)", 3000)):
+    s = samples_ms(name)
+    print(f"| {label} | {pct(s,50):.0f} | {pct(s,99):.0f} | {s[-1]:.0f} | {'met' if pct(s,99) <= goal else 'missed'} |")
+w = open(f"{work}/ckpt-write.txt").read()
+m50, m99 = re.search(r"([\d.]+) p50-µs", w), re.search(r"([\d.]+) p99-µs", w)
+if m50 and m99:
+    print(f"\nOne checkpoint save's Redis write (the fenced script; `BenchmarkCheckpointSave`, 3000 saves "
+          f"on loopback): p50 {float(m50.group(1))/1000:.2f} ms, p99 **{float(m99.group(1))/1000:.2f} ms** (goal ≤ 2 ms).")
+res = {r["command"]: r for r in json.load(open(f"{work}/ckpt-cmd.json"))["results"]}
+v = statistics.median(res["version"]["times"]) * 1000
+print("\nThe job's commands, run inside a job of `cronlock run` on Redis (hyperfine, 300 runs each; "
+      "each is a whole cronlock process talking to its run over the run's socket). Goal: save ≤ 3× `version`.\n")
+print("| command | median ms | × version |")
+print("|---|---|---|")
+for name in ("checkpoint save VALUE", "checkpoint load", "version"):
+    t = statistics.median(res[name]["times"]) * 1000
+    print(f"| `cronlock {name}` | {t:.2f} | {t/v:.2f} |")
+print("\nCommands Redis received for one short run (`run -- true`, INFO commandstats):\n")
+print("| run | commands (calls) |")
+print("|---|---|")
+for line in E["BENCH_WIRE"].splitlines():
+    args, _, cmds = line.partition("=")
+    print(f"| `run {args} -- true` | {cmds.strip(',').replace(',', ', ')} |")
+c0, c1, c2 = map(int, E["BENCH_CONN"].split())
+per = (c2 - c1) / 20
+print(f"\nConnections: 10 keys held by 10 runs add {c1-c0} Redis connections; 20 waiting standbys "
+      f"(the default `--standbys 2` per key) add {c2-c1}: {per:.1f} per standby, so "
+      f"**{per*2000:.0f} per 1,000 keys** with two standbys each, for as long as the holders run.")
+PY
+}
 # ckpt_bench: what checkpoints cost. Inside one Redis run, `cronlock checkpoint save`,
 # `checkpoint load` and `cronlock version` (three interleaved rounds of 100, the order
 # alternating): the whole command a job runs against its goal of 3x `version`; then one
@@ -647,6 +754,10 @@ if [ "${1:-}" = etcd ]; then
 fi
 if [ "${1:-}" = tick ]; then
 	tick_ab
+	exit 0
+fi
+if [ "${1:-}" = takeover ]; then
+	takeover_bench
 	exit 0
 fi
 if [ "${1:-}" = ckpt ]; then

@@ -59,7 +59,9 @@ func (l *Locker) standby(ctx context.Context, req lockrun.Request, rec *lockrun.
 		raw, rev = resp.Kvs[0].Value, resp.Kvs[0].ModRevision
 		json.Unmarshal(raw, &e)
 	}
-	ok := e.S == "running" || e.S == "interrupted" && resumable[e.Sig] || req.Standby.Mode == "failed" && (e.S == "failed" || e.S == "timeout")
+	// lock_lost: the run stopped its job fail-closed (cut off, or frozen past its lease
+	// and woken) and completed its entry before a standby asked: the tick is not done.
+	ok := e.S == "running" || e.S == "lock_lost" || e.S == "interrupted" && resumable[e.Sig] || req.Standby.Mode == "failed" && (e.S == "failed" || e.S == "timeout")
 	switch {
 	case raw != nil && !ok:
 		return nil, end("done", e.S)

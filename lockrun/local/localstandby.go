@@ -31,7 +31,8 @@ func standbyTick(t *localTick, req lockrun.Request) *localTick {
 func takeable(t *localTick, req lockrun.Request) (ok bool, end *lockrun.StandbyEndError) {
 	e := &lockrun.StandbyEndError{Key: req.Key, Status: t.Status, Node: t.Node, RunID: t.RunID, Attempt: max(t.At, 1)}
 	st := t.Status
-	ok = st == "running" || st == "interrupted" && (t.Signal == "SIGTERM" || t.Signal == "SIGHUP") ||
+	// lock_lost: the run stopped its job fail-closed and said so before a standby asked.
+	ok = st == "running" || st == "lock_lost" || st == "interrupted" && (t.Signal == "SIGTERM" || t.Signal == "SIGHUP") ||
 		req.Standby.Mode == "failed" && (st == "failed" || st == "timeout")
 	switch {
 	case !ok:

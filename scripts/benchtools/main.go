@@ -18,6 +18,7 @@
 //	    period D the lock key is deleted (DEL). Sample: the child's SIGTERM minus the DEL.
 //	benchtools stamp                        print "start NS", exit
 //	benchtools herd -n N -keys K -spread D -- CRONLOCK-ARGV...   (see herd.go)
+//	benchtools takeover -n N -out F -- CRONLOCK-ARGV...          (see takeover.go)
 //	benchtools peakrss -- ARGV...
 //	    run ARGV with its stdout on a pipe this process drains, and print the peak resident
 //	    set size (VmHWM, KiB) that ARGV's process reached.
@@ -49,7 +50,7 @@ func mono() int64 {
 
 func main() {
 	if len(os.Args) < 2 {
-		fatalf("usage: benchtools noop|hold|term|handoff|lockloss|peakrss ...")
+		fatalf("usage: benchtools noop|hold|term|handoff|lockloss|peakrss|herd|takeover ...")
 	}
 	args := os.Args[2:]
 	switch os.Args[1] {
@@ -74,6 +75,8 @@ func main() {
 		fmt.Printf("start %d\n", mono())
 	case "herd":
 		herd(args)
+	case "takeover":
+		takeover(args)
 	default:
 		fatalf("unknown subcommand %q", os.Args[1])
 	}

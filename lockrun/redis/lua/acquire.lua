@@ -139,7 +139,9 @@ local function standby(rec)
     if ok and type(d) == 'table' then ent = d end
   end
   local st = ent and ent.s
-  local takeable = st == 'running'
+  -- lock_lost: the run stopped its job fail-closed (cut off, or frozen past its lease and
+  -- woken) and completed its entry before a standby asked; it did not complete the tick.
+  local takeable = st == 'running' or st == 'lock_lost'
   if st == 'interrupted' and RESUMABLE[ent.sig or ''] then takeable = true end
   if ARGV[21] == 'failed' and (st == 'failed' or st == 'timeout') then takeable = true end
   if st ~= nil and not takeable then return slotEnd('done', st) end

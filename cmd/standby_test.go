@@ -513,3 +513,26 @@ func TestStandbyEnds(t *testing.T) {
 		}
 	})
 }
+
+// TestStandbyHungHolder: a run stopped by --heartbeat-timeout (its job saved no
+// checkpoint in time: hung) is taken over by a plain --standby, as a lost run is; one
+// stopped by --timeout is not (the tick had its time).
+func TestStandbyHungHolder(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, stop := range []string{"--heartbeat-timeout", "--timeout"} {
+		t.Run(stop, func(t *testing.T) {
+			off, _ := inMinute()
+			hs := standbyFleet(t, "redis://"+srv.Addr+"/"+map[string]string{"--timeout": "1"}[stop], off, "vmA", "vmB")
+			a, aID := hs[0].startJob(t, stop, "3s")
+			done := hs[1].startStandby(t)
+			code := hs[0].exitCode(a.Wait())
+			end := awaitEnd(t, done, "vmB's standby")
+			b, _ := os.ReadFile(filepath.Join(hs[1].dir, "job"))
+			took := strings.HasPrefix(string(b), "2 "+aID)
+			if code != 124 || end.code != 0 || took != (stop == "--heartbeat-timeout") {
+				t.Fatalf("vmA exit %d; vmB exit %d, job saw %q, stderr %q; want vmA 124 and a takeover of %s only after %s",
+					code, end.code, b, end.errs, aID, "--heartbeat-timeout")
+			}
+		})
+	}
+}

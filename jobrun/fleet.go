@@ -7,6 +7,7 @@ import (
 
 	"cronlock/child"
 	"cronlock/lockrun"
+	"cronlock/runstatus"
 )
 
 // outputSettle is how long the release waits for the relays to drain what the pipes held
@@ -19,7 +20,8 @@ const outputSettle = 20 * time.Millisecond
 func (r *runner) fleetRecord(out outcome, res *child.Result) *lockrun.RunRecord {
 	rec := &lockrun.RunRecord{RunID: r.runID, Node: r.o.Node, Status: out.Status, Exit: out.Code,
 		Signal: out.Signal, Tick: r.tick, Tries: max(r.row.Try, 1), Error: out.Message, CmdHash: cmdHash(r.o.Command),
-		Version: r.o.Version, Grace: r.o.Jitter + r.o.StartDeadline, TakeoverOf: r.takeoverOf}
+		Version: r.o.Version, Grace: r.o.Jitter + r.o.StartDeadline, TakeoverOf: r.takeoverOf,
+		Hung: res != nil && res.Hung && out.Status == runstatus.Timeout}
 	if r.attempt > 1 { // the first attempt's entry stays as it always was
 		rec.Attempt = r.attempt
 	}

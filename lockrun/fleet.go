@@ -47,6 +47,7 @@ type FleetEntry struct {
 	Status     string `json:"s"`             // the history's status names, plus "running" and "abandoned"
 	Exit       *int   `json:"x,omitempty"`   // the exit code cronlock returned
 	Signal     string `json:"sig,omitempty"` // the signal that ended the job, "SIGTERM"
+	Hung       bool   `json:"hb,omitempty"`  // a timeout of --heartbeat-timeout: resumable by a standby
 	TickUS     int64  `json:"t,omitempty"`   // the tick the run was for (scheduled_for)
 	DurationMS int64  `json:"d"`             // the job's run time (0 when it never started)
 	Tries      int    `json:"r"`             // tries of the job in this run (--retries)
@@ -124,11 +125,14 @@ func (e FleetEntry) tookLock() bool {
 // RunRecord is what a run tells the backend about itself for the fleet's record. The
 // backend adds the times (its own clock), the fencing token and the tick's skip count.
 type RunRecord struct {
-	RunID    string
-	Node     string
-	Status   string
-	Exit     int
-	Signal   string
+	RunID  string
+	Node   string
+	Status string
+	Exit   int
+	Signal string
+	// Hung: a timeout of --heartbeat-timeout (the job saved no checkpoint in time), which
+	// a standby may take over, unlike a --timeout.
+	Hung     bool
 	Tick     time.Time // zero = no --schedule
 	Duration time.Duration
 	Tries    int
@@ -167,7 +171,7 @@ func EncodeClaimEntry(rec *RunRecord) string {
 }
 
 func encodeEntry(rec *RunRecord, fence uint64, exit bool) string {
-	e := FleetEntry{RunID: rec.RunID, Node: rec.Node, Status: rec.Status, Signal: rec.Signal,
+	e := FleetEntry{RunID: rec.RunID, Node: rec.Node, Status: rec.Status, Signal: rec.Signal, Hung: rec.Hung,
 		DurationMS: rec.Duration.Milliseconds(), Tries: max(rec.Tries, 1), Fence: fence,
 		Error: cutUTF8(rec.Error, fleetErrorBytes), Version: cutUTF8(rec.Version, 40),
 		Attempt: rec.Attempt, TakeoverOf: rec.TakeoverOf, CmdHash: cutUTF8(rec.CmdHash, 32), GraceMS: rec.Grace.Milliseconds(),
@@ -217,6 +221,7 @@ func encodePrefix(e FleetEntry) string {
 		Status     string `json:"s"`
 		Exit       *int   `json:"x,omitempty"`
 		Signal     string `json:"sig,omitempty"`
+		Hung       bool   `json:"hb,omitempty"`
 		TickUS     int64  `json:"t,omitempty"`
 		DurationMS int64  `json:"d"`
 		Tries      int    `json:"r"`
@@ -232,7 +237,7 @@ func encodePrefix(e FleetEntry) string {
 		Flip       bool   `json:"fl,omitempty"`
 		Checkpoint []byte `json:"cp,omitempty"`
 	}
-	enc.Encode(prefix{e.RunID, e.Node, e.Status, e.Exit, e.Signal, e.TickUS, e.DurationMS, e.Tries, e.Fence, e.Error,
+	enc.Encode(prefix{e.RunID, e.Node, e.Status, e.Exit, e.Signal, e.Hung, e.TickUS, e.DurationMS, e.Tries, e.Fence, e.Error,
 		e.Version, e.Attempt, e.TakeoverOf, e.CmdHash, e.GraceMS, e.DataLoss, e.ScheduleWas, e.Flip, e.Checkpoint})
 	s := strings.TrimRight(b.String(), "\n")
 	return strings.TrimSuffix(s, "}")

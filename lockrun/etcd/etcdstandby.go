@@ -50,8 +50,9 @@ func (l *Locker) standby(ctx context.Context, req lockrun.Request, rec *lockrun.
 		return &lockrun.StandbyEndError{Key: req.Key, Why: why, Status: st, Node: rec.Node, RunID: rec.RunID, Attempt: at}
 	}
 	var e struct {
-		S   string `json:"s"`
-		Sig string `json:"sig"`
+		S    string `json:"s"`
+		Sig  string `json:"sig"`
+		Hung bool   `json:"hb"`
 	}
 	var raw []byte
 	var rev int64
@@ -61,7 +62,7 @@ func (l *Locker) standby(ctx context.Context, req lockrun.Request, rec *lockrun.
 	}
 	// lock_lost: the run stopped its job fail-closed (cut off, or frozen past its lease
 	// and woken) and completed its entry before a standby asked: the tick is not done.
-	ok := e.S == "running" || e.S == "lock_lost" || e.S == "interrupted" && resumable[e.Sig] || req.Standby.Mode == "failed" && (e.S == "failed" || e.S == "timeout")
+	ok := e.S == "running" || e.S == "lock_lost" || e.S == "interrupted" && resumable[e.Sig] || e.S == "timeout" && e.Hung || req.Standby.Mode == "failed" && (e.S == "failed" || e.S == "timeout")
 	switch {
 	case raw != nil && !ok:
 		return nil, end("done", e.S)

@@ -83,6 +83,7 @@ type localTick struct {
 	// over, NT a holder that may run on after losing its lock (never taken over).
 	Status string `json:"status,omitempty"`
 	Signal string `json:"signal,omitempty"`
+	Hung   bool   `json:"hung,omitempty"` // a --heartbeat-timeout: resumable
 	At     int    `json:"at,omitempty"`
 	To     string `json:"to,omitempty"`
 	NT     bool   `json:"nt,omitempty"`

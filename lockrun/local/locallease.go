@@ -119,7 +119,7 @@ func (ls *localLease) Release(ctx context.Context) error {
 		rec, t := *ls.rec, *ls.rec.Tick
 		t.Status, t.Signal = "completed", ""
 		if o := ls.outcome.Load(); o != nil {
-			t.Status, t.Signal = o.Status, o.Signal
+			t.Status, t.Signal, t.Hung = o.Status, o.Signal, o.Hung
 		}
 		rec.Tick = &t
 		if same, _ := samePathFile(ls.fd, ls.path); same {

@@ -33,6 +33,7 @@ func takeable(t *localTick, req lockrun.Request) (ok bool, end *lockrun.StandbyE
 	st := t.Status
 	// lock_lost: the run stopped its job fail-closed and said so before a standby asked.
 	ok = st == "running" || st == "lock_lost" || st == "interrupted" && (t.Signal == "SIGTERM" || t.Signal == "SIGHUP") ||
+		st == "timeout" && t.Hung ||
 		req.Standby.Mode == "failed" && (st == "failed" || st == "timeout")
 	switch {
 	case !ok:

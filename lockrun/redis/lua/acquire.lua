@@ -143,6 +143,7 @@ local function standby(rec)
   -- woken) and completed its entry before a standby asked; it did not complete the tick.
   local takeable = st == 'running' or st == 'lock_lost'
   if st == 'interrupted' and RESUMABLE[ent.sig or ''] then takeable = true end
+  if st == 'timeout' and ent.hb then takeable = true end -- hung: --heartbeat-timeout
   if ARGV[21] == 'failed' and (st == 'failed' or st == 'timeout') then takeable = true end
   if st ~= nil and not takeable then return slotEnd('done', st) end
   if rec.nt then return slotEnd('nontakeable', st) end

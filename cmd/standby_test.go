@@ -519,10 +519,18 @@ func TestStandbyEnds(t *testing.T) {
 // stopped by --timeout is not (the tick had its time).
 func TestStandbyHungHolder(t *testing.T) {
 	srv := redistest.Start(t)
-	for _, stop := range []string{"--heartbeat-timeout", "--timeout"} {
-		t.Run(stop, func(t *testing.T) {
+	for _, tc := range []struct{ backend, stop string }{{"redis", "--heartbeat-timeout"}, {"redis", "--timeout"},
+		{"local", "--heartbeat-timeout"}, {"local", "--timeout"}} {
+		stop := tc.stop
+		t.Run(tc.backend+stop, func(t *testing.T) {
 			off, _ := inMinute()
 			hs := standbyFleet(t, "redis://"+srv.Addr+"/"+map[string]string{"--timeout": "1"}[stop], off, "vmA", "vmB")
+			if tc.backend == "local" {
+				locks := filepath.Join(t.TempDir(), "locks")
+				for _, h := range hs {
+					h.env = append(h.env, "CRONLOCK_BACKEND=local", "CRONLOCK_LOCK_DIR="+locks)
+				}
+			}
 			a, aID := hs[0].startJob(t, stop, "3s")
 			done := hs[1].startStandby(t)
 			code := hs[0].exitCode(a.Wait())

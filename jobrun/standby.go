@@ -45,6 +45,11 @@ func (r *runner) standby(sig *child.Signals, req lockrun.Request, w *lockrun.Sta
 	// from the last time its lock was seen alive, else from the first sighting of it gone.
 	var leaseEnd time.Duration
 	lostRun := ""
+	// silentSince is when the backend stopped answering (0 while it answers). A failover
+	// or a restart is ridden out for rideOut: asking again is no guess, as a takeover
+	// still needs the backend's own confirmation; past it, the backend is gone.
+	var silentSince time.Duration
+	rideOut := 2*o.TTL + margin
 	// The release channel wakes the standby when the tick's run lets go; polling covers
 	// a message lost and a lease that ended, which publishes nothing.
 	var wake <-chan struct{}
@@ -76,6 +81,9 @@ func (r *runner) standby(sig *child.Signals, req lockrun.Request, w *lockrun.Sta
 		} else if w.PTTL >= 0 {
 			d = min(d, w.PTTL+margin/2)
 		}
+		if silentSince != 0 {
+			d = max(d, poll) // a silent backend is asked again once a poll, not in a spin
+		}
 		left := bound.Sub(wallNow())
 		if left <= 0 {
 			return nil, r.standbyGiveUp(w, bound), true
@@ -103,6 +111,7 @@ func (r *runner) standby(sig *child.Signals, req lockrun.Request, w *lockrun.Sta
 		case res.err == nil:
 			return res.lease, 0, false
 		case errors.As(res.err, &nw):
+			silentSince = 0
 			if nw.RunID != w.RunID {
 				leaseEnd = 0 // another attempt of the tick: its own lease
 			}
@@ -112,11 +121,17 @@ func (r *runner) standby(sig *child.Signals, req lockrun.Request, w *lockrun.Sta
 		case errors.As(res.err, &tick):
 			return nil, r.tickSkip(tick), true
 		case errors.As(res.err, &held):
+			silentSince = 0
 			// The tick is free (given back) but another run holds the key's lock: wait on.
 			w = &lockrun.StandbyWaitError{Key: o.Key, Holder: held.Holder, PTTL: -1}
 			if held.Holder != nil {
 				w.PTTL = held.Holder.TTLLeft
 			}
+		case !lockrun.IsRefusal(res.err) && (silentSince == 0 || now()-silentSince < rideOut):
+			if silentSince == 0 {
+				silentSince = now()
+			}
+			r.verbosef("%s: standby for the %s tick: %v; asking again", o.Key, r.tickName(), res.err)
 		default:
 			// The backend went away while this run waited: never a takeover on a guess.
 			return nil, r.fail(ExitFailed, "%s: standby for the %s tick: %v; not taken over", o.Key, r.tickName(), res.err), true

@@ -78,3 +78,22 @@ type CheckpointStore interface {
 	// would save again, or load nothing and start over.
 	ResetCheckpoints(ctx context.Context, key string, force bool) (int, error)
 }
+
+// RefuseWhileHeld is ResetCheckpoints' refusal for a backend that cannot check the lock
+// in the same step as the delete (etcd, local): a *HeldError while key's lock is held,
+// unless force. Redis checks it inside its reset script.
+func RefuseWhileHeld(ctx context.Context, l interface {
+	Inspect(ctx context.Context, key string) (*Holder, error)
+}, key string, force bool) error {
+	if force {
+		return nil
+	}
+	h, err := l.Inspect(ctx, key)
+	if err != nil {
+		return err
+	}
+	if h != nil {
+		return &HeldError{Key: key, Holder: h}
+	}
+	return nil
+}

@@ -116,14 +116,8 @@ func (l *Locker) ResetCheckpoints(ctx context.Context, key string, force bool) (
 	if err := lockrun.ValidKey(key); err != nil {
 		return 0, err
 	}
-	if !force {
-		h, err := l.Inspect(ctx, key)
-		if err != nil {
-			return 0, err
-		}
-		if h != nil {
-			return 0, &lockrun.HeldError{Key: key, Holder: h}
-		}
+	if err := lockrun.RefuseWhileHeld(ctx, l, key, force); err != nil {
+		return 0, err
 	}
 	n := 0
 	lp, op := ckptPaths(l.LockPath(key))

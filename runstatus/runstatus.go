@@ -24,6 +24,9 @@ const (
 	// Retried: a try of a run that failed and was followed by another try
 	// (--retries). The run's outcome is its last try's: stats leave retried tries out.
 	Retried = "retried"
+	// Suspended: a run of a key suspended fleet-wide (cronlock suspend); its job was
+	// not started.
+	Suspended = "suspended"
 )
 
 // All lists every status a row can have.

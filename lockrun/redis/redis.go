@@ -364,6 +364,10 @@ type releaseArgs struct {
 	giveBack bool   // give back a tick claimed by runID (the job never started)
 	entry    string // the fleet entry to write with the release ('' = none; see EncodeFleetEntry)
 	startUS  string // the run's start for the entry: Redis TIME at acquire
+	// sentUS is when the release was sent, on the Redis clock as measured from the
+	// acquire (redisLease.sentUS; '' = unknown): a run whose lock is gone when the
+	// release arrives ends there, not when a late release arrived.
+	sentUS string
 	// pending are earlier runs of this host whose completion never reached the server.
 	pending []lockrun.PendingCompletion
 	noAck   bool // send no WAIT after it, whatever --min-replicas says
@@ -390,6 +394,7 @@ func (l *Locker) releaseKeysArgs(key, token string, a releaseArgs) ([]string, []
 		for _, p := range a.pending {
 			args = append(args, p.RunID, p.Entry, p.StartUS, p.EndUS)
 		}
+		args = append(args, a.sentUS)
 	}
 	return keys, args
 }

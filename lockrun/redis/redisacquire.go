@@ -112,7 +112,7 @@ func (l *Locker) acquireReply(ctx context.Context, req lockrun.Request, token st
 			acquired, _ = r[3].(string)
 		}
 		lease := &redisLease{l: l, key: req.Key, token: token, ttl: req.TTL, minHold: req.MinHold, fence: fence, sent: sent,
-			runID: req.RunID, ticked: !req.Tick.IsZero(), acquiredUS: acquired}
+			replied: lockrun.ClockOr(l.now)(), runID: req.RunID, ticked: !req.Tick.IsZero(), acquiredUS: acquired}
 		if len(r) > 4 {
 			if e, _ := r[4].(string); e != "" {
 				lease.claimErr = &recordRefusedError{key: req.Key, server: server, reply: e}

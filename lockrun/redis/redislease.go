@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,7 @@ type redisLease struct {
 	minHold  time.Duration
 	fence    uint64
 	sent     time.Duration // the clock just before the acquire that took it was sent
+	replied  time.Duration // the same clock when the acquire's reply came
 	runID    string
 	ticked   bool        // the acquire claimed a schedule tick
 	giveBack atomic.Bool // Release gives the tick back (GiveBackTick)
@@ -130,7 +132,7 @@ func (s *redisLease) Release(ctx context.Context) error {
 	if giveBack {
 		minHold = 0 // the next host is to run the tick now, not be held off
 	}
-	a := releaseArgs{minHold: minHold, runID: s.runID, giveBack: giveBack, pending: s.pending}
+	a := releaseArgs{minHold: minHold, runID: s.runID, giveBack: giveBack, pending: s.pending, sentUS: s.sentUS()}
 	if s.record != nil && s.acquiredUS != "" {
 		a.entry, a.startUS = lockrun.EncodeFleetEntry(s.withMarks(s.record), s.fence), s.acquiredUS
 	}
@@ -161,6 +163,7 @@ func (s *redisLease) Release(ctx context.Context) error {
 		}
 	}
 	if code, _ := r[0].(int64); code == 0 {
+		s.endUS = earlierUS(s.endUS, a.sentUS) // for WriteRecord, as release.lua did
 		return fmt.Errorf("release lock %s: it had already expired or been taken over: %w", s.key, lockrun.ErrLockLost)
 	}
 	return nil
@@ -177,3 +180,30 @@ func (s *redisLease) withMarks(rec *lockrun.RunRecord) *lockrun.RunRecord {
 
 // TickAttempt is the tick's attempt this run is, and the lost run it took over.
 func (le *redisLease) TickAttempt() (int, string) { return max(le.attempt, 1), le.takeoverOf }
+
+// sentUS is now on the Redis clock, measured from the acquire: its Redis TIME plus the
+// time since its reply came ("" when the acquire sent no time). It is at most the
+// server's time when the release is sent (the acquire ran before its reply came), so a
+// run whose lock is gone when a late release arrives (a paused or stalled server, a slow
+// link: the lock expired and another run took it meanwhile) ends in the fleet's record
+// before that run started, not at the late arrival, which would read as DUPLICATE.
+func (s *redisLease) sentUS() string {
+	a, err := strconv.ParseInt(s.acquiredUS, 10, 64)
+	if err != nil {
+		return ""
+	}
+	return strconv.FormatInt(a+int64(lockrun.ClockOr(s.l.now)()-s.replied)/int64(time.Microsecond), 10)
+}
+
+// earlierUS is the earlier of two decimal µs times; an empty or bad one loses.
+func earlierUS(a, b string) string {
+	x, errA := strconv.ParseInt(a, 10, 64)
+	y, errB := strconv.ParseInt(b, 10, 64)
+	switch {
+	case errB != nil:
+		return a
+	case errA != nil || y < x:
+		return b
+	}
+	return a
+}

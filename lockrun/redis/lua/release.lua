@@ -15,6 +15,9 @@
 -- ARGV[9] how many earlier runs of this host are completed too (their own completion
 --   failed: lockrun.Pending), then 4 items for each: run id, entry (as ARGV[5]), start µs,
 --   end µs (this host's clock when the run ended, or '' = now)
+-- ARGV[10 + 4 * that count] when the release was sent, µs on the Redis clock as measured
+--   from the acquire ('' = unknown): the run's end when its lock is gone (a late release
+--   must not stretch the run over the next holder's)
 -- The entry is completed whatever became of the lock (a lost lock's run ran too), after
 -- the lock is deleted, and with pcall: a write the server refuses never keeps the lock.
 --
@@ -40,10 +43,13 @@ end
 local function record(code, ms)
   local keep = tonumber(ARGV[6]) or 200
   local err = ''
-  if entry ~= '' then
-    err = complete(ARGV[8], entry, ARGV[7], '', skips, keep, nil, nowS)
-  end
   local n = tonumber(ARGV[9]) or 0
+  if entry ~= '' then
+    local endUs = ''
+    local sent = tonumber(ARGV[10 + 4 * n] or '')
+    if code == 0 and sent and sent < tonumber(nowS) then endUs = ARGV[10 + 4 * n] end
+    err = complete(ARGV[8], entry, ARGV[7], endUs, skips, keep, nil, nowS)
+  end
   for i = 0, n - 1 do
     local b = 10 + 4 * i
     if ARGV[b + 3] then complete(ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], 0, keep, nil, nowS) end

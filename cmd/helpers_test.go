@@ -818,6 +818,8 @@ type ledgerExpect struct {
 	// interval overlaps its own (or that has its tick) is allowed. nil: runs that ended
 	// lock_lost are (stopped fail-closed, their hold ends at their release).
 	dupOK func(id string) bool
+	// describe, when set, adds what the test knows of run r to a failure (its faults).
+	describe func(r historyRow) string
 }
 
 // settleLedger checks that a nemesis lost no run from the fleet's record. After the test's
@@ -879,6 +881,9 @@ func settleLedger(t *testing.T, hosts []*cli, monitor *cli, keys []string, ex le
 					reasons = append(reasons, ex.excuse(r))
 				default:
 					missing++
+					if ex.describe != nil {
+						t.Log(ex.describe(r))
+					}
 					if !ok {
 						t.Errorf("run %s of %s (%s, %s, token %d) has no entry in the fleet's record", r.ID, key, r.Node, r.Status, r.FencingToken)
 					} else {

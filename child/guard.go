@@ -12,8 +12,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// guardShell runs the guard's script.
-const guardShell = "/bin/sh"
+// guardShell runs the guard's script; without it (a distroless image) the guard is
+// cronlock's own binary executed again (guardSelf, RunGuard).
+var guardShell = "/bin/sh"
+
+// guardSelf is cronlock's own binary, for the guard without a shell: the link names the
+// running program even after its file was replaced or removed (an upgrade mid-run).
+var guardSelf = "/proc/self/exe"
+
+// GuardArg is the argument that makes cronlock's binary the guard (IsGuard): never typed
+// by a person, and shown in ps beside the cronlock-guard name.
+const GuardArg = "--cronlock-guard-process"
 
 // guardScript is the whole guard: it keeps the targets of the last "arm" line (none after
 // "disarm"), exits on "done", and on end-of-file (cronlock died) kills the targets twice, 20 ms apart (a
@@ -21,7 +30,7 @@ const guardShell = "/bin/sh"
 // for the group to be gone: a local lock file it was given (Keep) stays locked until then. The
 // numbers it reads come only from cronlock. A shell script rather than cronlock's own
 // binary executed again: a shell starts for a fraction of a Go program's CPU, paid on the
-// job's cores in every run.
+// job's cores in every run. RunGuard is the same in Go, for a machine without /bin/sh.
 const guardScript = `trap '' HUP INT QUIT TERM TSTP TTIN TTOU PIPE USR1 USR2
 t=
 while IFS= read -r line; do
@@ -59,6 +68,8 @@ exit 0`
 type Guard struct {
 	r, null *os.File // the guard's stdin and stdout/stderr, ours until the fork
 	env     []string
+	// onFail is told, once, why the guard process could not be started (OnStartError).
+	onFail func(error)
 	fork    sync.Once
 	forked  chan struct{} // closed once the guard's fork and exec are over
 	pid     int           // valid after forked; 0 when the guard could not be started
@@ -117,15 +128,22 @@ func (g *Guard) start() {
 			if g.keep > 0 {
 				files = append(files, uintptr(g.keep-1))
 			}
-			pid, err := syscall.ForkExec(guardShell, []string{"cronlock-guard", "-c", guardScript}, &syscall.ProcAttr{
+			attr := &syscall.ProcAttr{
 				Env:   g.env,
 				Files: files,
 				// Its own group: terminal signals for cronlock's group do not reach it, and
 				// a kill of the job's group cannot hit it.
 				Sys: &syscall.SysProcAttr{Setpgid: true},
-			})
+			}
+			path, argv := guardShell, []string{"cronlock-guard", "-c", guardScript}
+			if unix.Access(guardShell, unix.X_OK) != nil {
+				path, argv = guardSelf, []string{"cronlock-guard", GuardArg}
+			}
+			pid, err := syscall.ForkExec(path, argv, attr)
 			if err == nil {
 				g.pid = pid
+			} else if g.onFail != nil {
+				g.onFail(fmt.Errorf("%s: %w", path, err))
 			}
 		}()
 	})
@@ -147,6 +165,14 @@ func (g *Guard) none() {
 	g.r.Close()
 	g.null.Close()
 	close(g.forked)
+}
+
+// OnStartError has f told, from the guard's own goroutine, why its process could not be
+// started, should it fail. Called before the first Arm.
+func (g *Guard) OnStartError(f func(error)) {
+	if g != nil {
+		g.onFail = f
+	}
 }
 
 // Keep gives the guard a descriptor to hold open until the job's process group is dead

@@ -7,6 +7,7 @@
 package cmd
 
 import (
+	"cronlock/child"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +48,9 @@ const ExitFailed = jobrun.ExitFailed
 
 // Main runs cronlock with os.Args and returns the process exit code.
 func Main() int {
+	if child.IsGuard(os.Args) {
+		return child.RunGuard()
+	}
 	return Execute(os.Args[1:], os.Stdout, os.Stderr)
 }
 

@@ -185,6 +185,9 @@ func (r *runner) run() int {
 		r.noGuard = true
 		r.verbosef("no guard process (%v): if cronlock is SIGKILLed, only the direct child is killed with it", err)
 	}
+	guard.OnStartError(func(err error) {
+		r.asyncInfof("no guard process (%v): if cronlock is SIGKILLed, only the job's direct child is killed with it", err)
+	})
 	defer guard.Done()
 
 	id, err := uuid.NewV7()

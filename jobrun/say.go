@@ -60,6 +60,13 @@ func (r *runner) asyncErrorf(format string, args ...any) {
 	r.say(logline.Error, false, fmt.Sprintf(format, args...))
 }
 
+// asyncInfof is infof for goroutines other than the run's own (the guard's start).
+func (r *runner) asyncInfof(format string, args ...any) {
+	if !r.o.Quiet {
+		r.say(logline.Warn, false, fmt.Sprintf(format, args...))
+	}
+}
+
 // warnEvery limits a warning that every run would repeat (a full disk, a broken
 // folder): cron mails each run's stderr, and one mail an hour says it as well as sixty.
 const warnEvery = time.Hour

@@ -70,9 +70,9 @@ type Guard struct {
 	env     []string
 	// onFail is told, once, why the guard process could not be started (OnStartError).
 	onFail func(error)
-	fork    sync.Once
-	forked  chan struct{} // closed once the guard's fork and exec are over
-	pid     int           // valid after forked; 0 when the guard could not be started
+	fork   sync.Once
+	forked chan struct{} // closed once the guard's fork and exec are over
+	pid    int           // valid after forked; 0 when the guard could not be started
 
 	// keep is a descriptor the guard holds open as its fd 3 until the job's group is dead
 	// (the local backend's locked file, Keep), + 1; 0 = none.

@@ -26,6 +26,13 @@ func (o *etcdOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EtcdCAFile, "etcd-ca-file", "", "CA certificate(s) that sign the etcd servers' certificates (env CRONLOCK_ETCD_CA_FILE)")
 	fs.StringVar(&o.EtcdCertFile, "etcd-cert-file", "", "client certificate for etcd (env CRONLOCK_ETCD_CERT_FILE)")
 	fs.StringVar(&o.EtcdKeyFile, "etcd-key-file", "", "key of the etcd client certificate (env CRONLOCK_ETCD_KEY_FILE)")
+	if !etcdBuilt {
+		// Still accepted, so that one crontab line serves both builds and this one says
+		// it has no etcd; only --help leaves out what this build cannot use.
+		for _, n := range []string{"etcd", "etcd-user", "etcd-password-file", "etcd-ca-file", "etcd-cert-file", "etcd-key-file"} {
+			fs.MarkHidden(n)
+		}
+	}
 }
 
 // endpoints splits --etcd into its URLs.

@@ -25,7 +25,7 @@ func TestConfigShow(t *testing.T) {
 		t.Fatalf("config: exit %d, stderr %q", code, errs)
 	}
 	for _, want := range []string{
-		`(?m)^default +CRONLOCK_TTL=1m0s$`,
+		`(?m)^default +CRONLOCK_TTL=60s$`,
 		`(?m)^file:` + regexp.QuoteMeta(conf) + `:2 +CRONLOCK_BACKEND=redis$`,
 		`(?m)^file:` + regexp.QuoteMeta(conf) + `:3 +CRONLOCK_REDIS_URL=redis://cronlock:xxxxx@127\.0\.0\.1:6399/0$`,
 		`(?m)^env +CRONLOCK_PING_URL=https://hc\.example/xxxxx/\{key\}\?create=1$`,

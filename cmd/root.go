@@ -169,5 +169,6 @@ file lock (one machine); every run is recorded in a local SQLite history.
 	)
 	root.CompletionOptions.HiddenDefaultCmd = false
 	setUpCompletion(root)
+	addExamples(root)
 	return root
 }

@@ -37,6 +37,7 @@ var runTwins = twins("run")
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	c, _ := newRunCommand(stdout, stderr)
+	groupFlags(c, runFlagGroups)
 	return c
 }
 

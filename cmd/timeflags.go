@@ -21,7 +21,7 @@ type durationValue struct {
 	positive bool // 0 not allowed
 }
 
-func (v durationValue) String() string { return v.d.String() }
+func (v durationValue) String() string { return durations.Format(*v.d) }
 func (v durationValue) Type() string   { return "duration" }
 func (v durationValue) Set(s string) error {
 	d, err := durations.Parse(s)

@@ -39,7 +39,7 @@ func TestDurationValue(t *testing.T) {
 		}
 	}
 	d := 90 * time.Minute
-	if v := (durationValue{d: &d}); v.String() != "1h30m0s" || v.Type() != "duration" {
+	if v := (durationValue{d: &d}); v.String() != "90m" || v.Type() != "duration" {
 		t.Errorf("String %q, Type %q", v.String(), v.Type())
 	}
 }

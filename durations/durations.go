@@ -147,3 +147,25 @@ func parseAgo(v string) (time.Duration, bool) {
 	}
 	return days + d, true
 }
+
+// Format writes d as a person would on the command line: in one unit where one fits
+// (60s, 5m, 2h, 7d), "0" for none, else Go's form (1m30s); Parse reads each back. Go's
+// own form says 1m0s for a minute and 24h0m0s for a day.
+func Format(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d == 0:
+		return "0"
+	case d < 0:
+		return d.String()
+	case d%day == 0 && d >= 2*day:
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	case d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	case d%time.Minute == 0 && d >= 2*time.Minute:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	case d%time.Second == 0:
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return d.String()
+}

@@ -225,3 +225,22 @@ func TestParseAge(t *testing.T) {
 		}
 	}
 }
+
+func TestFormat(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0"}, {time.Minute, "60s"}, {2 * time.Second, "2s"}, {5 * time.Minute, "5m"},
+		{time.Hour, "1h"}, {24 * time.Hour, "24h"}, {7 * 24 * time.Hour, "7d"},
+		{90 * time.Second, "90s"}, {1500 * time.Millisecond, "1.5s"}, {36 * time.Hour, "36h"},
+	} {
+		got := Format(tc.d)
+		if got != tc.want {
+			t.Errorf("Format(%v) = %q; want %q", tc.d, got, tc.want)
+		}
+		if back, err := Parse(got); err != nil || back != tc.d {
+			t.Errorf("Parse(Format(%v)) = %v, %v; want it back", tc.d, back, err)
+		}
+	}
+}

@@ -161,6 +161,7 @@ file lock (one machine); every run is recorded in a local SQLite history.
 		newUnlockCmd(stdout, stderr),
 		newCheckpointCmd(stdout, stderr),
 		newConfigCmd(stdout, stderr),
+		newScheduleCmd(stdout, stderr),
 		newVersionCmd(stdout),
 	)
 	root.CompletionOptions.HiddenDefaultCmd = false

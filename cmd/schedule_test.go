@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"cronlock/schedview"
 )
 
 // TestScheduleCommand: `cronlock schedule` through the built binary, with the zone and
@@ -28,9 +30,9 @@ func TestScheduleCommand(t *testing.T) {
 
 	// Autumn, from an RFC 3339 instant; the zone from a CRON_TZ= prefix, as run reads it.
 	code, out, errs = c.run("schedule", "CRON_TZ=America/New_York */30 1 * * *", "--from", "2026-11-01T04:00:00Z", "--json")
-	var ticks []scheduleTick
+	var ticks []schedview.Tick
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		var tk scheduleTick
+		var tk schedview.Tick
 		if err := json.Unmarshal([]byte(l), &tk); err != nil {
 			t.Fatalf("--json line %q: %v (stderr %q)", l, err, errs)
 		}

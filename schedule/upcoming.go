@@ -218,8 +218,23 @@ func ParseFrom(v string, loc *time.Location, now time.Time) (time.Time, error) {
 	}
 	for _, layout := range fromLayouts {
 		if t, err := time.ParseInLocation(layout, v, loc); err == nil {
-			return t, nil
+			return firstOf(t), nil
 		}
 	}
 	return time.Time{}, errors.New("use now, an RFC 3339 time (2026-03-29T01:00:00Z, 2026-03-29T03:00:00+02:00), or a time in the schedule's zone: 2026-03-29 01:30, 2026-03-29 01:30:00, or 2026-03-29")
+}
+
+// firstOf returns the first instant with t's wall-clock time when that time happens twice
+// (Go's time.Date leaves the choice open), else t.
+func firstOf(t time.Time) time.Time {
+	_, off := t.Zone()
+	start, _ := t.ZoneBounds()
+	if start.IsZero() {
+		return t
+	}
+	_, before := start.Add(-time.Second).Zone()
+	if earlier := t.Add(-time.Duration(before-off) * time.Second); before > off && earlier.Before(start) {
+		return earlier
+	}
+	return t
 }

@@ -181,3 +181,91 @@ func TestParseFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestNotesComplete checks Note against the zone itself, over years of change days: a
+// tick whose wall-clock minute happens twice says so, and which of the two it is; every
+// matching wall-clock minute that does not exist is named by the note of a tick.
+func TestNotesComplete(t *testing.T) {
+	zones := []string{"Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "America/Sao_Paulo", "Pacific/Apia", "Asia/Tokyo"}
+	exprs := []string{"30 2 * * *", "*/15 * * * *", "0 * * * *", "45 1 * * *", "@daily", "*/20 1-3 * * *", "0,30 0-3 * * 0"}
+	// March 2011 to March 2012: Samoa's skipped day, Sao Paulo's midnight changes, and a
+	// spring and an autumn in each other zone.
+	from, to := time.Date(2011, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2012, 3, 1, 0, 0, 0, 0, time.UTC)
+	for _, zone := range zones {
+		for _, expr := range exprs {
+			s, err := Parse(expr, zone)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var notes strings.Builder
+			for tick := s.Next(from); tick.Before(to); tick = s.Next(tick) {
+				note := s.Note(tick)
+				if note != "" {
+					notes.WriteString(note + "\n")
+				}
+				local := tick.In(s.Location())
+				hm := local.Format("15:04")
+				// The same wall-clock minute an offset change away, within 3 hours.
+				for _, d := range []time.Duration{-3 * time.Hour, -2 * time.Hour, -time.Hour, -30 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 3 * time.Hour} {
+					other := tick.Add(d).In(s.Location())
+					if other.Format("2006-01-02 15:04") != local.Format("2006-01-02 15:04") {
+						continue
+					}
+					which := "this is the first"
+					if d < 0 {
+						which = "this is the second"
+					}
+					if !strings.Contains(note, hm+" happens twice") || !strings.Contains(note, which) && !strings.Contains(note, "runs once, at the first") {
+						t.Errorf("%q in %s, tick %s: note %q; want %s happens twice, %s", expr, zone, local, note, hm, which)
+					}
+				}
+			}
+			// Each matching wall-clock minute that no instant shows.
+			for day := from; day.Before(to); day = day.Add(24 * time.Hour) {
+				a, b := day.In(s.Location()), day.Add(24*time.Hour).In(s.Location())
+				if _, oa := a.Zone(); func() bool { _, ob := b.Zone(); return oa >= ob }() {
+					continue // no forward change this day
+				}
+				y, m, d := a.Date()
+				for min := 0; min < 48*60; min++ {
+					w := time.Date(y, m, d, 0, min, 0, 0, time.UTC)
+					if !s.matchesWall(w.Unix()) {
+						continue
+					}
+					in := time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), 0, 0, s.Location())
+					if in.Format("2006-01-02 15:04") == w.Format("2006-01-02 15:04") {
+						continue // it exists
+					}
+					if !namesMinute(notes.String(), w.Format("2006-01-02"), w.Format("15:04")) {
+						t.Errorf("%q in %s: no note names %s, which does not exist", expr, zone, w.Format("2006-01-02 15:04"))
+					}
+				}
+			}
+		}
+	}
+}
+
+// namesMinute reports whether notes name the minute hm of date as not existing: listed,
+// or inside a range "A to B (N times)".
+func namesMinute(notes, date, hm string) bool {
+	for _, n := range strings.Split(notes, "\n") {
+		for _, part := range strings.Split(n, "; ") {
+			what, rest, ok := strings.Cut(part, " do")
+			if !ok || !strings.Contains(rest, "not exist on "+date) {
+				continue
+			}
+			if a, b, ok := strings.Cut(what, " to "); ok {
+				b, _, _ = strings.Cut(b, " (")
+				if a <= hm && hm <= b {
+					return true
+				}
+			}
+			for _, m := range strings.Split(what, ", ") {
+				if m == hm {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

@@ -31,7 +31,8 @@ func newScheduleCmd(stdout io.Writer) *cobra.Command {
 CRON_TZ= prefix, else --tz, else /etc/localtime's), in that zone and in UTC, how long
 until each, and a line for each tick daylight saving moves, skips or repeats.
 --from: now, an RFC 3339 time, or 2026-03-29 01:30 (with :SS, or a date) in EXPR's zone.`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: cobra.NoFileCompletions, // EXPR is no file
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Expr, o.Now = args[0], jobrun.Now()
 			if o.Next < 1 || o.Next > schedule.MaxUpcoming {

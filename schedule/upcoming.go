@@ -3,6 +3,7 @@ package schedule
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -40,8 +41,8 @@ func (s *Schedule) Upcoming(from time.Time, n int) []Upcoming {
 //     after the gap: "02:30 does not exist on 2026-03-29 in Europe/Berlin: runs at 03:00";
 //   - wall-clock times of a wildcard expression that do not exist and are skipped, noted
 //     on the first tick after them;
-//   - a time that happens twice (fall back): whether it runs once (at the first) or at
-//     both, as Next decides, and which of the two this tick is.
+//   - a time that happens twice (fall back): whether it runs once (at the first, as a
+//     fixed time does) or at both, as Next decides, and which of the two this tick is.
 func (s *Schedule) Note(tick time.Time) string {
 	sec := tick.Unix()
 	seg := s.segmentAt(sec)
@@ -58,7 +59,7 @@ func (s *Schedule) Note(tick time.Time) string {
 // gapNote is Note's part about wall-clock times a forward change of offset skipped,
 // when tick is the first tick at or after that change.
 func (s *Schedule) gapNote(seg segment, sec int64) string {
-	if seg.start == -1<<63 {
+	if seg.start == math.MinInt64 {
 		return ""
 	}
 	prev := s.segmentAt(seg.start - 1)
@@ -114,15 +115,18 @@ func (s *Schedule) repeatNote(seg segment, tick time.Time) string {
 	hhmm := civilOf(wall)
 	name := fmt.Sprintf("%02d:%02d happens twice on %s in %s", hhmm.h, hhmm.mi, wallDate(wall), s.zone)
 	// The second of the two: the segment began by going back over this wall time.
-	if seg.start != -1<<63 {
+	if seg.start != math.MinInt64 {
 		prev := s.segmentAt(seg.start - 1)
 		if prev.off > seg.off && sec+seg.off < seg.start+prev.off {
 			first := tick.Add(-time.Duration(prev.off-seg.off) * time.Second)
-			return fmt.Sprintf("%s (%s, then %s): runs at both; this is the second", name, abbrev(first, s.loc), abbrev(tick, s.loc))
+			if s.Prev(first).Equal(first) {
+				return fmt.Sprintf("%s (%s, then %s): runs at both; this is the second", name, abbrev(first, s.loc), abbrev(tick, s.loc))
+			}
+			return fmt.Sprintf("%s (%s, then %s): runs once, at the second", name, abbrev(first, s.loc), abbrev(tick, s.loc))
 		}
 	}
 	// The first of the two: the next segment goes back over it.
-	if seg.end != 1<<63-1 {
+	if seg.end != math.MaxInt64 {
 		next := s.segmentAt(seg.end)
 		if next.off < seg.off && sec+seg.off >= seg.end+next.off {
 			second := tick.Add(time.Duration(seg.off-next.off) * time.Second)

@@ -65,7 +65,7 @@ func scheduleRun(o *scheduleOptions) error {
 		return &usageError{fmt.Errorf("--from %q: %v", o.From, err)}
 	}
 	if o.JSON {
-		return schedview.JSON(o.Stdout, s, s.Upcoming(from, o.Next))
+		return schedview.JSON(o.Stdout, s, from, s.Upcoming(from, o.Next))
 	}
 	return schedview.Text(o.Stdout, s, from, s.Upcoming(from, o.Next))
 }

@@ -13,7 +13,7 @@ import (
 type Upcoming struct {
 	Tick  time.Time     // the instant, in UTC
 	Local time.Time     // the same instant in the schedule's zone
-	In    time.Duration // from the time asked about to Tick
+	In    time.Duration // from the time asked about to Tick; at most math.MaxInt64 (292 years)
 	// DST says what daylight saving (or any change of the zone's offset) does to this
 	// tick, in one sentence; "" when nothing. See Note.
 	DST string
@@ -25,10 +25,11 @@ const MaxUpcoming = 1000
 
 // Upcoming returns the first n ticks after from (as Next finds them, so exactly the
 // ticks `cronlock run --schedule` counts), each with its daylight-saving note. It
-// returns fewer when the schedule has no more within Next's reach.
+// returns fewer when the schedule has no more within Next's reach or before the year
+// 10000 (which RFC 3339 cannot write).
 func (s *Schedule) Upcoming(from time.Time, n int) []Upcoming {
 	var out []Upcoming
-	for t := s.Next(from); !t.IsZero() && len(out) < n; t = s.Next(t) {
+	for t := s.Next(from); !t.IsZero() && t.Year() <= 9999 && len(out) < n; t = s.Next(t) {
 		out = append(out, Upcoming{Tick: t, Local: t.In(s.loc), In: t.Sub(from), DST: s.Note(t)})
 	}
 	return out
@@ -176,8 +177,11 @@ func abbrev(t time.Time, loc *time.Location) string {
 // FormatIn writes how long until a tick for people, to the minute or the largest two
 // units: "now", "45s", "25m", "2h 30m", "3d 4h", "1y 64d".
 func FormatIn(d time.Duration) string {
-	if d < time.Second {
+	switch {
+	case d < time.Second:
 		return "now"
+	case d == math.MaxInt64:
+		return "over 292y" // time.Duration's reach
 	}
 	if d < time.Minute {
 		return strconv.Itoa(int(d/time.Second)) + "s"

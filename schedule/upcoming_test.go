@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -142,7 +143,7 @@ func TestFormatIn(t *testing.T) {
 	}{
 		{0, "now"}, {45 * time.Second, "45s"}, {25*time.Minute + 20*time.Second, "25m"},
 		{time.Hour, "1h"}, {2*time.Hour + 30*time.Minute, "2h 30m"}, {26 * time.Hour, "1d 2h"},
-		{400 * 24 * time.Hour, "1y 35d"},
+		{400 * 24 * time.Hour, "1y 35d"}, {math.MaxInt64, "over 292y"},
 	} {
 		if got := FormatIn(c.d); got != c.want {
 			t.Errorf("FormatIn(%v) = %q, want %q", c.d, got, c.want)
@@ -274,4 +275,21 @@ func namesMinute(notes, date, hm string) bool {
 		}
 	}
 	return false
+}
+
+// TestUpcomingStopsAtYear9999: no tick past what RFC 3339 writes, and how long until a tick
+// centuries away is not a wrapped-around duration.
+func TestUpcomingStopsAtYear9999(t *testing.T) {
+	s, err := Parse("0 0 29 2 */7", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticks := s.Upcoming(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC), MaxUpcoming)
+	last := ticks[len(ticks)-1]
+	if last.Tick.Year() > 9999 || len(ticks) == MaxUpcoming {
+		t.Errorf("%d ticks, the last %v: want them to stop before the year 10000", len(ticks), last.Tick)
+	}
+	if got := FormatIn(last.In); got != "over 292y" {
+		t.Errorf("in %s to %v", got, last.Tick)
+	}
 }

@@ -28,13 +28,14 @@ type Tick struct {
 	DST       string `json:"dst"`        // what daylight saving does to it; "" = nothing
 }
 
-// JSON writes one Tick per line.
-func JSON(w io.Writer, s *schedule.Schedule, ticks []schedule.Upcoming) error {
+// JSON writes one Tick per line; from is the time the ticks follow. in_seconds counts
+// from it in whole seconds, also beyond the 292 years a time.Duration holds.
+func JSON(w io.Writer, s *schedule.Schedule, from time.Time, ticks []schedule.Upcoming) error {
 	enc := json.NewEncoder(w)
 	for i, u := range ticks {
 		err := enc.Encode(Tick{Expr: s.String(), Zone: s.Zone(), N: i + 1,
 			Local: u.Local.Format(time.RFC3339), UTC: u.Tick.Format(time.RFC3339),
-			InSeconds: int64(u.In / time.Second), DST: u.DST})
+			InSeconds: u.Tick.Unix() - from.Unix(), DST: u.DST})
 		if err != nil {
 			return err
 		}

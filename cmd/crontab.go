@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"cronlock/crontab"
+	"cronlock/jobrun"
 	"cronlock/logline"
 	"cronlock/schedule"
 	"cronlock/tty"
@@ -289,8 +291,12 @@ func crontabLint(o *crontabOptions) error {
 	if err != nil {
 		return err
 	}
-	fs := crontab.Lint(crontab.Parse(text, wo.System), wo)
-	for _, f := range fs {
+	lines := crontab.Parse(text, wo.System)
+	fs := crontab.Lint(lines, wo)
+	// Each line's next tick follows its findings; only findings count for the exit code.
+	all := append(slices.Clone(fs), crontab.NextTicks(lines, wo, jobrun.Now())...)
+	slices.SortStableFunc(all, func(a, b crontab.Finding) int { return a.Line - b.Line })
+	for _, f := range all {
 		if _, err := fmt.Fprintf(o.Stdout, "%s:%d: %s\n", o.name(), f.Line, f.Msg); err != nil {
 			return err
 		}

@@ -165,6 +165,7 @@ file lock (one machine); every run is recorded in a local SQLite history.
 		newUnlockCmd(stdout, stderr),
 		newCheckpointCmd(stdout, stderr),
 		newConfigCmd(stdout, stderr),
+		newScheduleCmd(stdout),
 		newVersionCmd(stdout),
 	)
 	root.CompletionOptions.HiddenDefaultCmd = false

@@ -5,11 +5,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzWrap: any text, in either format and for either daemon, wraps without a panic into
-// as many lines as it had, wrapping the result again changes nothing, and lint and Diff
-// take it too.
+// as many lines as it had, wrapping the result again changes nothing, and lint (its next
+// ticks too, before and after wrapping) and Diff take it too.
 func FuzzWrap(f *testing.F) {
 	inputs, _ := filepath.Glob("testdata/*.crontab")
 	for _, in := range inputs {
@@ -33,6 +34,8 @@ func FuzzWrap(f *testing.F) {
 			t.Fatalf("wrapping twice changed the text:\n%q\n%q", wrapped, again)
 		}
 		Lint(lines, o)
+		NextTicks(lines, o, time.Date(2026, 3, 29, 0, 10, 0, 0, time.UTC))
+		NextTicks(Parse(wrapped, system), o, time.Date(2026, 10, 25, 0, 10, 0, 0, time.UTC))
 		old := make([]string, len(lines))
 		for i := range lines {
 			old[i] = lines[i].Text

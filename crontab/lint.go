@@ -135,48 +135,11 @@ func firstRelative(cmd string) string {
 // came from: two schedules that read alike and differ only by zone are the case a bare
 // "is not the line's schedule" leaves a person staring at.
 func scheduleMismatch(l *Line, o Options) string {
-	cmd, _ := CronCommand(l.Command)
-	args, err := shellWordsOf(cmd)
-	if err != nil || len(args) < 2 || args[1] != "run" {
-		return ""
-	}
-	var got, tz string
-	var have bool
-	for i := 2; i < len(args) && args[i] != "--"; i++ {
-		a := args[i]
-		switch {
-		case a == "--schedule" && i+1 < len(args):
-			got, have = args[i+1], true
-			i++
-		case strings.HasPrefix(a, "--schedule="):
-			got, have = a[len("--schedule="):], true
-		case a == "--tz" && i+1 < len(args):
-			tz = args[i+1]
-			i++
-		case strings.HasPrefix(a, "--tz="):
-			tz = a[len("--tz="):]
-		}
-	}
+	got, gotZone, gotFrom, have := runSchedule(l, o)
 	if !have {
 		return ""
 	}
-	daemonZone := orUTC(o.DaemonZone)
-	want, wantFrom := l.Schedule, "the cron daemon's zone, /etc/localtime"
-	if z, ok := l.Getenv("CRON_TZ"); ok && z != "" && o.CronTZ {
-		want, wantFrom = "CRON_TZ="+z+" "+want, "its CRON_TZ= line"
-	}
-	gotZone, gotFrom := daemonZone, "cronlock's default, /etc/localtime"
-	switch z, ok := l.Getenv("CRONLOCK_TZ"); {
-	case tz != "":
-		gotZone, gotFrom = tz, "its --tz"
-	case ok && z != "":
-		gotZone, gotFrom = z, "the crontab's CRONLOCK_TZ= line"
-	case o.RunZone != "":
-		gotZone, gotFrom = o.RunZone, o.RunZoneFrom
-	}
-	if hasCronTZPrefix(got) {
-		gotFrom = "its CRON_TZ= prefix"
-	}
+	want, daemonZone, wantFrom := cronSchedule(l, o)
 	ws, werr := schedule.Parse(want, daemonZone)
 	gs, gerr := schedule.Parse(got, gotZone)
 	if werr != nil || gerr != nil {
@@ -197,6 +160,61 @@ func scheduleMismatch(l *Line, o Options) string {
 	}
 	return fmt.Sprintf("--schedule %q in %s (%s) is not the line's schedule %q in %s (%s): cronlock would count ticks cron never fires",
 		got, gs.Zone(), gotFrom, want, ws.Zone(), wantFrom)
+}
+
+// runSchedule returns the --schedule of a wrapped line's `cronlock run` and the zone
+// cronlock run reads it in, with where that zone came from (a CRON_TZ= prefix in got
+// overrides it, as in schedule.Parse); have is false when the line has no --schedule.
+func runSchedule(l *Line, o Options) (got, gotZone, gotFrom string, have bool) {
+	cmd, _ := CronCommand(l.Command)
+	args, err := shellWordsOf(cmd)
+	if err != nil || len(args) < 2 || args[1] != "run" {
+		return "", "", "", false
+	}
+	var tz string
+	for i := 2; i < len(args) && args[i] != "--"; i++ {
+		a := args[i]
+		switch {
+		case a == "--schedule" && i+1 < len(args):
+			got, have = args[i+1], true
+			i++
+		case strings.HasPrefix(a, "--schedule="):
+			got, have = a[len("--schedule="):], true
+		case a == "--tz" && i+1 < len(args):
+			tz = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--tz="):
+			tz = a[len("--tz="):]
+		}
+	}
+	if !have {
+		return "", "", "", false
+	}
+	gotZone, gotFrom = orUTC(o.DaemonZone), "cronlock's default, /etc/localtime"
+	switch z, ok := l.Getenv("CRONLOCK_TZ"); {
+	case tz != "":
+		gotZone, gotFrom = tz, "its --tz"
+	case ok && z != "":
+		gotZone, gotFrom = z, "the crontab's CRONLOCK_TZ= line"
+	case o.RunZone != "":
+		gotZone, gotFrom = o.RunZone, o.RunZoneFrom
+	}
+	if hasCronTZPrefix(got) {
+		gotFrom = "its CRON_TZ= prefix"
+	}
+	return got, gotZone, gotFrom, true
+}
+
+// cronSchedule returns a job line's schedule as the cron daemon reads it: its fields,
+// with a CRON_TZ= prefix when a CRON_TZ= line the daemon honours is in force, the
+// daemon's own zone, and where the zone came from.
+func cronSchedule(l *Line, o Options) (want, daemonZone, wantFrom string) {
+	daemonZone = orUTC(o.DaemonZone)
+	want, wantFrom = l.Schedule, "the cron daemon's zone, /etc/localtime"
+	if z, ok := l.Getenv("CRON_TZ"); ok && z != "" && o.CronTZ {
+		want, wantFrom = "CRON_TZ="+z+" "+want, "its CRON_TZ= line"
+	}
+	return want, daemonZone, wantFrom
 }
 
 func orUTC(tz string) string {

@@ -49,7 +49,7 @@ The page is written to a temporary file beside FILE and renamed over it, mode 06
 			if o.HTML == "" {
 				return &usageError{errors.New("--html FILE is required: the page to write")}
 			}
-			if o.Key != "" {
+			if c.Flags().Changed("key") {
 				if err := checkKey(o.Key); err != nil {
 					return err
 				}

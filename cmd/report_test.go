@@ -58,7 +58,7 @@ func TestReportPages(t *testing.T) {
 	if code != 0 || strings.Count(errs, "no fleet's record") != 1 {
 		t.Fatalf("report --fleet on the local backend: exit %d, stderr %q", code, errs)
 	}
-	checkPage(t, page, "the history ", map[string]int{`"r s-succeeded" data-i`: 1, `"r s-failed" data-i`: 1})
+	checkPage(t, page, "From the history ", map[string]int{`"r s-succeeded" data-i`: 1, `"r s-failed" data-i`: 1})
 
 	hosts := newFleet(t, "redis", "web-1", "web-2")
 	hosts[0].run("run", "--key", "billing", "--", "true")
@@ -84,7 +84,7 @@ func checkPage(t *testing.T, page, source string, want map[string]int) {
 	}
 	b, _ := os.ReadFile(page)
 	html := string(b)
-	if !strings.Contains(html, "From "+source) {
+	if !strings.Contains(html, source) {
 		t.Errorf("the page does not say it is from %q", source)
 	}
 	for s, n := range want {

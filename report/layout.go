@@ -345,7 +345,12 @@ func grid(t0, t1 time.Time, width int) []gridLine {
 	}
 	var out []gridLine
 	for t := t0.UTC().Truncate(step).Add(step); t.Before(t1); t = t.Add(step) {
-		out = append(out, gridLine{X: f1(float64(t.Sub(t0)) / float64(span) * float64(width)), Label: t.Format(layoutStr)})
+		x := float64(t.Sub(t0)) / float64(span) * float64(width)
+		l := gridLine{X: f1(x), Label: t.Format(layoutStr)}
+		if x > float64(width)-90 { // its label would be cut at the edge
+			l.Label = ""
+		}
+		out = append(out, l)
 	}
 	return out
 }

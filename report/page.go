@@ -1,13 +1,27 @@
 package report
 
-import "html/template"
+import (
+	"bufio"
+	"encoding/json"
+	"html"
+	"io"
+	"strconv"
+)
 
-// page is the whole report. Colours are the Okabe–Ito palette (safe for the common
-// colour-vision deficiencies), and every status but succeeded also has a texture, so that
-// colour is never the only cue. One element per run, and one delegated listener for the
-// hover card: the page stays quick at 10,000 runs. The runs' cards travel as JSON in a
-// script element (html/template escapes them for it) and are shown with textContent only.
-var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+// The page is written by hand rather than with html/template: that package's reflection
+// would keep every method of every type in cronlock's binary (12 MB more for every run
+// to load), for a page with a dozen holes. Every text that comes from a run goes
+// through html.EscapeString (attribute values are always quoted), and the runs' cards
+// travel as JSON, whose encoder escapes <, > and & so that no text can close the script
+// element; the page's script shows them with textContent only.
+//
+// Colours are the Okabe–Ito palette (safe for the common colour-vision deficiencies),
+// and every status but succeeded also has a texture, so that colour is never the only
+// cue. One element per run, and one delegated listener for the hover card: the page stays
+// quick at 10,000 runs.
+
+// pageHead is everything before the body: the styles.
+const pageHead = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -58,30 +72,10 @@ p.meta{margin:0 0 10px;color:#444}
 </style>
 </head>
 <body>
-<h1>cronlock report</h1>
-<p class="meta">From {{.Source}}. {{if .Empty}}No runs in the window.{{else}}{{.Summary}}. {{.From}} to {{.To}} (UTC), made {{.Made}}.{{end}}</p>
-<ul class="legend" aria-label="legend">
-{{- range .Legend}}
-<li><svg width="22" height="12" aria-hidden="true"><rect class="r {{.Class}}" x="1" y="1" width="20" height="10"/></svg>{{.Name}} ({{.Count}})</li>
-{{- end}}
-<li><svg width="22" height="12" aria-hidden="true"><text class="mark-dup" x="1" y="9">DUP</text></svg>DUPLICATE (outlined)</li>
-<li><svg width="14" height="12" aria-hidden="true"><path class="mark-missed" d="M3 2l8 8m0-8l-8 8"/></svg>missed</li>
-<li><svg width="22" height="12" aria-hidden="true"><path class="mark-neverfired" d="M1 1h20v10h-20z"/></svg>never fired (in the key's row)</li>
-<li><svg width="26" height="12" aria-hidden="true"><path class="mark-takeover" d="M1 6h20"/></svg>takeover</li>
-<li><svg width="12" height="12" aria-hidden="true"><path class="mark-suspended" d="M1 1h3v10h-3zm6 0h3v10h-3z"/></svg>suspended</li>
-<li><svg width="22" height="12" aria-hidden="true"><path class="ticks" d="M4 2v8M11 2v8M18 2v8"/></svg>ticks</li>
-</ul>
-{{- if .Empty}}
-<p class="empty">No runs to draw.</p>
-{{- else}}
-<div class="tl">
-<svg class="labels" width="{{.LabelW}}" height="{{.Height}}" role="presentation">
-{{- range .Labels}}
-<text{{if .Key}} class="key"{{end}} x="{{if .Key}}6{{else}}18{{end}}" y="{{.Y}}" dy="15"><title>{{.Title}}</title>{{.Text}}</text>
-{{- end}}
-</svg>
-<svg id="tl" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="timeline of runs">
-<defs>
+`
+
+// patterns are the bars' textures and the takeover's arrowhead.
+const patterns = `<defs>
 <pattern id="p-failed" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#D55E00"/><rect width="2" height="6" fill="#fff" fill-opacity=".55"/></pattern>
 <pattern id="p-timeout" width="6" height="6" patternUnits="userSpaceOnUse"><rect width="6" height="6" fill="#E69F00"/><path d="M0 0l6 6M6 0l-6 6" stroke="#000" stroke-opacity=".45"/></pattern>
 <pattern id="p-lock_lost" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(-45)"><rect width="6" height="6" fill="#CC79A7"/><rect width="2" height="6" fill="#000" fill-opacity=".4"/></pattern>
@@ -93,41 +87,19 @@ p.meta{margin:0 0 10px;color:#444}
 <pattern id="p-running" width="8" height="8" patternUnits="userSpaceOnUse" patternTransform="rotate(90)"><rect width="8" height="8" fill="#0072B2"/><rect width="3" height="8" fill="#fff" fill-opacity=".35"/></pattern>
 <pattern id="p-neverfired" width="5" height="5" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="5" height="5" fill="#fff"/><rect width="1.5" height="5" fill="#CC79A7"/></pattern>
 <marker id="arrow" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="6" markerHeight="6" orient="auto"><path d="M0 0l8 4-8 4z" fill="#0072B2"/></marker>
-</defs>
-<g class="rows">
-{{- range .Rows}}
-<rect class="row{{if .Key}} key{{end}}" x="0" y="{{.Y}}" width="100%" height="22"/>
-{{- end}}
-</g>
-<g class="axis">
-{{- range .Grid}}
-<line x1="{{.X}}" x2="{{.X}}" y1="6" y2="100%"/><text x="{{.X}}" y="16" dx="4">{{.Label}}</text>
-{{- end}}
-</g>
-<g class="ticks">
-{{- range .TickPaths}}
-<path d="{{.}}"/>
-{{- end}}
-</g>
-<g class="runs">
-{{- range .Bars}}
-<rect class="{{.Class}}" data-i="{{.I}}" x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="{{.H}}"/>
-{{- end}}
-</g>
-<g class="marks">
-{{- range .Marks}}
-{{- if .D}}
-<path class="{{.Class}}"{{if ge .I 0}} data-run="{{.I}}"{{end}} d="{{.D}}">{{if .Title}}<title>{{.Title}}</title>{{end}}</path>
-{{- else}}
-<text class="{{.Class}}" data-run="{{.I}}" x="{{.X}}" y="{{.Y}}">{{.Text}}</text>
-{{- end}}
-{{- end}}
-</g>
-</svg>
-</div>
-<div id="card" role="tooltip" hidden><dl></dl></div>
-<script type="application/json" id="runs">{{.Cards}}</script>
-<script>
+</defs>`
+
+// legendMarks explains the marks, after the statuses in the legend.
+const legendMarks = `<li><svg width="22" height="12" aria-hidden="true"><text class="mark-dup" x="1" y="9">DUP</text></svg>DUPLICATE (outlined)</li>
+<li><svg width="14" height="12" aria-hidden="true"><path class="mark-missed" d="M3 2l8 8m0-8l-8 8"/></svg>missed</li>
+<li><svg width="22" height="12" aria-hidden="true"><path class="mark-neverfired" d="M1 1h20v10h-20z"/></svg>never fired (in the key's row)</li>
+<li><svg width="26" height="12" aria-hidden="true"><path class="mark-takeover" d="M1 6h20"/></svg>takeover</li>
+<li><svg width="12" height="12" aria-hidden="true"><path class="mark-suspended" d="M1 1h3v10h-3zm6 0h3v10h-3z"/></svg>suspended</li>
+<li><svg width="22" height="12" aria-hidden="true"><path class="ticks" d="M4 2v8M11 2v8M18 2v8"/></svg>ticks</li>
+`
+
+// cardScript shows a run's card on hover: one listener on the timeline for all bars.
+const cardScript = `<script>
 (function () {
   "use strict";
   var runs = JSON.parse(document.getElementById("runs").textContent);
@@ -164,8 +136,84 @@ p.meta{margin:0 0 10px;color:#444}
   tl.addEventListener("mousemove", function (ev) { if (!card.hidden) place(ev); });
   tl.addEventListener("mouseleave", function () { card.hidden = true; shown = -1; });
 })();
-</script>
-{{- end}}
-</body>
-</html>
-`))
+</script>`
+
+// writePage writes v as the page.
+func writePage(w io.Writer, v *view) error {
+	b := bufio.NewWriterSize(w, 64<<10)
+	e := html.EscapeString
+	p := func(ss ...string) {
+		for _, s := range ss {
+			b.WriteString(s)
+		}
+	}
+	p(pageHead, "<h1>cronlock report</h1>\n<p class=\"meta\">From ", e(v.Source), ". ")
+	if v.Empty {
+		p("No runs in the window.")
+	} else {
+		p(e(v.Summary), ". ", v.From, " to ", v.To, " (UTC), made ", v.Made, ".")
+	}
+	p("</p>\n<ul class=\"legend\" aria-label=\"legend\">\n")
+	for _, l := range v.Legend {
+		p(`<li><svg width="22" height="12" aria-hidden="true"><rect class="r `, l.Class,
+			`" x="1" y="1" width="20" height="10"/></svg>`, e(l.Name), " (", strconv.Itoa(l.Count), ")</li>\n")
+	}
+	p(legendMarks, "</ul>\n")
+	if v.Empty {
+		p("<p class=\"empty\">No runs to draw.</p>\n</body>\n</html>\n")
+		return b.Flush()
+	}
+	h, wd := strconv.Itoa(v.Height), strconv.Itoa(v.Width)
+	p(`<div class="tl">`, "\n", `<svg class="labels" width="`, strconv.Itoa(v.LabelW), `" height="`, h, `" role="presentation">`, "\n")
+	for _, l := range v.Labels {
+		cls, x := "", "18"
+		if l.Key {
+			cls, x = ` class="key"`, "6"
+		}
+		p("<text", cls, ` x="`, x, `" y="`, strconv.Itoa(l.Y), `" dy="15"><title>`, e(l.Title), "</title>", e(l.Text), "</text>\n")
+	}
+	p("</svg>\n", `<svg id="tl" width="`, wd, `" height="`, h, `" role="img" aria-label="timeline of runs">`, "\n", patterns, "\n<g class=\"rows\">\n")
+	for _, r := range v.Rows {
+		cls := "row"
+		if r.Key {
+			cls = "row key"
+		}
+		p(`<rect class="`, cls, `" x="0" y="`, strconv.Itoa(r.Y), `" width="100%" height="22"/>`, "\n")
+	}
+	p("</g>\n<g class=\"axis\">\n")
+	for _, g := range v.Grid {
+		p(`<line x1="`, g.X, `" x2="`, g.X, `" y1="6" y2="100%"/><text x="`, g.X, `" y="16" dx="4">`, e(g.Label), "</text>\n")
+	}
+	p("</g>\n<g class=\"ticks\">\n")
+	for _, d := range v.TickPaths {
+		p(`<path d="`, d, `"/>`, "\n")
+	}
+	p("</g>\n<g class=\"runs\">\n")
+	for _, r := range v.Bars {
+		p(`<rect class="`, r.Class, `" data-i="`, strconv.Itoa(r.I), `" x="`, r.X, `" y="`, r.Y, `" width="`, r.W, `" height="`, r.H, `"/>`, "\n")
+	}
+	p("</g>\n<g class=\"marks\">\n")
+	for _, m := range v.Marks {
+		run := ""
+		if m.I >= 0 {
+			run = ` data-run="` + strconv.Itoa(m.I) + `"`
+		}
+		if m.D == "" {
+			p(`<text class="`, m.Class, `"`, run, ` x="`, m.X, `" y="`, m.Y, `">`, e(m.Text), "</text>\n")
+			continue
+		}
+		p(`<path class="`, m.Class, `"`, run, ` d="`, m.D, `">`)
+		if m.Title != "" {
+			p("<title>", e(m.Title), "</title>")
+		}
+		p("</path>\n")
+	}
+	p("</g>\n</svg>\n</div>\n", `<div id="card" role="tooltip" hidden><dl></dl></div>`, "\n", `<script type="application/json" id="runs">`)
+	data, err := json.Marshal(v.Cards) // escapes <, > and &: nothing closes the script element
+	if err != nil {
+		return err
+	}
+	b.Write(data)
+	p("</script>\n", cardScript, "\n</body>\n</html>\n")
+	return b.Flush()
+}

@@ -6,8 +6,7 @@
 //
 // It reads nothing itself: it is handed runs, made from the fleet's record (FromFleet)
 // or a host's history (FromHistory). It never puts checkpoint values or output on the
-// page (the page gets mailed), and every text that comes from a run goes through
-// html/template.
+// page (the page gets mailed), and every text that comes from a run is escaped.
 package report
 
 import (
@@ -111,7 +110,7 @@ type Options struct {
 
 // Write writes the page of runs to w. Its only errors are w's.
 func Write(w io.Writer, runs []Run, o Options) error {
-	return page.Execute(w, layout(runs, o))
+	return writePage(w, layout(runs, o))
 }
 
 // WriteFile writes the page to path through a temporary file beside it, renamed over

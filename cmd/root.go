@@ -164,6 +164,7 @@ file lock (one machine); every run is recorded in a local SQLite history.
 		newCrontabCmd(stdout, stderr),
 		newUnlockCmd(stdout, stderr),
 		newCheckpointCmd(stdout, stderr),
+		newReportCmd(stdout, stderr),
 		newConfigCmd(stdout, stderr),
 		newScheduleCmd(stdout),
 		newVersionCmd(stdout),

@@ -7,7 +7,7 @@
 #
 # Needs: Go with cgo (gcc) for go-sqlite3. Installs redis-server (its package brings
 # redis-cli, which the Cluster tests use to create a cluster; Sentinels are redis-server
-# --sentinel), Debian's cron, tzdata and etcd-server (no service started), with apt-get
+# --sentinel), Debian's cron, tzdata, etcd-server and chromium (no service started), with apt-get
 # when they are missing (as root). Starts Redis on a free loopback port with its data in a temporary
 # folder, exports CRONLOCK_TEST_REDIS_ADDR for the tests, runs `go test -race ./...`
 # (extra arguments are passed to go test), then the etcd backend's tests with the etcd
@@ -76,6 +76,13 @@ fi
 if ! command -v etcd >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
 	echo "test.sh: installing Debian's etcd-server (not started as a service)" >&2
 	install_quietly etcd-server
+fi
+
+# Debian's chromium, for the report's test: a real headless browser loads the page it
+# writes (no network: the test maps every name to nowhere).
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+	echo "test.sh: installing Debian's chromium (headless, for the report's test)" >&2
+	install_quietly chromium
 fi
 
 workdir=$(mktemp -d)

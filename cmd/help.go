@@ -103,6 +103,10 @@ var examples = map[string]string{
 	"unlock": `  cronlock unlock --key daily-billing
   cronlock unlock --key daily-billing --force`,
 	"version": `  cronlock version`,
+	"schedule": `  cronlock schedule '30 2 * * *' --tz Europe/Berlin --from 2026-03-28
+  cronlock schedule 'CRON_TZ=America/New_York 0 9 * * 1-5' --next 10 --json`,
+	"report": `  cronlock report --html /tmp/runs.html
+  cronlock report --html /var/www/cron/week.html --fleet --since 7d --key daily-billing`,
 	"completion": `  cronlock completion bash > /etc/bash_completion.d/cronlock
   cronlock completion zsh > "${fpath[1]}/_cronlock"`,
 	"completion bash":       `  cronlock completion bash > /etc/bash_completion.d/cronlock`,

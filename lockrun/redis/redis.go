@@ -267,7 +267,7 @@ func (l *Locker) Acquire(ctx context.Context, req lockrun.Request) (lockrun.Leas
 // by another token. When no reply came and the retries ran out, it releases the lock in
 // case the script did run, so the fleet is not blocked for a TTL.
 func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mode string) (*redisLease, *lockrun.Holder, error) {
-	keys := []string{l.lockKey(req.Key), l.fenceKey(req.Key), l.tickKey(req.Key), l.ledgerKey(req.Key), l.orderKey(req.Key), l.daysKey(req.Key), l.standbyKey(req.Key)}
+	keys := []string{l.lockKey(req.Key), l.fenceKey(req.Key), l.tickKey(req.Key), l.ledgerKey(req.Key), l.orderKey(req.Key), l.daysKey(req.Key), l.standbyKey(req.Key), l.indexKey(req.Key)}
 	args := []any{token, durMS(req.TTL), req.Node, req.PID, req.RunID, req.WallNow().UnixMilli(), l.allowArg()}
 	tick := ""
 	if !req.Tick.IsZero() {
@@ -294,7 +294,7 @@ func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mo
 	if sb.NonTakeable {
 		nt = "1"
 	}
-	args = append(args, sb.Mode, sb.MaxAttempts, sb.Slots, durMS(sb.SlotTTL), sb.LostRun, nt)
+	args = append(args, sb.Mode, sb.MaxAttempts, sb.Slots, durMS(sb.SlotTTL), sb.LostRun, nt, req.Key)
 	if req.OnTry != nil {
 		req.OnTry()
 	}

@@ -1,0 +1,236 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"cronlock/lockrun"
+)
+
+// The index of known keys: a sorted set of KEY names scored by the server's TIME (s) of
+// their last claim, written by acquire.lua in the claim's own script (no round trip of
+// its own), so that `cronlock jobs` reads the keys without a SCAN of the whole database.
+// On one server (or Sentinel's master) it is one set, <prefix>keys. On a Cluster a
+// script may touch its own slot only, so there is one set per slot, <prefix>{TAG}:keys,
+// TAG being a name that hashes to the same slot as the key ("#" and base 36: never a
+// valid KEY, so no record of a key is ever taken for it); jobs reads the sets of every
+// slot. Members older than 400 days (retired jobs) are dropped by the next claim into
+// the same set, and the set expires 400 days after its last write.
+
+var _ lockrun.JobReader = (*Locker)(nil)
+
+// clusterSlots is how many hash slots a Redis Cluster has.
+const clusterSlots = 16384
+
+// indexKey is the index set that a claim of key writes to.
+func (l *Locker) indexKey(key string) string {
+	if l.target.scheme != schemeCluster {
+		return l.prefix + "keys"
+	}
+	return l.prefix + "{" + slotTag(int(crc16(key)%clusterSlots)) + "}:keys"
+}
+
+// tagName is the n-th candidate tag.
+func tagName(n int) string { return "#" + strconv.FormatInt(int64(n), 36) }
+
+// slotTag is the first tag (in tagName's order) that hashes to slot: about 16,000 CRC16s
+// of 3 bytes on average (0.1 ms), and the same answer allSlotTags gives.
+func slotTag(slot int) string {
+	for n := 0; ; n++ {
+		if t := tagName(n); int(crc16(t)%clusterSlots) == slot {
+			return t
+		}
+	}
+}
+
+var (
+	allTagsOnce sync.Once
+	allTags     []string
+)
+
+// allSlotTags is slotTag of every slot, computed once (about 170,000 CRC16s).
+func allSlotTags() []string {
+	allTagsOnce.Do(func() {
+		allTags = make([]string, clusterSlots)
+		left := clusterSlots
+		for n := 0; left > 0; n++ {
+			t := tagName(n)
+			if s := crc16(t) % clusterSlots; allTags[s] == "" {
+				allTags[s] = t
+				left--
+			}
+		}
+	})
+	return allTags
+}
+
+// crc16 is the CRC16-CCITT (XMODEM) that Redis Cluster hashes keys with.
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for b := 0; b < 8; b++ {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+// indexBatch is how many index sets one call reads on a Cluster.
+const indexBatch = 4096
+
+// JobKeys returns the keys in the index, sorted. With scan, or when the index is empty
+// (a server whose keys were all last claimed by a cronlock that kept no index), it walks
+// the keyspace as FleetKeys does, and says so with scanned.
+func (l *Locker) JobKeys(ctx context.Context, scan bool) ([]string, bool, error) {
+	if !scan {
+		keys, err := l.indexed(ctx)
+		if err != nil {
+			return nil, false, l.userError("read the index of known keys", err)
+		}
+		if len(keys) > 0 {
+			return keys, false, nil
+		}
+	}
+	keys, err := l.FleetKeys(ctx)
+	return keys, true, err
+}
+
+// indexed reads the index: the one set, or every slot's set in batches of indexBatch,
+// each batch one pipelined call within one operation time-out.
+func (l *Locker) indexed(ctx context.Context) ([]string, error) {
+	sets := []string{l.prefix + "keys"}
+	if l.target.scheme == schemeCluster {
+		sets = make([]string, 0, clusterSlots)
+		for _, t := range allSlotTags() {
+			sets = append(sets, l.prefix+"{"+t+"}:keys")
+		}
+	}
+	var keys []string
+	for i := 0; i < len(sets); i += indexBatch {
+		batch := sets[i:min(i+indexBatch, len(sets))]
+		cmds := make([]*redis.StringSliceCmd, len(batch))
+		octx, cancel := context.WithTimeout(ctx, l.timeout)
+		_, err := l.c.Pipelined(octx, func(p redis.Pipeliner) error {
+			for j, s := range batch {
+				cmds[j] = p.ZRange(octx, s, 0, -1)
+			}
+			return nil
+		})
+		cancel()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, err
+		}
+		for _, c := range cmds {
+			for _, k := range c.Val() {
+				if lockrun.ValidKey(k) == nil {
+					keys = append(keys, k)
+				}
+			}
+		}
+	}
+	sort.Strings(keys)
+	return keys, nil
+}
+
+// JobStates reads keys' states in two pipelined calls within one operation time-out:
+// the tick record, the lock, the newest entries' ids, the standby slots and the last 7
+// days' counters of every key, then those entries.
+func (l *Locker) JobStates(ctx context.Context, keys []string, now time.Time) ([]lockrun.KeyState, error) {
+	octx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	n := len(keys)
+	ticks, locks := make([]*redis.StringCmd, n), make([]*redis.StringCmd, n)
+	ids := make([]*redis.StringSliceCmd, n)
+	sbs := make([]*redis.IntCmd, n)
+	days := make([]*redis.SliceCmd, n)
+	today := now.UTC().Unix() / 86400
+	fields := make([]string, 7)
+	for i := range fields {
+		fields[i] = strconv.FormatInt(today-6+int64(i), 10)
+	}
+	nowMS := strconv.FormatInt(now.UnixMilli(), 10)
+	_, err := l.c.Pipelined(octx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			ticks[i] = p.Get(octx, l.tickKey(k))
+			locks[i] = p.Get(octx, l.lockKey(k))
+			ids[i] = p.ZRevRange(octx, l.orderKey(k), 0, lockrun.RecentEntries-1)
+			sbs[i] = p.ZCount(octx, l.standbyKey(k), "("+nowMS, "+inf")
+			days[i] = p.HMGet(octx, l.daysKey(k), fields...)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, l.userError("read the state of the fleet's keys", err)
+	}
+	entries := make([]*redis.SliceCmd, n)
+	_, err = l.c.Pipelined(octx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			if v := ids[i].Val(); len(v) > 0 {
+				entries[i] = p.HMGet(octx, l.ledgerKey(k), v...)
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, l.userError("read the state of the fleet's keys", err)
+	}
+	out := make([]lockrun.KeyState, n)
+	for i, k := range keys {
+		st := lockrun.KeyState{Key: k, Standbys: int(sbs[i].Val())}
+		tickV, lockV := ticks[i].Val(), locks[i].Val()
+		var tv lockrun.TickValue
+		if tickV != "" && json.Unmarshal([]byte(tickV), &tv) == nil && tv.TickUS != "" {
+			st.Tick = tv.Record()
+		}
+		seen := map[string]bool{}
+		if entries[i] != nil {
+			for _, v := range entries[i].Val() {
+				s, _ := v.(string)
+				var e lockrun.FleetEntry
+				if s == "" || json.Unmarshal([]byte(s), &e) != nil || seen[e.RunID] {
+					continue
+				}
+				e.Key = k
+				seen[e.RunID] = true
+				st.Recent = append(st.Recent, e)
+			}
+		}
+		if e, ok := lockrun.PendingEntry(k, lockV, tickV, seen); ok {
+			st.Recent = append([]lockrun.FleetEntry{e}, st.Recent...)
+		}
+		var hv lockrun.HolderValue
+		holder := ""
+		if lockV != "" && json.Unmarshal([]byte(lockV), &hv) == nil && hv.ReleasedUS == "" {
+			holder = hv.RunID
+		}
+		lockrun.DeriveAbandoned(st.Recent, holder)
+		var dc []lockrun.DayCount
+		if vals := days[i].Val(); len(vals) == len(fields) {
+			m := map[string]string{}
+			for j, v := range vals {
+				if s, ok := v.(string); ok {
+					m[fields[j]] = s
+				}
+			}
+			dc = lockrun.ParseDayCounts(m)
+		}
+		if dc == nil {
+			dc = []lockrun.DayCount{} // counters are kept: none in the window
+		}
+		st.Days = dc
+		out[i] = st
+	}
+	return out, nil
+}

@@ -193,3 +193,14 @@ func TestJobsLocal(t *testing.T) {
 	defer release()
 	checkJobs(t, c, 5, 4)
 }
+
+// TestJobsSentinel: jobs through Sentinel reads the master's index.
+func TestJobsSentinel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Redis with Sentinels")
+	}
+	c := newCLI(t, redistest.StartSentinel(t).URL())
+	release := jobsFleet(t, c)
+	defer release()
+	checkJobs(t, c, 5, 4)
+}

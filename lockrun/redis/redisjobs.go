@@ -144,9 +144,9 @@ func (l *Locker) indexed(ctx context.Context) ([]string, error) {
 	return keys, nil
 }
 
-// JobStates reads keys' states in two pipelined calls within one operation time-out:
-// the tick record, the lock, the newest entries' ids, the standby slots and the last 7
-// days' counters of every key, then those entries.
+// JobStates reads keys' states in two pipelined calls, each within one operation
+// time-out: the tick record, the lock, the newest entries' ids, the standby slots and the
+// last 7 days' counters of every key, then those entries.
 func (l *Locker) JobStates(ctx context.Context, keys []string, now time.Time) ([]lockrun.KeyState, error) {
 	octx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
@@ -175,6 +175,8 @@ func (l *Locker) JobStates(ctx context.Context, keys []string, now time.Time) ([
 		return nil, l.userError("read the state of the fleet's keys", err)
 	}
 	entries := make([]*redis.SliceCmd, n)
+	octx, cancel = context.WithTimeout(ctx, l.timeout)
+	defer cancel()
 	_, err = l.c.Pipelined(octx, func(p redis.Pipeliner) error {
 		for i, k := range keys {
 			if v := ids[i].Val(); len(v) > 0 {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ var jobKeys = []string{"j-min", "j-long", "j-hour", "j-year", "j-plain"}
 // jobsFleet runs the keys of one fleet on c: a key every minute that succeeded, one
 // every hour that failed (exit 3), a yearly one, one without a schedule that ran five
 // times (one failure, four successes), and one every 5 minutes still running (the
-// returned function lets it end).
+// returned function lets it end, once).
 func jobsFleet(t *testing.T, c *cli) (release func()) {
 	t.Helper()
 	for _, r := range []struct {
@@ -44,7 +45,8 @@ func jobsFleet(t *testing.T, c *cli) (release func()) {
 		}
 	}
 	run, _, let := c.startHolding([]string{"run", "-k", "j-long", "--schedule", "*/5 * * * *", "--tz", "UTC"})
-	return func() { let(); run.Wait() }
+	var once sync.Once
+	return func() { once.Do(func() { let(); run.Wait() }) }
 }
 
 // readJobs runs `jobs --json ARGS` and returns its lines.
@@ -155,6 +157,16 @@ func TestJobsRedis(t *testing.T) {
 	})
 	release := jobsFleet(t, c)
 	defer release()
+	// A standby of j-long's tick: NOW counts it.
+	sb := c.command("run", "-k", "j-long", "--schedule", "*/5 * * * *", "--tz", "UTC", "--standby", "--", "true")
+	if err := sb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Wait()
+	defer release() // before the standby's Wait: it ends once j-long's run has
+	waitUntil(t, 10*time.Second, "jobs to count the standby of j-long", func() bool {
+		return readJobs(t, c, "--key", "j-long")[0].Standbys == 1
+	})
 	day := time.Now().UTC().Unix() / 86400
 	mustDo(t, addr, "HSET", p+"{j-plain}:days", strconv.FormatInt(day-1, 10), "2,2,0,0,0,0,0", strconv.FormatInt(day-10, 10), "50,0,50,0,0,0,0")
 	checkJobs(t, c, 7, 6)

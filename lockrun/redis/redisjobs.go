@@ -153,7 +153,7 @@ func (l *Locker) JobStates(ctx context.Context, keys []string, now time.Time) ([
 	n := len(keys)
 	ticks, locks := make([]*redis.StringCmd, n), make([]*redis.StringCmd, n)
 	ids := make([]*redis.StringSliceCmd, n)
-	sbs := make([]*redis.IntCmd, n)
+	sbs := make([]*redis.StringSliceCmd, n)
 	days := make([]*redis.SliceCmd, n)
 	today := now.UTC().Unix() / 86400
 	fields := make([]string, 7)
@@ -165,8 +165,9 @@ func (l *Locker) JobStates(ctx context.Context, keys []string, now time.Time) ([
 		for i, k := range keys {
 			ticks[i] = p.Get(octx, l.tickKey(k))
 			locks[i] = p.Get(octx, l.lockKey(k))
-			ids[i] = p.ZRevRange(octx, l.orderKey(k), 0, lockrun.RecentEntries-1)
-			sbs[i] = p.ZCount(octx, l.standbyKey(k), "("+nowMS, "+inf")
+			// ZRANGE alone (with REV, BYSCORE): the README's ACL line allows it.
+			ids[i] = p.ZRangeArgs(octx, redis.ZRangeArgs{Key: l.orderKey(k), Start: 0, Stop: lockrun.RecentEntries - 1, Rev: true})
+			sbs[i] = p.ZRangeArgs(octx, redis.ZRangeArgs{Key: l.standbyKey(k), Start: "(" + nowMS, Stop: "+inf", ByScore: true})
 			days[i] = p.HMGet(octx, l.daysKey(k), fields...)
 		}
 		return nil
@@ -190,7 +191,7 @@ func (l *Locker) JobStates(ctx context.Context, keys []string, now time.Time) ([
 	}
 	out := make([]lockrun.KeyState, n)
 	for i, k := range keys {
-		st := lockrun.KeyState{Key: k, Standbys: int(sbs[i].Val())}
+		st := lockrun.KeyState{Key: k, Standbys: len(sbs[i].Val())}
 		tickV, lockV := ticks[i].Val(), locks[i].Val()
 		var tv lockrun.TickValue
 		if tickV != "" && json.Unmarshal([]byte(tickV), &tv) == nil && tv.TickUS != "" {

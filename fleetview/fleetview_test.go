@@ -25,7 +25,7 @@ func TestRateFromCounters(t *testing.T) {
 	now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	day := func(n int) time.Time { return now.Truncate(24*time.Hour).AddDate(0, 0, -n) }
 	st := lockrun.KeyState{
-		Days: []lockrun.DayCount{{Day: day(7), Runs: 50}, {Day: day(6), Runs: 4, Succeeded: 3}, {Day: day(0), Runs: 2, Succeeded: 1}},
+		Days:   []lockrun.DayCount{{Day: day(7), Runs: 50}, {Day: day(6), Runs: 4, Succeeded: 3}, {Day: day(0), Runs: 2, Succeeded: 1}},
 		Recent: []lockrun.FleetEntry{{Status: "running", StartUS: now.UnixMicro()}},
 	}
 	if runs, ok, from := rateOf(st, now); runs != 5 || ok != 4 || from != "counters" {

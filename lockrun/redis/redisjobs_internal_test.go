@@ -10,10 +10,19 @@ func TestSlotTags(t *testing.T) {
 		t.Fatalf("crc16(123456789) = %#x; want 0x31c3 (CRC16-XMODEM, as Redis Cluster)", got)
 	}
 	all := allSlotTags()
-	for _, slot := range []int{0, 1, 5798, 12182, clusterSlots - 1} {
+	for slot := range clusterSlots {
 		tag := slotTag(slot)
 		if int(crc16(tag)%clusterSlots) != slot || all[slot] != tag || tag[0] != '#' {
 			t.Errorf("slot %d: tag %q (hashes to %d), allSlotTags %q", slot, tag, crc16(tag)%clusterSlots, all[slot])
 		}
+	}
+}
+
+// BenchmarkSlotTag is what a claim on a Cluster spends naming its slot's index set.
+func BenchmarkSlotTag(b *testing.B) {
+	slot := 0
+	for b.Loop() {
+		slotTag(slot)
+		slot = (slot + 7919) % clusterSlots
 	}
 }

@@ -49,7 +49,7 @@ type Job struct {
 	// Standbys counts the standbys waiting on the running run's tick.
 	Standbys int `json:"standbys"`
 	// Suspended is the key's suspension; nil when it is not suspended. The caller sets it
-	// (with Now "suspended"): this package reads none.
+	// with Suspend: this package reads none.
 	Suspended *Suspension `json:"suspended"`
 	// Rate is succeeded / runs with an outcome over Window; nil when no run had one.
 	// Runs7d and Succeeded7d are its counts; RateFrom says where they come from:
@@ -89,6 +89,12 @@ type Suspension struct {
 	Since  time.Time  `json:"since"`
 	Until  *time.Time `json:"until"` // nil: until resumed
 	Reason string     `json:"reason"`
+}
+
+// Suspend marks j suspended by s: NOW says so (the run holding the key, if any, goes
+// on: a suspension stops no running job, so Running stays).
+func (j *Job) Suspend(s Suspension) {
+	j.Suspended, j.Now = &s, "suspended"
 }
 
 // UnknownKeyError is Read's error for a --key the backend knows nothing of.
@@ -312,6 +318,9 @@ func WriteTable(w io.Writer, jobs []Job, v View) error {
 		switch {
 		case j.Suspended != nil:
 			nowCell = "suspended by " + tty.Escape(j.Suspended.By)
+			if u := j.Suspended.Until; u != nil {
+				nowCell += " until " + at(*u)
+			}
 			if j.Suspended.Reason != "" {
 				nowCell += ": " + tty.Escape(j.Suspended.Reason)
 			}

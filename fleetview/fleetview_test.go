@@ -61,6 +61,8 @@ func TestBuildAndSort(t *testing.T) {
 		t.Errorf("minutely: %+v; want idle, no standbys without a run, no last, no rate", minutely)
 	}
 	plain := build(state{KeyState: lockrun.KeyState{Key: "a"}}, now)
+	until := now.Add(2 * time.Hour)
+	plain.Suspend(Suspension{By: "ops@vm1", Since: now, Until: &until, Reason: "billing freeze"})
 	jobs := []Job{plain, hourly, minutely}
 	Sort(jobs)
 	var keys []string
@@ -74,7 +76,8 @@ func TestBuildAndSort(t *testing.T) {
 	if err := WriteTable(&b, jobs, View{Now: now, UTC: true}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "running on vmC since 12:00 (30s), 2 standbys") || !strings.Contains(b.String(), "11:00 vmB failed, 59m ago") {
+	if !strings.Contains(b.String(), "running on vmC since 12:00 (30s), 2 standbys") || !strings.Contains(b.String(), "11:00 vmB failed, 59m ago") ||
+		!strings.Contains(b.String(), "suspended by ops@vm1 until 14:00: billing freeze") {
 		t.Errorf("table:\n%s", b.String())
 	}
 }

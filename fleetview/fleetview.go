@@ -150,8 +150,10 @@ func Read(src Source, o Options) ([]Job, error) {
 			return nil, err
 		}
 		for _, st := range sts {
-			if o.Key != "" && st.Tick == nil && len(st.Recent) == 0 && st.runs == 0 {
-				continue // nothing of it: not a key the backend knows
+			if st.Tick == nil && len(st.Recent) == 0 && st.runs == 0 && !counted(st.Days) {
+				// Nothing of it: not a key the backend knows (an index entry whose
+				// records expired with a retired job, or a --key never used).
+				continue
 			}
 			jobs = append(jobs, build(st, now))
 		}
@@ -161,6 +163,16 @@ func Read(src Source, o Options) ([]Job, error) {
 	}
 	Sort(jobs)
 	return jobs, nil
+}
+
+// counted reports whether days count any run.
+func counted(days []lockrun.DayCount) bool {
+	for _, d := range days {
+		if d.Runs > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Sort orders jobs by next tick, keys without a schedule last, ties by key.

@@ -1,8 +1,8 @@
 // Package fleetview is `cronlock jobs`: one line per key a backend knows, with its
 // schedule, its last run, its next tick, what runs now and its success rate over 7 days,
 // as `systemctl list-timers` and `kubectl get cronjobs` show theirs. It reads through
-// lockrun.JobReader (Redis: an index and pipelined batches), any other lockrun.FleetStore
-// (etcd: its range reads), or the local lock folder and history, and lays the lines out
+// lockrun.JobReader (Redis: an index and pipelined batches; etcd: a range read and
+// transactions of many keys), or the local lock folder and history, and lays the lines out
 // as a table cut to the terminal or as JSON. It opens no backend (it is handed one) and
 // sets no suspension: a caller that knows one sets Job.Suspended.
 package fleetview

@@ -12,18 +12,15 @@ import (
 	"cronlock/runstatus"
 )
 
-// FromBackend is the Source of a Redis or etcd backend: a lockrun.JobReader reads its
-// index and batches (with scan, by a walk of the whole keyspace instead), any other
-// lockrun.FleetStore its keys, entries and tick records key by key. It returns an error
-// for a backend that keeps no fleet's record (local: use FromLocal).
+// FromBackend is the Source of a backend that is a lockrun.JobReader: Redis (its index
+// and pipelined batches; with scan, a walk of the whole keyspace instead) or etcd (a range
+// read over cronlock's prefix, and transactions of many keys). It returns an error for a
+// backend without (local: use FromLocal).
 func FromBackend(l lockrun.Locker, scan bool) (Source, error) {
 	if jr, ok := l.(lockrun.JobReader); ok {
 		return &readerSource{jr: jr, name: l.Describe(), scan: scan}, nil
 	}
-	if fs, ok := l.(lockrun.FleetStore); ok {
-		return &fleetSource{fs: fs}, nil
-	}
-	return nil, fmt.Errorf("%s keeps no fleet's record", l.Describe())
+	return nil, fmt.Errorf("%s keeps no fleet's record to list jobs from", l.Describe())
 }
 
 // Scanned reports whether src walked the whole keyspace to find the keys (a server
@@ -56,33 +53,6 @@ func (r *readerSource) states(ctx context.Context, keys []string, now time.Time)
 	out := make([]state, len(sts))
 	for i, st := range sts {
 		out[i] = state{KeyState: st}
-	}
-	return out, nil
-}
-
-// fleetSource reads a FleetStore without a JobReader (etcd): every kept entry of a key
-// (it keeps no day counters, so the rate comes from them) and its tick record.
-type fleetSource struct{ fs lockrun.FleetStore }
-
-func (f *fleetSource) describe() string { return f.fs.Describe() }
-
-func (f *fleetSource) keys(ctx context.Context) ([]string, error) { return f.fs.FleetKeys(ctx) }
-
-func (f *fleetSource) states(ctx context.Context, keys []string, now time.Time) ([]state, error) {
-	all, err := f.fs.FleetAll(ctx, keys, 0)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]state, len(keys))
-	for i, k := range keys {
-		tr, err := f.fs.TickRecord(ctx, k)
-		if err != nil {
-			return nil, err
-		}
-		if tr != nil && tr.Tick.IsZero() && tr.Expr == "" {
-			tr = nil
-		}
-		out[i] = state{KeyState: lockrun.KeyState{Key: k, Tick: tr, Recent: all[k]}}
 	}
 	return out, nil
 }

@@ -26,7 +26,10 @@ func newJobsCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "jobs [--key KEY] [--json]",
 		Short: "List every key: schedule, last and next run, what runs now, 7-day success rate",
-		Args:  cobra.NoArgs,
+		Example: `  cronlock jobs
+  cronlock jobs --key daily-billing --json
+  cronlock jobs --scan`,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if c.Flags().Changed("key") {
 				if err := checkKey(key); err != nil {

@@ -45,6 +45,9 @@ import (
 //	                        (lua/ledger.lua); the three expire 400 days after the last claim
 //	<prefix>{KEY}:standby   sorted set: the standbys waiting for the tick (run --standby),
 //	                        run id by when its slot expires (TIME ms)
+//	<prefix>keys            sorted set, 400-day TTL: the index of known keys by their last
+//	                        claim (TIME s), written by acquire.lua, read by `cronlock jobs`;
+//	                        on a Cluster one per slot, <prefix>{#…}:keys (redisjobs.go)
 //	<prefix>{KEY}:runs      list: the record of cronlock before the ledger, read only
 //	<prefix>{KEY}:ckpt      hash, 400-day TTL: the newest checkpoint (lua/checkpoint.lua)
 //	<prefix>{KEY}:ckpt:ok   hash, 400-day TTL: the newest checkpoint of a succeeded run
@@ -270,9 +273,11 @@ func (l *Locker) Acquire(ctx context.Context, req lockrun.Request) (lockrun.Leas
 // by another token. When no reply came and the retries ran out, it releases the lock in
 // case the script did run, so the fleet is not blocked for a TTL.
 func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mode string) (*redisLease, *lockrun.Holder, error) {
-	keys := []string{l.lockKey(req.Key), l.fenceKey(req.Key), l.tickKey(req.Key), l.ledgerKey(req.Key), l.orderKey(req.Key), l.daysKey(req.Key), l.standbyKey(req.Key), l.indexKey(req.Key)}
-	if l.noIndex {
-		keys = keys[:7]
+	keys := []string{l.lockKey(req.Key), l.fenceKey(req.Key), l.tickKey(req.Key), l.ledgerKey(req.Key), l.orderKey(req.Key), l.daysKey(req.Key), l.standbyKey(req.Key)}
+	// The index of known keys is always the last of KEYS, named by ARGV[27].
+	indexed := ""
+	if !l.noIndex {
+		keys, indexed = append(keys, l.indexKey(req.Key)), req.Key
 	}
 	args := []any{token, durMS(req.TTL), req.Node, req.PID, req.RunID, req.WallNow().UnixMilli(), l.allowArg()}
 	tick := ""
@@ -300,7 +305,7 @@ func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mo
 	if sb.NonTakeable {
 		nt = "1"
 	}
-	args = append(args, sb.Mode, sb.MaxAttempts, sb.Slots, durMS(sb.SlotTTL), sb.LostRun, nt, req.Key)
+	args = append(args, sb.Mode, sb.MaxAttempts, sb.Slots, durMS(sb.SlotTTL), sb.LostRun, nt, indexed)
 	if req.OnTry != nil {
 		req.OnTry()
 	}

@@ -36,8 +36,9 @@
 -- ARGV[26] '1' when this claim's holder may go on running after losing its lease
 --   (--on-lock-lost continue, or no guard): it is never taken over
 -- The index of known keys (redisjobs.go), written at every claim of a lock or a tick:
--- KEYS[8] a sorted set of key names by the TIME (s) of their last claim, in this key's
---   slot; ARGV[27] the key's name
+-- ARGV[27] the key's name ('' = no index: nothing is written), and then the last of KEYS
+--   (after every other, whatever their number) is the index, a sorted set of key names by
+--   the TIME (s) of their last claim, in this key's slot
 --
 -- marks collects what the claim found, in the JSON names of lockrun.FleetEntry, and goes
 -- into the claim's entry: sc (the previous claim's "EXPR ZONE" when the schedule
@@ -282,15 +283,16 @@ end
 -- Ticks never claimed get an entry of their own in the ledger, once, at the claim that
 -- found them (id: the claim's run id + "-nf"), and one never-fired gap in the day's
 -- counters (the ticks in it are counted by readers, with the schedule).
--- indexKey notes the key in the index of known keys (KEYS[8]) and drops the names that
--- no claim wrote in 400 days; a pcall: the index is for readers, never a claim's refusal.
+-- indexKey notes the key in the index of known keys (the last of KEYS) and drops the
+-- names that no claim wrote in 400 days; a pcall: the index is for readers, never a
+-- claim's refusal.
 local ITTL = 34560000
 local function indexKey()
-  if not KEYS[8] then return end
-  local s = tonumber(string.sub(nowS, 1, -7))
-  redis.pcall('ZADD', KEYS[8], s, ARGV[27])
-  redis.pcall('ZREMRANGEBYSCORE', KEYS[8], '-inf', '(' .. (s - ITTL))
-  redis.pcall('PEXPIRE', KEYS[8], ITTL * 1000)
+  if (ARGV[27] or '') == '' then return end
+  local idx, s = KEYS[#KEYS], tonumber(string.sub(nowS, 1, -7))
+  redis.pcall('ZADD', idx, s, ARGV[27])
+  redis.pcall('ZREMRANGEBYSCORE', idx, '-inf', '(' .. (s - ITTL))
+  redis.pcall('PEXPIRE', idx, ITTL * 1000)
 end
 
 local function neverFiredEntry()

@@ -169,6 +169,9 @@ func TestClusterACL(t *testing.T) {
 	if code, out, errs := c.run("status"); code != 0 || !strings.Contains(out, "acl") || errs != "" {
 		t.Fatalf("status: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
+	if code, out, errs := c.run("jobs"); code != 0 || !strings.Contains(out, "acl ") || errs != "" {
+		t.Fatalf("jobs: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
 	if code, out, errs := c.run("unlock", "-k", "acl", "--force"); code != 0 || !strings.Contains(out, "removed acl") {
 		t.Fatalf("unlock: exit %d, stdout %q, stderr %q", code, out, errs)
 	}

@@ -103,6 +103,9 @@ func TestReadmeACL(t *testing.T) {
 			if code, out, errs := c.run("status"); code != 0 || !strings.Contains(out, "acl") || errs != "" {
 				t.Fatalf("status: exit %d, stdout %q, stderr %q", code, out, errs)
 			}
+			if code, out, errs := c.run("jobs"); code != 0 || !strings.Contains(out, "acl ") || errs != "" {
+				t.Fatalf("jobs: exit %d, stdout %q, stderr %q", code, out, errs)
+			}
 			// A job's checkpoints, saved, loaded, marked, shown and reset.
 			c.env = append(c.env, "CL="+cronlockBin)
 			if code, out, errs := c.run("run", "-k", "aclck", "--", "sh", "-c", `"$CL" checkpoint save pos && "$CL" checkpoint load`); code != 0 || out != "pos" || errs != "" {

@@ -160,6 +160,7 @@ file lock (one machine); every run is recorded in a local SQLite history.
 		newRunCmd(stdout, stderr),
 		newHistoryCmd(stdout, stderr),
 		newStatusCmd(stdout, stderr),
+		newJobsCmd(stdout, stderr),
 		newCheckCmd(stdout, stderr),
 		newCrontabCmd(stdout, stderr),
 		newUnlockCmd(stdout, stderr),

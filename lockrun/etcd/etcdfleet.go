@@ -301,61 +301,68 @@ func (l *Locker) FleetAll(ctx context.Context, keys []string, limit int) (map[st
 		if err != nil {
 			return nil, err
 		}
-		var tr lockrun.TickValue
-		tickV := ""
-		if kv := firstKV(resp, 1); kv != nil {
-			tickV = string(kv.Value)
-			json.Unmarshal(kv.Value, &tr)
-		}
-		lockKV := firstKV(resp, 2)
-		holder := ""
-		if lockKV != nil {
-			holder = holderOf(lockKV.Value, lockKV.CreateRevision).RunID
-		}
-		var es []lockrun.FleetEntry
-		ids := map[string]bool{}
-		endRev := map[string]int64{}
-		for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
-			var e lockrun.FleetEntry
-			var rf struct {
-				Rev int64 `json:"rf"`
-			}
-			if json.Unmarshal(kv.Value, &e) != nil || json.Unmarshal(kv.Value, &rf) != nil {
-				continue
-			}
-			e.Key = k
-			if e.Status == runstatus.Running {
-				e = l.claimState(e, kv, holder)
-			} else {
-				// The release's revision: an entry written at the claim was last written by the
-				// release (a later skip count keeps it in rf); one from before the ledger was
-				// created by the release. WriteRecord's says it in rf.
-				end := kv.CreateRevision
-				if e.Fence != 0 && uint64(kv.CreateRevision) == e.Fence {
-					end = kv.ModRevision
-				}
-				endRev[e.RunID] = cmp.Or(rf.Rev, end)
-			}
-			if e.RunID == tr.RunID && !tr.Missed {
-				e.Skips = max(e.Skips, tr.Skips)
-			}
-			ids[e.RunID] = true
-			es = append(es, e)
-		}
-		if e, ok := lockrun.PendingEntry(k, l.redisStyleLock(lockKV), tickV, ids); ok {
-			es = append([]lockrun.FleetEntry{e}, es...)
-		}
-		sort.SliceStable(es, func(a, b int) bool { return es[a].StartUS > es[b].StartUS })
-		if limit > 0 && len(es) > limit {
-			es = es[:limit]
-		}
-		markByRevision(es, endRev)
-		// Roll-outs by the hosts' clocks: a run without --schedule has only its start to
-		// say which tick interval it fell in.
-		lockrun.MarkRollouts(es, l.tickOf(tr))
-		out[k] = es
+		out[k], _ = l.keyRecord(k, resp, limit)
 	}
 	return out, nil
+}
+
+// keyRecord is the fleet's record of k from resp, a transaction's three reads of k: its
+// entries (newest first), its tick record and its lock. It returns the entries, newest
+// first, at most limit (0 = all), marked as Fleet marks them, and the tick record.
+func (l *Locker) keyRecord(k string, resp *clientv3.TxnResponse, limit int) ([]lockrun.FleetEntry, lockrun.TickValue) {
+	var tr lockrun.TickValue
+	tickV := ""
+	if kv := firstKV(resp, 1); kv != nil {
+		tickV = string(kv.Value)
+		json.Unmarshal(kv.Value, &tr)
+	}
+	lockKV := firstKV(resp, 2)
+	holder := ""
+	if lockKV != nil {
+		holder = holderOf(lockKV.Value, lockKV.CreateRevision).RunID
+	}
+	var es []lockrun.FleetEntry
+	ids := map[string]bool{}
+	endRev := map[string]int64{}
+	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
+		var e lockrun.FleetEntry
+		var rf struct {
+			Rev int64 `json:"rf"`
+		}
+		if json.Unmarshal(kv.Value, &e) != nil || json.Unmarshal(kv.Value, &rf) != nil {
+			continue
+		}
+		e.Key = k
+		if e.Status == runstatus.Running {
+			e = l.claimState(e, kv, holder)
+		} else {
+			// The release's revision: an entry written at the claim was last written by the
+			// release (a later skip count keeps it in rf); one from before the ledger was
+			// created by the release. WriteRecord's says it in rf.
+			end := kv.CreateRevision
+			if e.Fence != 0 && uint64(kv.CreateRevision) == e.Fence {
+				end = kv.ModRevision
+			}
+			endRev[e.RunID] = cmp.Or(rf.Rev, end)
+		}
+		if e.RunID == tr.RunID && !tr.Missed {
+			e.Skips = max(e.Skips, tr.Skips)
+		}
+		ids[e.RunID] = true
+		es = append(es, e)
+	}
+	if e, ok := lockrun.PendingEntry(k, l.redisStyleLock(lockKV), tickV, ids); ok {
+		es = append([]lockrun.FleetEntry{e}, es...)
+	}
+	sort.SliceStable(es, func(a, b int) bool { return es[a].StartUS > es[b].StartUS })
+	if limit > 0 && len(es) > limit {
+		es = es[:limit]
+	}
+	markByRevision(es, endRev)
+	// Roll-outs by the hosts' clocks: a run without --schedule has only its start to
+	// say which tick interval it fell in.
+	lockrun.MarkRollouts(es, l.tickOf(tr))
+	return es, tr
 }
 
 // tickOf reads the key's schedule from its tick record for the roll-out rule; nil without

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -532,6 +533,37 @@ func (l *Locker) List(ctx context.Context) (map[string]lockrun.Holder, error) {
 		out[key] = *h
 	}
 	return out, nil
+}
+
+// Keys returns the keys of every lock file in the folder, held or not, sorted: a key
+// whose runs all ended keeps its file (and its tick record). Files cronlock did not
+// name, and hashed names whose record it cannot read, are skipped.
+func (l *Locker) Keys() ([]string, error) {
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read lock folder %s: %w; check --lock-dir or CRONLOCK_LOCK_DIR", l.dir, err)
+	}
+	var keys []string
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || !strings.HasSuffix(name, ".lock") {
+			continue
+		}
+		key, ok := localKeyFromName(name)
+		if !ok {
+			r := l.recordOf(name)
+			if r == nil || lockrun.ValidKey(r.Key) != nil || localFileName(r.Key) != name {
+				continue
+			}
+			key = r.Key
+		}
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	return keys, nil
 }
 
 func (l *Locker) recordOf(name string) *localRecord {

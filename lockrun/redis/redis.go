@@ -45,6 +45,9 @@ import (
 //	                        (lua/ledger.lua); the three expire 400 days after the last claim
 //	<prefix>{KEY}:standby   sorted set: the standbys waiting for the tick (run --standby),
 //	                        run id by when its slot expires (TIME ms)
+//	<prefix>keys            sorted set, 400-day TTL: the index of known keys by their last
+//	                        claim (TIME s), written by acquire.lua, read by `cronlock jobs`;
+//	                        on a Cluster one per slot, <prefix>{#…}:keys (redisjobs.go)
 //	<prefix>{KEY}:runs      list: the record of cronlock before the ledger, read only
 //	<prefix>{KEY}:ckpt      hash, 400-day TTL: the newest checkpoint (lua/checkpoint.lua)
 //	<prefix>{KEY}:ckpt:ok   hash, 400-day TTL: the newest checkpoint of a succeeded run
@@ -141,6 +144,9 @@ type Locker struct {
 	poll time.Duration
 	// now is the clock of Lease.Sent; nil means Boottime. Tests inject a fake one.
 	now func() time.Duration
+	// noIndex leaves the index of known keys out of the acquire script (redisjobs.go):
+	// a benchmark measures what the index costs a claim.
+	noIndex bool
 	// missedErr is why the last ClaimMissed could not write its ledger entry.
 	missedErr atomic.Pointer[recordRefusedError]
 }
@@ -268,6 +274,11 @@ func (l *Locker) Acquire(ctx context.Context, req lockrun.Request) (lockrun.Leas
 // case the script did run, so the fleet is not blocked for a TTL.
 func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mode string) (*redisLease, *lockrun.Holder, error) {
 	keys := []string{l.lockKey(req.Key), l.fenceKey(req.Key), l.tickKey(req.Key), l.ledgerKey(req.Key), l.orderKey(req.Key), l.daysKey(req.Key), l.standbyKey(req.Key)}
+	// The index of known keys is always the last of KEYS, named by ARGV[27].
+	indexed := ""
+	if !l.noIndex {
+		keys, indexed = append(keys, l.indexKey(req.Key)), req.Key
+	}
 	args := []any{token, durMS(req.TTL), req.Node, req.PID, req.RunID, req.WallNow().UnixMilli(), l.allowArg()}
 	tick := ""
 	if !req.Tick.IsZero() {
@@ -294,7 +305,7 @@ func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mo
 	if sb.NonTakeable {
 		nt = "1"
 	}
-	args = append(args, sb.Mode, sb.MaxAttempts, sb.Slots, durMS(sb.SlotTTL), sb.LostRun, nt)
+	args = append(args, sb.Mode, sb.MaxAttempts, sb.Slots, durMS(sb.SlotTTL), sb.LostRun, nt, indexed)
 	if req.OnTry != nil {
 		req.OnTry()
 	}

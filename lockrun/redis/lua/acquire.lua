@@ -35,6 +35,10 @@
 --   is gone here too
 -- ARGV[26] '1' when this claim's holder may go on running after losing its lease
 --   (--on-lock-lost continue, or no guard): it is never taken over
+-- The index of known keys (redisjobs.go), written at every claim of a lock or a tick:
+-- ARGV[27] the key's name ('' = no index: nothing is written), and then the last of KEYS
+--   (after every other, whatever their number) is the index, a sorted set of key names by
+--   the TIME (s) of their last claim, in this key's slot
 --
 -- marks collects what the claim found, in the JSON names of lockrun.FleetEntry, and goes
 -- into the claim's entry: sc (the previous claim's "EXPR ZONE" when the schedule
@@ -279,6 +283,18 @@ end
 -- Ticks never claimed get an entry of their own in the ledger, once, at the claim that
 -- found them (id: the claim's run id + "-nf"), and one never-fired gap in the day's
 -- counters (the ticks in it are counted by readers, with the schedule).
+-- indexKey notes the key in the index of known keys (the last of KEYS) and drops the
+-- names that no claim wrote in 400 days; a pcall: the index is for readers, never a
+-- claim's refusal.
+local ITTL = 34560000
+local function indexKey()
+  if (ARGV[27] or '') == '' then return end
+  local idx, s = KEYS[#KEYS], tonumber(string.sub(nowS, 1, -7))
+  redis.pcall('ZADD', idx, s, ARGV[27])
+  redis.pcall('ZREMRANGEBYSCORE', idx, '-inf', '(' .. (s - ITTL))
+  redis.pcall('PEXPIRE', idx, ITTL * 1000)
+end
+
 local function neverFiredEntry()
   if not marks.nt or (ARGV[13] or '') == '' then return end
   local e = '{"id":"' .. ARGV[5] .. '-nf","n":' .. cjson.encode(ARGV[3]) .. ',"s":"never_fired","t":' .. marks.nt ..
@@ -323,6 +339,7 @@ local function claimTick(missed)
   end
   redis.call('SET', KEYS[3], cjson.encode(r), 'PX', 34560000000)
   neverFiredEntry()
+  indexKey()
 end
 
 if missedMode == 'judged' then
@@ -409,5 +426,6 @@ local v = cjson.encode({
   ttl_ms = tonumber(ARGV[2]), nt = (ARGV[26] == '1') or nil,
 })
 redis.call('SET', KEYS[1], v, 'PX', ARGV[2], 'NX')
+if tickUs == '' then indexKey() end
 local lerr = claimEntry(',"fe":' .. fence, ARGV[5])
 return {1, fence, warn, nowS, lerr, marksJSON()}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"cronlock/crontab"
+	"cronlock/crontabfile"
 	"cronlock/jobrun"
 	"cronlock/logline"
 	"cronlock/schedule"
@@ -142,8 +143,8 @@ func (o *crontabOptions) load(c *cobra.Command, args []string) error {
 		return &usageError{fmt.Errorf("--write needs a FILE: standard input cannot be written back; for a user's crontab run crontab -l | cronlock crontab wrap - | crontab -")}
 	}
 	if o.Write {
-		if err := checkWriteTarget(o.File, o.BackupDir); err != nil {
-			return err
+		if err := crontabfile.CheckTarget(o.File, o.BackupDir); err != nil {
+			return exitf(ExitFailed, "%v", err)
 		}
 	}
 	if o.User == "" {
@@ -271,9 +272,9 @@ func crontabWrap(o *crontabOptions) error {
 		_, err = fmt.Fprintf(o.Stdout, "%s: nothing to wrap; left as it is\n", o.File)
 		return err
 	}
-	backup, err := writeCrontab(o.File, o.BackupDir, text, newText)
+	backup, err := crontabfile.Replace(o.File, o.BackupDir, text, newText)
 	if err != nil {
-		return err
+		return exitf(ExitFailed, "%v", err)
 	}
 	_, err = fmt.Fprintf(o.Stdout, "%s: wrapped; the original is in %s\n", o.File, backup)
 	return err

@@ -1,9 +1,11 @@
-// Package crontabfile replaces a crontab file on disk for `cronlock crontab wrap --write`:
-// a backup of the old text first, then the new text through a temporary file renamed over
-// the old one, so that a cron daemon reads either file whole, never half of one. It
-// refuses files cron would not see (the spool belongs to crontab(1)) and backup folders
-// cron would read. It does not read, parse or rewrite crontab text (package crontab
-// does); its errors are written for the user, naming --write and --backup-dir.
+// Package crontabfile knows the crontab files of this machine for `cronlock crontab`:
+// which ones cron reads in the system format, which commands cron's PATH finds, and how
+// wrap --write replaces one: a backup of the old text first, then the new text through a
+// temporary file renamed over the old one, so that a cron daemon reads either file
+// whole, never half of one. It refuses files cron would not see (the spool belongs to
+// crontab(1)) and backup folders cron would read. It does not read, parse or rewrite
+// crontab text (package crontab does); its errors are written for the user, naming
+// --write and --backup-dir.
 package crontabfile
 
 import (
@@ -162,4 +164,26 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// IsSystem reports whether path is a crontab in the system format, with a user field
+// after the schedule, as cron reads /etc/crontab and /etc/cron.d/*. A path that cannot
+// be made absolute is not.
+func IsSystem(path string) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	return abs == "/etc/crontab" || filepath.Dir(abs) == "/etc/cron.d"
+}
+
+// InCronPath reports whether name is an executable file in Debian cron's default
+// PATH=/usr/bin:/bin, where a job's relative command is looked up.
+func InCronPath(name string) bool {
+	for _, d := range []string{"/usr/bin", "/bin"} {
+		if st, err := os.Stat(filepath.Join(d, name)); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return true
+		}
+	}
+	return false
 }

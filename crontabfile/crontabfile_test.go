@@ -55,3 +55,13 @@ func TestCheckTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestIsSystem: /etc/crontab and the files of /etc/cron.d have a user field, nothing else.
+func TestIsSystem(t *testing.T) {
+	for path, want := range map[string]bool{"/etc/crontab": true, "/etc/cron.d/jobs": true, "/etc/cron.d/../crontab": true,
+		"/etc/cron.daily/jobs": false, "/etc/cron.d": false, "/home/ann/crontab": false, "crontab": false} {
+		if got := IsSystem(path); got != want {
+			t.Errorf("IsSystem(%q) = %v, want %v", path, got, want)
+		}
+	}
+}

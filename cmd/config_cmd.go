@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"cronlock/configcheck"
 	"cronlock/history"
 	"cronlock/jobrun"
 	"cronlock/lockrun"
@@ -215,82 +215,34 @@ func backendInForce(b *backendOptions, s *settings) string {
 // problems; what is fine is printed on stdout. resolved says the settings were accepted:
 // only then is the backend tried.
 func tryConfig(c *cobra.Command, ro *runOptions, s *settings, resolved bool) []string {
-	var problems []string
-	ok := func(what string) { fmt.Fprintln(c.OutOrStdout(), "ok: "+what) }
+	ck := &configcheck.Checker{Out: c.OutOrStdout()}
 	b := &ro.backendOptions
 	if path := s.loaded.File; s.loaded.Origins["CRONLOCK_REDIS_URL"].Path == path && redis.URLHasPassword(s.vals["CRONLOCK_REDIS_URL"]) {
-		if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o004 != 0 {
-			problems = append(problems, fmt.Sprintf("%s: CRONLOCK_REDIS_URL holds a password in a file every user can read; put the password in the file named by CRONLOCK_REDIS_PASSWORD_FILE (mode 0600) and drop it from the URL", s.source["CRONLOCK_REDIS_URL"]))
-		}
+		ck.URLPasswordInFile(path, s.source["CRONLOCK_REDIS_URL"])
 	}
 	for name, what := range map[string]string{"CRONLOCK_REDIS_PASSWORD_FILE": "Redis", sentinelPasswordName: "Sentinel", "CRONLOCK_ETCD_PASSWORD_FILE": "etcd"} {
 		path := s.vals[name]
 		if f := c.Flags().Lookup(configFlagOf(name)); f != nil && f.Changed {
 			path = f.Value.String()
 		}
-		if path == "" {
-			continue
-		}
-		if _, err := readPasswordFile(path, what, name); err != nil {
-			problems = append(problems, err.Error())
-		} else if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o004 != 0 {
-			problems = append(problems, fmt.Sprintf("the password file %s (%s) can be read by every user; run chmod 0600 %s (or 0640 with a group of the users that run cronlock)", path, name, path))
-		} else {
-			ok(fmt.Sprintf("password file %s (%s) is readable and private", path, name))
+		if path != "" {
+			ck.PasswordFile(path, name, func() error { _, err := readPasswordFile(path, what, name); return err })
 		}
 	}
 	if resolved && b.Backend != "local" {
-		problems = append(problems, tryBackend(c, ro, ok)...)
-	}
-	switch h := ro.job.History; {
-	case isOff(h):
-		ok("history is off (CRONLOCK_HISTORY=off): runs are not recorded")
-	default:
-		if h == "" {
-			var err error
-			if h, err = history.DefaultPath(); err != nil {
-				problems = append(problems, err.Error())
-				break
-			}
-		}
-		if what, err := history.Check(h); err != nil {
-			problems = append(problems, err.Error())
+		if l, err := b.open(); err != nil {
+			ck.Problems = append(ck.Problems, err.Error())
 		} else {
-			ok(what)
+			ck.Backend(l, defaultCheckTimeout, ro.job.MaxSkew, jobrun.Now)
+			l.Close()
 		}
 	}
-	if what, err := local.Check(b.LockDir); err != nil {
-		problems = append(problems, err.Error())
-	} else {
-		ok(what)
-	}
+	ck.History(ro.job.History, isOff(ro.job.History))
+	ck.LockDir(b.LockDir)
 	if resolved {
-		ok("runs lock on " + backendInForce(b, s))
+		ck.OK("runs lock on " + backendInForce(b, s))
 	}
-	return problems
-}
-
-// tryBackend connects the backend and asks it what it can tell without a lock.
-func tryBackend(c *cobra.Command, ro *runOptions, ok func(string)) []string {
-	l, err := ro.backendOptions.open()
-	if err != nil {
-		return []string{err.Error()}
-	}
-	defer l.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), defaultCheckTimeout)
-	defer cancel()
-	if d, is := l.(lockrun.Diagnoser); is {
-		diag := d.Diagnose(ctx, lockrun.DiagnoseOptions{MaxSkew: ro.job.MaxSkew, Now: jobrun.Now})
-		for _, f := range diag.Facts {
-			ok(f)
-		}
-		return diag.Problems
-	}
-	if _, err := l.Inspect(ctx, "cronlock-config-check"); err != nil {
-		return []string{err.Error()}
-	}
-	ok(l.Describe() + " answers")
-	return nil
+	return ck.Problems
 }
 
 // configFlagOf is the flag of setting name, "" when it has none.

@@ -5,13 +5,11 @@ import (
 	"io"
 	"os"
 	"os/user"
-	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"cronlock/crontab"
+	"cronlock/crontabfile"
 	"cronlock/jobrun"
 	"cronlock/logline"
 	"cronlock/schedule"
@@ -142,8 +140,8 @@ func (o *crontabOptions) load(c *cobra.Command, args []string) error {
 		return &usageError{fmt.Errorf("--write needs a FILE: standard input cannot be written back; for a user's crontab run crontab -l | cronlock crontab wrap - | crontab -")}
 	}
 	if o.Write {
-		if err := checkWriteTarget(o.File, o.BackupDir); err != nil {
-			return err
+		if err := crontabfile.CheckTarget(o.File, o.BackupDir); err != nil {
+			return exitf(ExitFailed, "%v", err)
 		}
 	}
 	if o.User == "" {
@@ -169,32 +167,18 @@ func (o *crontabOptions) system() bool {
 	case "system":
 		return true
 	}
-	if o.File == "-" {
-		return false
-	}
-	abs, err := filepath.Abs(o.File)
-	if err != nil {
-		return false
-	}
-	return abs == "/etc/crontab" || filepath.Dir(abs) == "/etc/cron.d"
+	return o.File != "-" && crontabfile.IsSystem(o.File)
 }
 
 func (o *crontabOptions) wrapOptions() crontab.Options {
 	sys := o.system()
 	co := crontab.Options{
-		Cronlock: o.Cronlock,
-		System:   sys,
-		Local:    sys && !o.Fleet || !sys && o.Local,
-		CronTZ:   o.CronDaemon == "cronie",
-		User:     o.User,
-		InCronPath: func(name string) bool {
-			for _, d := range []string{"/usr/bin", "/bin"} {
-				if st, err := os.Stat(filepath.Join(d, name)); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-					return true
-				}
-			}
-			return false
-		},
+		Cronlock:   o.Cronlock,
+		System:     sys,
+		Local:      sys && !o.Fleet || !sys && o.Local,
+		CronTZ:     o.CronDaemon == "cronie",
+		User:       o.User,
+		InCronPath: crontabfile.InCronPath,
 	}
 	co.DaemonZone, co.RunZone, co.RunZoneFrom = lintZones()
 	return co
@@ -246,34 +230,24 @@ func crontabWrap(o *crontabOptions) error {
 	if err != nil {
 		return err
 	}
-	lines := crontab.Parse(text, wo.System)
-	out, notes := crontab.Wrap(lines, wo)
-	for _, n := range notes {
+	rw := crontab.WrapText(text, wo)
+	for _, n := range rw.Notes {
 		logline.Print(o.Stderr, o.LogFormat, logline.Warn, fmt.Sprintf("%s:%d: %s", o.name(), n.Line, n.Msg))
-	}
-	old := make([]string, len(lines))
-	for i := range lines {
-		old[i] = lines[i].Text
-	}
-	noEOL := text != "" && !strings.HasSuffix(text, "\n")
-	newText := strings.Join(out, "\n")
-	if len(out) > 0 && !noEOL {
-		newText += "\n"
 	}
 	switch {
 	case o.File == "-":
-		_, err = io.WriteString(o.Stdout, newText)
+		_, err = io.WriteString(o.Stdout, rw.Text)
 		return err
 	case !o.Write:
-		_, err = io.WriteString(o.Stdout, crontab.Diff(o.File, old, out, noEOL))
+		_, err = io.WriteString(o.Stdout, rw.Diff(o.File))
 		return err
-	case newText == text:
+	case rw.Text == text:
 		_, err = fmt.Fprintf(o.Stdout, "%s: nothing to wrap; left as it is\n", o.File)
 		return err
 	}
-	backup, err := writeCrontab(o.File, o.BackupDir, text, newText)
+	backup, err := crontabfile.Replace(o.File, o.BackupDir, text, rw.Text)
 	if err != nil {
-		return err
+		return exitf(ExitFailed, "%v", err)
 	}
 	_, err = fmt.Fprintf(o.Stdout, "%s: wrapped; the original is in %s\n", o.File, backup)
 	return err
@@ -291,17 +265,13 @@ func crontabLint(o *crontabOptions) error {
 	if err != nil {
 		return err
 	}
-	lines := crontab.Parse(text, wo.System)
-	fs := crontab.Lint(lines, wo)
-	// Each line's next tick follows its findings; only findings count for the exit code.
-	all := append(slices.Clone(fs), crontab.NextTicks(lines, wo, jobrun.Now())...)
-	slices.SortStableFunc(all, func(a, b crontab.Finding) int { return a.Line - b.Line })
+	all, problems := crontab.LintText(text, wo, jobrun.Now())
 	for _, f := range all {
 		if _, err := fmt.Fprintf(o.Stdout, "%s:%d: %s\n", o.name(), f.Line, f.Msg); err != nil {
 			return err
 		}
 	}
-	if len(fs) > 0 {
+	if problems > 0 {
 		return &ExitError{Code: 1}
 	}
 	return nil

@@ -1,9 +1,9 @@
 package cmd
 
-// Fuzz targets for the parsers and renderers of the cmd package: durations, sizes, the
-// config file and terminal escaping (the history table and JSON lines are fuzzed in
-// package runview). Without -fuzz they run their seeds (f.Add and testdata/fuzz) as
-// ordinary, fast tests.
+// Fuzz targets for the parsers and renderers of the cmd package: durations, the config
+// file and terminal escaping (the history table and JSON lines are fuzzed in package
+// runview, sizes in package sizes). Without -fuzz they run their seeds (f.Add and
+// testdata/fuzz) as ordinary, fast tests.
 //
 //	go test -run '^$' -fuzz '^FuzzConfigFile$' -fuzztime 60s ./cmd/
 
@@ -45,31 +45,6 @@ func FuzzParseDuration(f *testing.F) {
 		}
 		if (perr == nil) != (d > 0) || perr == nil && pos != d {
 			t.Fatalf("positive durationValue.Set(%q) = %v, %v; durations.Parse = %v", s, pos, perr, d)
-		}
-	})
-}
-
-// FuzzParseSize: an accepted size is 0 to the capture limit and reads back from
-// formatSize; a refused one gets a non-empty message that is safe to print.
-func FuzzParseSize(f *testing.F) {
-	for _, s := range []string{"0", "65536", "64KiB", "64K", "64k", "1MiB", "1M", "64MiB", "65MiB", "1GiB",
-		"1GB", "10B", " 8 KiB ", "KiB", "-1", "+1", "1.5K", "1e3", "", "9223372036854775807",
-		"9223372036854775807KiB", "67108864", "67108865", "0x10", "64kib", "1KiBB", "1 K i B", "\x1b"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		n, err := parseSize(s)
-		if err != nil {
-			if msg := err.Error(); msg == "" || !fuzzcheck.Printable(msg, false) {
-				t.Fatalf("parseSize(%q): error %q", s, msg)
-			}
-			return
-		}
-		if n < 0 || n > maxCapture {
-			t.Fatalf("parseSize(%q) = %d", s, n)
-		}
-		if back, err := parseSize(formatSize(n)); err != nil || back != n {
-			t.Fatalf("parseSize(%q) = %d, formatted %q, reads back as %d, %v", s, n, formatSize(n), back, err)
 		}
 	})
 }

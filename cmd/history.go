@@ -1,10 +1,8 @@
 package cmd
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -265,41 +263,18 @@ func noRuns(o *historyOptions, msg string) error {
 	return err
 }
 
-// openReaped opens the history file for a history command with open (history.OpenRead
-// for those that only read, history.Open for prune), marks this machine's dead runs
-// abandoned (whatever --node they used: thisNode is only one of the ways Reap knows
-// them), and writes the rows of live runs that have none yet. A failure of either is only
-// warned about, in format: what the command shows is still worth showing, with dead runs
-// seen as running, or young ones missing. On a file it may only read, Reap writes
-// nothing and young runs without a row are not shown.
+// openReaped is history.OpenReaped for a history command: a failure to open exits
+// ExitFailed, and the warnings go to stderr in format.
 func openReaped(path, thisNode string, stderr io.Writer, format string, open func(string) (*history.Store, error)) (*history.Store, error) {
-	s, err := open(path)
+	s, err := history.OpenReaped(path, thisNode, open, func(msg string) { logline.Print(stderr, format, logline.Warn, msg) })
 	if err != nil {
 		return nil, exitf(ExitFailed, "%v", err)
-	}
-	if thisNode != "" { // "" (tests): no reaping
-		if _, err := s.Reap(thisNode); err != nil {
-			logline.Print(stderr, format, logline.Warn, fmt.Sprintf("warning: could not look for abandoned runs: %v", err))
-		}
-	}
-	if s.ReadOnly() {
-		return s, nil
-	}
-	// Runs younger than a second have no row of their own yet (see startRowDelay).
-	if _, err := s.AddLive(); err != nil {
-		logline.Print(stderr, format, logline.Warn, fmt.Sprintf("warning: could not list the runs in progress: %v", err))
 	}
 	return s, nil
 }
 
-// noHistory reports whether there is nothing to read at path: no history file, and no
-// folder of per-run files either (the first run on a machine claims its file before its
-// recorder has created the database).
-func noHistory(path string) bool {
-	_, err := os.Stat(path)
-	_, rerr := os.Stat(path + "-runs")
-	return errors.Is(err, fs.ErrNotExist) && errors.Is(rerr, fs.ErrNotExist)
-}
+// noHistory reports whether there is nothing to read at path (history.Exists).
+func noHistory(path string) bool { return !history.Exists(path) }
 
 // historyPath resolves the history file: --history, CRONLOCK_HISTORY (environment or
 // config file), then the per-user default. "" with nil error means recording is off.

@@ -1,9 +1,9 @@
-// Package runview shows recorded runs: this machine's history rows, the entries of the
-// fleet's record and per-key stats, as tables for people and as JSON lines for programs.
-// Every string that comes from a job or another host is escaped on the way out, so that
-// none can drive the reader's terminal. It reads no store and filters nothing: the
-// commands hand it the rows to show and decide whether there is a terminal, colour and
-// a width to fit.
+// Package runview shows recorded runs: this machine's history rows (as a table, or one
+// run in full with its output tail), the entries of the fleet's record and per-key stats,
+// as tables for people and as JSON lines for programs. Every string that comes from a job
+// or another host is escaped on the way out, so that none can drive the reader's
+// terminal. It reads no store and filters nothing: the commands hand it the rows to show
+// and decide whether there is a terminal, colour and a width to fit.
 package runview
 
 import (

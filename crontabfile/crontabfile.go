@@ -1,4 +1,12 @@
-package cmd
+// Package crontabfile knows the crontab files of this machine for `cronlock crontab`:
+// which ones cron reads in the system format, which commands cron's PATH finds, and how
+// wrap --write replaces one: a backup of the old text first, then the new text through a
+// temporary file renamed over the old one, so that a cron daemon reads either file
+// whole, never half of one. It refuses files cron would not see (the spool belongs to
+// crontab(1)) and backup folders cron would read. It does not read, parse or rewrite
+// crontab text (package crontab does); its errors are written for the user, naming
+// --write and --backup-dir.
+package crontabfile
 
 import (
 	"errors"
@@ -11,38 +19,38 @@ import (
 	"time"
 )
 
-// spoolDir is where crontab(1) keeps users' crontabs; cron notices a change there only
+// SpoolDir is where crontab(1) keeps users' crontabs; cron notices a change there only
 // when crontab(1) made it.
-const spoolDir = "/var/spool/cron"
+const SpoolDir = "/var/spool/cron"
 
 // inCronFolder reports whether p (absolute, clean) is a file or folder a cron daemon
 // reads: /etc/crontab, /etc/cron.d, /etc/cron.hourly… (run-parts would run a backup
 // there), and the spool.
 func inCronFolder(p string) bool {
-	return strings.HasPrefix(p, "/etc/cron") || p == spoolDir || strings.HasPrefix(p, spoolDir+"/")
+	return strings.HasPrefix(p, "/etc/cron") || p == SpoolDir || strings.HasPrefix(p, SpoolDir+"/")
 }
 
-// checkWriteTarget refuses a --write that cron would not see (a file in the spool) and
+// CheckTarget refuses a --write that cron would not see (a file in the spool) and
 // a backup folder that cron would read.
-func checkWriteTarget(file, backupDir string) error {
-	if abs, err := filepath.Abs(file); err == nil && (abs == spoolDir || strings.HasPrefix(abs, spoolDir+"/")) {
-		return exitf(ExitFailed, "refusing --write on %s: cron only sees a user's crontab that crontab(1) installed; run crontab -l | cronlock crontab wrap - | crontab - as that user (or crontab -u USER)", file)
+func CheckTarget(file, backupDir string) error {
+	if abs, err := filepath.Abs(file); err == nil && (abs == SpoolDir || strings.HasPrefix(abs, SpoolDir+"/")) {
+		return fmt.Errorf("refusing --write on %s: cron only sees a user's crontab that crontab(1) installed; run crontab -l | cronlock crontab wrap - | crontab - as that user (or crontab -u USER)", file)
 	}
 	if !filepath.IsAbs(backupDir) {
-		return exitf(ExitFailed, "--backup-dir %q is not an absolute path; give one such as /var/backups/cronlock", backupDir)
+		return fmt.Errorf("--backup-dir %q is not an absolute path; give one such as /var/backups/cronlock", backupDir)
 	}
 	if inCronFolder(filepath.Clean(backupDir)) {
-		return exitf(ExitFailed, "--backup-dir %s is a cron folder: a cron daemon would run the backup; give one outside /etc/cron* and %s", backupDir, spoolDir)
+		return fmt.Errorf("--backup-dir %s is a cron folder: a cron daemon would run the backup; give one outside /etc/cron* and %s", backupDir, SpoolDir)
 	}
 	return nil
 }
 
-// writeCrontab replaces file, whose text was old, with text new: first a copy of old in
+// Replace replaces file, whose text was old, with text new: first a copy of old in
 // backupDir (mode 0600), then a temporary file beside file with file's mode and owner,
 // synced and renamed over it, so cron reads either the old file or the new one, never
 // half of one. It returns the backup's path; its errors are ready for the user.
-func writeCrontab(file, backupDir, old, new string) (string, error) {
-	if err := checkWriteTarget(file, backupDir); err != nil {
+func Replace(file, backupDir, old, new string) (string, error) {
+	if err := CheckTarget(file, backupDir); err != nil {
 		return "", err
 	}
 	abs, err := filepath.Abs(file)
@@ -50,27 +58,27 @@ func writeCrontab(file, backupDir, old, new string) (string, error) {
 		abs, err = filepath.EvalSymlinks(abs)
 	}
 	if err != nil {
-		return "", exitf(ExitFailed, "cannot resolve %s: %v", file, err)
+		return "", fmt.Errorf("cannot resolve %s: %v", file, err)
 	}
 	// The file a symlink leads to counts too: a link into the spool is the spool.
-	if err := checkWriteTarget(abs, backupDir); err != nil {
+	if err := CheckTarget(abs, backupDir); err != nil {
 		return "", err
 	}
 	backupDir = filepath.Clean(backupDir)
 	st, err := os.Stat(abs)
 	if err != nil {
-		return "", exitf(ExitFailed, "cannot read %s: %v", file, err)
+		return "", fmt.Errorf("cannot read %s: %v", file, err)
 	}
 	// Another editor may have changed the file since it was read: never undo their edit.
 	if now, err := os.ReadFile(abs); err != nil || string(now) != old {
-		return "", exitf(ExitFailed, "%s changed while it was being wrapped; run the command again", file)
+		return "", fmt.Errorf("%s changed while it was being wrapped; run the command again", file)
 	}
 	backup, err := writeBackup(abs, backupDir, old)
 	if err != nil {
-		return "", exitf(ExitFailed, "cannot back up %s into %s (%v); give another folder with --backup-dir", file, backupDir, err)
+		return "", fmt.Errorf("cannot back up %s into %s (%v); give another folder with --backup-dir", file, backupDir, err)
 	}
 	if err := replaceFile(abs, st, new); err != nil {
-		return "", exitf(ExitFailed, "cannot write %s: %v (it is unchanged; the backup is %s)", file, err, backup)
+		return "", fmt.Errorf("cannot write %s: %v (it is unchanged; the backup is %s)", file, err, backup)
 	}
 	return backup, nil
 }
@@ -156,4 +164,26 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// IsSystem reports whether path is a crontab in the system format, with a user field
+// after the schedule, as cron reads /etc/crontab and /etc/cron.d/*. A path that cannot
+// be made absolute is not.
+func IsSystem(path string) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	return abs == "/etc/crontab" || filepath.Dir(abs) == "/etc/cron.d"
+}
+
+// InCronPath reports whether name is an executable file in Debian cron's default
+// PATH=/usr/bin:/bin, where a job's relative command is looked up.
+func InCronPath(name string) bool {
+	for _, d := range []string{"/usr/bin", "/bin"} {
+		if st, err := os.Stat(filepath.Join(d, name)); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -83,7 +83,11 @@ func (r *runner) acquire(sig *child.Signals) (lease lockrun.Lease, code int, don
 	var missed *lockrun.MissedError
 	var sbw *lockrun.StandbyWaitError
 	var sbe *lockrun.StandbyEndError
+	var susp *lockrun.SuspendedError
 	switch {
+	case errors.As(res.err, &susp):
+		r.rememberKey()
+		return nil, r.suspended(susp), true
 	case errors.As(res.err, &sbw):
 		r.rememberKey()
 		return r.standby(sig, req, sbw)

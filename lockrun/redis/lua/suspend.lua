@@ -1,0 +1,40 @@
+-- suspend.lua: a key's suspension (cronlock suspend, resume, and its readers).
+--
+-- KEYS[1] the suspension (a JSON string: lockrun's EncodeSuspension)
+-- ARGV[1] 'set', 'del' or 'get'
+-- ARGV[2] with 'set': the value; ARGV[3] its until in µs ('' = none: no expiry)
+--
+-- A suspension whose until has passed on this server's clock is gone (its PXAT is that
+-- instant; the check covers a value written without one).
+-- Returns {1, value} with 'get' and 'del' when the key was suspended (del removed it),
+--   {0, ''} when it was not; {1, ''} with 'set'.
+-- Returns {-1, 'past'} with 'set' when the until has passed on this server's clock.
+
+if redis.replicate_commands then redis.replicate_commands() end
+
+local t = redis.call('TIME')
+local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
+
+local function live(v)
+  if not v then return false end
+  local ok, s = pcall(cjson.decode, v)
+  if ok and type(s) == 'table' and type(s.until_us) == 'string' and string.match(s.until_us, '^%d+$') then
+    return tonumber(s.until_us) > nowUs
+  end
+  return true
+end
+
+if ARGV[1] == 'set' then
+  if ARGV[3] ~= '' then
+    local ms = math.floor(tonumber(ARGV[3]) / 1000)
+    if ms * 1000 <= nowUs then return {-1, 'past'} end
+    redis.call('SET', KEYS[1], ARGV[2], 'PXAT', string.format('%d', ms))
+  else
+    redis.call('SET', KEYS[1], ARGV[2])
+  end
+  return {1, ''}
+end
+local v = redis.call('GET', KEYS[1])
+if not live(v) then return {0, ''} end
+if ARGV[1] == 'del' then redis.call('DEL', KEYS[1]) end
+return {1, v}

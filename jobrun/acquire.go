@@ -86,7 +86,8 @@ func (r *runner) acquire(sig *child.Signals) (lease lockrun.Lease, code int, don
 	var susp *lockrun.SuspendedError
 	switch {
 	case errors.As(res.err, &susp):
-		r.rememberKey()
+		// Not rememberKey: a suspended run claimed nothing, so a first run that finds
+		// the key suspended must not make the next claim look like a data loss.
 		return nil, r.suspended(susp), true
 	case errors.As(res.err, &sbw):
 		r.rememberKey()

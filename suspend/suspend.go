@@ -148,3 +148,9 @@ func Age(d time.Duration) string {
 	}
 	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
 }
+
+// StatusLine is the line `cronlock status --key` adds for a suspended key.
+func StatusLine(key string, s *lockrun.Suspension, now time.Time) string {
+	return fmt.Sprintf("%s is suspended %s (for %s so far): its runs do not start; cronlock resume --key %s lifts it",
+		key, s, Age(max(now.Sub(s.Since), 0)), key)
+}

@@ -76,7 +76,20 @@ func (l *Locker) ReadSuspension(ctx context.Context, key string) (*lockrun.Suspe
 	if err := lockrun.ValidKey(key); err != nil {
 		return nil, err
 	}
-	path := l.suspendPath(key)
+	return readSuspension(key, l.suspendPath(key))
+}
+
+// ReadSuspension is key's suspension in force in the lock folder dir (nil = none), read
+// without creating or checking the folder: for a reader (check) that may not own it.
+func ReadSuspension(dir, key string) (*lockrun.Suspension, error) {
+	if err := lockrun.ValidKey(key); err != nil {
+		return nil, err
+	}
+	l := &Locker{dir: dir}
+	return readSuspension(key, l.suspendPath(key))
+}
+
+func readSuspension(key, path string) (*lockrun.Suspension, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, nil

@@ -30,13 +30,13 @@ type checkOptions struct {
 	Grace    time.Duration
 	// MaxSuspend: a suspension older than this is WARNING (--max-suspend).
 	MaxSuspend time.Duration
-	GraceSet bool   // --grace was given; else check.DefaultGrace
-	History  string // the history file, resolved; "" = off
-	ThisNode string
-	JSON     bool
-	Verbose  int           // -v: the long output (every reason on a line, and the facts)
-	Version  bool          // -V: print the version, as the plugin guidelines reserve it
-	Timeout  time.Duration // -t: the whole check's bound, then UNKNOWN
+	GraceSet   bool   // --grace was given; else check.DefaultGrace
+	History    string // the history file, resolved; "" = off
+	ThisNode   string
+	JSON       bool
+	Verbose    int           // -v: the long output (every reason on a line, and the facts)
+	Version    bool          // -V: print the version, as the plugin guidelines reserve it
+	Timeout    time.Duration // -t: the whole check's bound, then UNKNOWN
 
 	Now            time.Time
 	LogFormat      string

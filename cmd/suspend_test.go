@@ -177,6 +177,18 @@ func TestSuspendLocal(t *testing.T) {
 	if lb, _ := os.ReadFile(filepath.Join(dir, "billing.lock")); strings.Contains(string(lb), "window") {
 		t.Errorf("the lock file holds the suspension: %q", lb)
 	}
+	metrics := t.TempDir()
+	if code, _, errs := hosts[1].run("run", "-k", "billing", "--metrics-dir", metrics, "--", "touch", marker); code != 0 {
+		t.Fatalf("run with --metrics-dir while suspended: exit %d (%s)", code, errs)
+	}
+	fams := promFamilies(t, filepath.Join(metrics, "cronlock_billing.prom"))
+	if v := promValue(t, fams, metricLastStatus, "suspended"); v != 1 {
+		t.Errorf("cronlock_last_status{status=suspended} = %v; want 1", v)
+	}
+	var stats struct{ Runs, Suspended int }
+	if _, out, _ := hosts[1].run("history", "stats", "--json", "-k", "billing"); json.Unmarshal([]byte(out), &stats) != nil || stats.Runs != 2 || stats.Suspended != 2 {
+		t.Errorf("history stats --json: %+v; want 2 runs, 2 suspended", stats)
+	}
 	code, out := hosts[1].check(0, "-k", "billing", "--max-age", "1h")
 	if code != 0 || !strings.Contains(out, "window") {
 		t.Errorf("check: exit %d, %q; want OK with the reason", code, out)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +129,27 @@ func TestSuspendLiftsItself(t *testing.T) {
 	})
 	if code, _, errs := c.run("resume", "-k", "lift"); code != ExitNotSuspended {
 		t.Errorf("resume after --for passed: exit %d (%s); want %d", code, errs, ExitNotSuspended)
+	}
+
+	// A job already running when its key is suspended goes on to its end, renewed.
+	run, errb, let := c.startHolding([]string{"run", "-k", "lift", "--ttl", "1s"})
+	if code, _, errs := c.run("suspend", "-k", "lift"); code != 0 {
+		t.Fatalf("suspend under a running job: exit %d (%s)", code, errs)
+	}
+	suspended := time.Now().UnixMicro()
+	lockKey := strings.TrimPrefix(prefixOf(c), "CRONLOCK_PREFIX=") + "{lift}:lock"
+	waitUntil(t, 10*time.Second, "a renewal after the suspension", func() bool {
+		v, _ := redistest.Do(redistest.Addr(t), "GET", lockKey)
+		var h struct {
+			RenewedUS string `json:"renewed_us"`
+		}
+		json.Unmarshal([]byte(v), &h)
+		us, _ := strconv.ParseInt(h.RenewedUS, 10, 64)
+		return us > suspended
+	})
+	let()
+	if err := run.Wait(); err != nil || lastRun(t, c).Status != "succeeded" {
+		t.Fatalf("the running job: %v (%s), status %s; want it to end succeeded", err, errb, lastRun(t, c).Status)
 	}
 }
 

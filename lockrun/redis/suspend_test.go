@@ -54,3 +54,47 @@ func TestSuspendStopsTakeover(t *testing.T) {
 	}
 	lease.Release(ctx)
 }
+
+// TestSuspendSentinelCluster: suspend, a suspended acquire (its tick's entry written in
+// the lock's slot) and resume on Sentinel and on a Cluster, for keys on every master.
+func TestSuspendSentinelCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Sentinel deployment and a Redis Cluster")
+	}
+	for _, name := range []string{"sentinel", "cluster"} {
+		t.Run(name, func(t *testing.T) {
+			var url string
+			if name == "sentinel" {
+				url = redistest.StartSentinel(t).URL()
+			} else {
+				url = redistest.StartCluster(t).URL()
+			}
+			l := haLocker(t, url)
+			ctx := context.Background()
+			for _, k := range []string{"s-a", "s-b", "s-c", "s-d"} {
+				if err := l.Suspend(ctx, k, &lockrun.Suspension{By: "ops@box", Since: time.Now(), Reason: k}); err != nil {
+					t.Fatalf("Suspend(%s): %v", k, err)
+				}
+				req := redisTestReq(k)
+				req.Tick, req.Schedule, req.Zone = time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC), "0 9 * * *", "UTC"
+				req.Entry = &lockrun.RunRecord{RunID: req.RunID, Node: "n", Status: "running", Tick: req.Tick, Tries: 1}
+				var se *lockrun.SuspendedError
+				if _, err := l.Acquire(ctx, req); !errors.As(err, &se) || se.Suspension.Reason != k || se.RecordErr != "" {
+					t.Fatalf("Acquire(%s) while suspended: %v; want *SuspendedError with its entry written", k, err)
+				}
+				es, err := l.Fleet(ctx, k, 0)
+				if err != nil || len(es) != 1 || es[0].Status != "suspended" {
+					t.Fatalf("Fleet(%s): %+v, %v; want one suspended entry", k, es, err)
+				}
+				if s, err := l.Resume(ctx, k); err != nil || s.Reason != k {
+					t.Fatalf("Resume(%s): %v, %v", k, s, err)
+				}
+				lease, err := l.Acquire(ctx, req)
+				if err != nil {
+					t.Fatalf("Acquire(%s) after resume: %v", k, err)
+				}
+				lease.Release(ctx)
+			}
+		})
+	}
+}

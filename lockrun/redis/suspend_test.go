@@ -36,6 +36,9 @@ func TestSuspendStopsTakeover(t *testing.T) {
 	if v, _ := redistest.Do(addr, "EXISTS", l.lockKey("bill")); v != "0" {
 		t.Fatalf("the suspended standby took the lock")
 	}
+	if v, _ := redistest.Do(addr, "ZSCORE", l.standbyKey("bill"), "b"); v != "" {
+		t.Errorf("the suspended standby kept its slot (%s)", v)
+	}
 	es, err := l.Fleet(ctx, "bill", 0)
 	if err != nil {
 		t.Fatal(err)

@@ -194,6 +194,8 @@ end
 
 local function suspended()
   local lerr = ''
+  -- A standby that finds the key suspended ends: its slot goes with it.
+  if (ARGV[21] or '') ~= '' then redis.pcall('ZREM', KEYS[7], ARGV[5]) end
   if (ARGV[13] or '') ~= '' then
     local since = suspV.since_us
     if type(since) ~= 'string' then since = '0' end

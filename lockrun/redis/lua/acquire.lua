@@ -37,7 +37,7 @@
 --   (--on-lock-lost continue, or no guard): it is never taken over
 --
 -- KEYS[8] the key's suspension (cronlock suspend; a JSON string, lockrun's
---   EncodeSuspension, with PXAT at its until): read here, so a suspended key costs no
+--   EncodeSuspension, expiring at its until): read here, so a suspended key costs no
 --   round trip of its own
 --
 -- marks collects what the claim found, in the JSON names of lockrun.FleetEntry, and goes
@@ -179,7 +179,7 @@ local function standby(rec)
 end
 
 -- The suspension, in force unless its until has passed on this server's clock (its
--- PXAT is the same instant; the check covers a value written without one).
+-- expiry is the same instant; the check covers a value written without one).
 local tickUs = ARGV[8] or ''
 local rec
 local susp = KEYS[8] and redis.call('GET', KEYS[8])

@@ -4,7 +4,7 @@
 -- ARGV[1] 'set', 'del' or 'get'
 -- ARGV[2] with 'set': the value; ARGV[3] its until in µs ('' = none: no expiry)
 --
--- A suspension whose until has passed on this server's clock is gone (its PXAT is that
+-- A suspension whose until has passed on this server's clock is gone (its PX ends at that
 -- instant; the check covers a value written without one).
 -- Returns {1, value} with 'get' and 'del' when the key was suspended (del removed it),
 --   {0, ''} when it was not; {1, ''} with 'set'.
@@ -26,9 +26,10 @@ end
 
 if ARGV[1] == 'set' then
   if ARGV[3] ~= '' then
-    local ms = math.floor(tonumber(ARGV[3]) / 1000)
-    if ms * 1000 <= nowUs then return {-1, 'past'} end
-    redis.call('SET', KEYS[1], ARGV[2], 'PXAT', string.format('%d', ms))
+    -- PX, not PXAT (Redis 6.2): the time left on this server's clock, rounded up.
+    local left = math.ceil((tonumber(ARGV[3]) - nowUs) / 1000)
+    if left <= 0 then return {-1, 'past'} end
+    redis.call('SET', KEYS[1], ARGV[2], 'PX', string.format('%d', left))
   else
     redis.call('SET', KEYS[1], ARGV[2])
   end

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -226,5 +227,24 @@ func TestSuspendLocal(t *testing.T) {
 	}
 	if _, out, _ := hosts[0].run("status", "-k", "billing", "--json"); json.Unmarshal([]byte(out), &j) == nil && j.Suspension != nil {
 		t.Errorf("status --json after resume: %s; want no suspension", out)
+	}
+}
+
+// TestSuspendStandby: a standby waiting beside a run whose host is then lost does not
+// take the tick over once the key is suspended: it ends suspended, its job never started.
+func TestSuspendStandby(t *testing.T) {
+	off, _ := inMinute()
+	hs := standbyFleet(t, "redis://"+redistest.Addr(t)+"/0", off, "vmA", "vmB")
+	a, _ := hs[0].startJob(t)
+	done := hs[1].startStandby(t)
+	if code, _, errs := hs[1].run("suspend", "-k", "bill", "--reason", "lost host"); code != 0 {
+		t.Fatalf("suspend: exit %d (%s)", code, errs)
+	}
+	signalTree(processTree(a.Process.Pid), syscall.SIGKILL)
+	a.Wait()
+	end := awaitEnd(t, done, "vmB's standby")
+	if _, err := os.Stat(filepath.Join(hs[1].dir, "job")); end.code != 0 || err == nil || !strings.Contains(end.errs, "lost host") ||
+		hs[1].lastRow(t).Status != "suspended" {
+		t.Fatalf("vmB: exit %d, job ran %v, stderr %q; want it to end suspended without its job", end.code, err == nil, end.errs)
 	}
 }

@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,7 +52,34 @@ func (l *Locker) Resume(ctx context.Context, key string) (*lockrun.Suspension, e
 	if s.Lifted(time.Now()) {
 		return nil, &lockrun.NotSuspendedError{Key: key, Backend: l.Describe()}
 	}
+	l.heldUntilNow(ctx, key)
 	return s, nil
+}
+
+// heldUntilNow notes in key's tick record that no tick was due until now (best effort):
+// the claim after a resume then does not call the ticks of the suspension never fired,
+// even if no host's cron fired meanwhile.
+func (l *Locker) heldUntilNow(ctx context.Context, key string) {
+	tickKey := l.tickKey(key)
+	l.op(ctx, "note the resume of "+key, func(ctx context.Context, c *clientv3.Client) error {
+		resp, err := c.Get(ctx, tickKey)
+		if err != nil || len(resp.Kvs) == 0 {
+			return err
+		}
+		var r lockrun.TickValue
+		if json.Unmarshal(resp.Kvs[0].Value, &r) != nil {
+			return nil
+		}
+		now := strconv.FormatInt(time.Now().UnixMicro(), 10)
+		if digits(r.HeldUS) && !greaterDec(now, r.HeldUS) {
+			return nil
+		}
+		r.HeldUS = now
+		b, _ := json.Marshal(r)
+		_, err = c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(tickKey), "=", resp.Kvs[0].ModRevision)).
+			Then(clientv3.OpPut(tickKey, string(b))).Commit()
+		return err
+	})
 }
 
 // ReadSuspension returns key's suspension in force, nil when there is none.

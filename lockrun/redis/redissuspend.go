@@ -55,7 +55,11 @@ func (l *Locker) suspension(ctx context.Context, key, mode string) (*lockrun.Sus
 	if err := lockrun.ValidKey(key); err != nil {
 		return nil, err
 	}
-	res, _, err := l.eval(ctx, suspendScript(), []string{l.suspendKey(key)}, mode)
+	keys := []string{l.suspendKey(key)}
+	if mode == "del" {
+		keys = append(keys, l.tickKey(key))
+	}
+	res, _, err := l.eval(ctx, suspendScript(), keys, mode)
 	if err != nil {
 		return nil, l.userError("read the suspension of "+key, err)
 	}

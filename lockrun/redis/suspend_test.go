@@ -101,3 +101,47 @@ func TestSuspendSentinelCluster(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeForgivesUnfiredTicks: ticks that no host fired while the key was suspended
+// (cron stopped too, for the window) are not reported never fired by the claim after the
+// resume; ticks unfired without a suspension still are.
+func TestResumeForgivesUnfiredTicks(t *testing.T) {
+	l := newRedisTestLocker(t, redistest.Addr(t))
+	ctx := context.Background()
+	day := func(run string, d int) lockrun.Request {
+		req := standbyTestReq(run, "")
+		req.Tick = req.Tick.AddDate(0, 0, d)
+		req.PrevTick = req.Tick.AddDate(0, 0, -1)
+		req.Canonical = "0 9 * * * UTC"
+		req.Entry.Tick = req.Tick
+		return req
+	}
+	redisMustAcquire(t, l, day("a", 0)).Release(ctx)
+	if err := l.Suspend(ctx, "bill", &lockrun.Suspension{By: "ops@box", Since: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Resume(ctx, "bill"); err != nil {
+		t.Fatal(err)
+	}
+	redisMustAcquire(t, l, day("b", 3)).Release(ctx) // days 1 and 2 never fired, while suspended
+	never := func() int {
+		es, err := l.Fleet(ctx, "bill", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range es {
+			if e.Status == lockrun.NeverFiredStatus {
+				n++
+			}
+		}
+		return n
+	}
+	if n := never(); n != 0 {
+		t.Fatalf("%d never_fired entries after a resume; want none", n)
+	}
+	redisMustAcquire(t, l, day("c", 6)).Release(ctx) // days 4 and 5: no suspension
+	if n := never(); n != 1 {
+		t.Fatalf("%d never_fired entries for ticks unfired without a suspension; want 1", n)
+	}
+}

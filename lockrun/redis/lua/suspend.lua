@@ -1,6 +1,7 @@
 -- suspend.lua: a key's suspension (cronlock suspend, resume, and its readers).
 --
 -- KEYS[1] the suspension (a JSON string: lockrun's EncodeSuspension)
+-- KEYS[2] with 'del': the key's tick record, whose held_us the resume moves to now
 -- ARGV[1] 'set', 'del' or 'get'
 -- ARGV[2] with 'set': the value; ARGV[3] its until in µs ('' = none: no expiry)
 --
@@ -37,5 +38,16 @@ if ARGV[1] == 'set' then
 end
 local v = redis.call('GET', KEYS[1])
 if not live(v) then return {0, ''} end
-if ARGV[1] == 'del' then redis.call('DEL', KEYS[1]) end
+if ARGV[1] == 'del' then
+  redis.call('DEL', KEYS[1])
+  -- No tick was due while the key was suspended: noted as fired-but-held up to now (as
+  -- acquire.lua does), the claim after the resume does not call them never fired, even
+  -- if no host's cron fired meanwhile.
+  local raw = KEYS[2] and redis.call('GET', KEYS[2])
+  local ok, r = pcall(cjson.decode, raw or '')
+  if ok and type(r) == 'table' and not (type(r.held_us) == 'string' and (tonumber(r.held_us) or 0) >= nowUs) then
+    r.held_us = string.format('%.0f', nowUs)
+    redis.pcall('SET', KEYS[2], cjson.encode(r), 'KEEPTTL', 'XX')
+  end
+end
 return {1, v}

@@ -140,3 +140,35 @@ func SuspendedEntryID(tick time.Time, s *Suspension, node string) string {
 	}
 	return "suspended-" + strconv.FormatInt(s.Since.UnixMicro(), 10) + "-" + node
 }
+
+// BatchSuspender is a Suspender that reads the suspensions of many keys at once (Redis: a
+// pipeline), for a reader of a whole fleet (jobs).
+type BatchSuspender interface {
+	// Suspensions returns the suspensions in force of keys, by key; keys without one are
+	// left out.
+	Suspensions(ctx context.Context, keys []string) (map[string]*Suspension, error)
+}
+
+// SuspensionsOf is the suspensions in force of keys on l, by key (keys without one left
+// out): one batch where l is a BatchSuspender, else one ReadSuspension per key.
+// ErrNoSuspend for a backend that keeps none.
+func SuspensionsOf(ctx context.Context, l Locker, keys []string) (map[string]*Suspension, error) {
+	if b, ok := l.(BatchSuspender); ok {
+		return b.Suspensions(ctx, keys)
+	}
+	s, ok := l.(Suspender)
+	if !ok {
+		return nil, ErrNoSuspend
+	}
+	out := map[string]*Suspension{}
+	for _, k := range keys {
+		v, err := s.ReadSuspension(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		if v != nil {
+			out[k] = v
+		}
+	}
+	return out, nil
+}

@@ -2,8 +2,12 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"cronlock/lockrun"
 )
@@ -11,7 +15,10 @@ import (
 // The key's suspension (cronlock suspend): <prefix>{KEY}:suspend, in the lock's slot, so
 // that acquire.lua reads it in the same call that claims the tick and the lock.
 
-var _ lockrun.Suspender = (*Locker)(nil)
+var (
+	_ lockrun.Suspender      = (*Locker)(nil)
+	_ lockrun.BatchSuspender = (*Locker)(nil)
+)
 
 func (l *Locker) suspendKey(key string) string { return l.prefix + "{" + key + "}:suspend" }
 
@@ -72,4 +79,34 @@ func (l *Locker) suspension(ctx context.Context, key, mode string) (*lockrun.Sus
 	}
 	v, _ := r[1].(string)
 	return lockrun.DecodeSuspension([]byte(v)), nil
+}
+
+// Suspensions reads the suspensions of keys in one pipeline (split by slot on a Cluster),
+// within one operation time-out. An expired suspension is gone from the server; one whose
+// until has passed on this host's clock but not yet there is left out too.
+func (l *Locker) Suspensions(ctx context.Context, keys []string) (map[string]*lockrun.Suspension, error) {
+	octx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	gets := make([]*redis.StringCmd, len(keys))
+	l.c.Pipelined(octx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			gets[i] = p.Get(octx, l.suspendKey(k))
+		}
+		return nil
+	})
+	out := map[string]*lockrun.Suspension{}
+	now := time.Now()
+	for i, k := range keys {
+		v, err := gets[i].Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, l.userError("read the suspensions", err)
+		}
+		if s := lockrun.DecodeSuspension([]byte(v)); !s.Lifted(now) {
+			out[k] = s
+		}
+	}
+	return out, nil
 }

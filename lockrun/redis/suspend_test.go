@@ -145,3 +145,18 @@ func TestResumeForgivesUnfiredTicks(t *testing.T) {
 		t.Fatalf("%d never_fired entries for ticks unfired without a suspension; want 1", n)
 	}
 }
+
+// TestSuspensionsBatch: the batch reader finds the suspended keys among many.
+func TestSuspensionsBatch(t *testing.T) {
+	l := newRedisTestLocker(t, redistest.Addr(t))
+	ctx := context.Background()
+	for _, k := range []string{"b1", "b3"} {
+		if err := l.Suspend(ctx, k, &lockrun.Suspension{By: "ops@box", Since: time.Now(), Reason: k}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := lockrun.SuspensionsOf(ctx, l, []string{"b1", "b2", "b3"})
+	if err != nil || len(got) != 2 || got["b1"].Reason != "b1" || got["b3"].Reason != "b3" {
+		t.Fatalf("SuspensionsOf = %v, %v; want b1 and b3", got, err)
+	}
+}

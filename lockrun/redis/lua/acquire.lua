@@ -215,7 +215,13 @@ local function suspended()
       local e = string.gsub(ARGV[13], '^{"id":"[^"]*"', function() return '{"id":' .. cjson.encode(id) end, 1)
       e = string.gsub(e, '"s":"[%w_]*"', '"s":"suspended"', 1)
       e = e .. ',"e":' .. cjson.encode(string.sub(note, 1, 200)) .. ',"a":' .. nowS .. ',"f":' .. nowS .. ',"c":1,"l":' .. nowS .. ',"k":0}'
-      lerr = addEntry(id, e, nowS, tonumber(ARGV[14]) or 200, nil, true)
+      -- The run holding the lock (suspended under a running job) keeps its entry.
+      local holder
+      if cur then
+        local okh, h = pcall(cjson.decode, cur)
+        if okh and type(h) == 'table' then holder = h.run_id end
+      end
+      lerr = addEntry(id, e, nowS, tonumber(ARGV[14]) or 200, holder, true)
     end
   end
   if rec and tickUs ~= '' and greater(tickUs, rec.tick_us) and not (type(rec.held_us) == 'string' and not greater(tickUs, rec.held_us)) then

@@ -96,21 +96,28 @@ func needKey(c *cobra.Command, key string) error {
 }
 
 func suspendRun(o *suspendOptions, s *lockrun.Suspension) error {
-	locker, err := o.open()
-	if err != nil {
-		return exitf(ExitFailed, "%v", err)
-	}
-	defer locker.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*o.RedisTimeout+time.Second)
-	defer cancel()
-	if err := suspend.Suspend(ctx, locker, o.Key, s); err != nil {
-		return exitf(ExitFailed, "%v", err)
-	}
-	_, err = fmt.Fprintln(o.Stdout, tty.Escape(suspend.Made(o.Key, s, locker.Describe())))
-	return err
+	return withSuspender(o, func(ctx context.Context, l lockrun.Locker) (string, error) {
+		return suspend.Made(o.Key, s, l.Describe()), suspend.Suspend(ctx, l, o.Key, s)
+	})
 }
 
 func resumeRun(o *suspendOptions) error {
+	return withSuspender(o, func(ctx context.Context, l lockrun.Locker) (string, error) {
+		s, err := suspend.Resume(ctx, l, o.Key)
+		if suspend.IsNotSuspended(err) {
+			return "", exitf(ExitNotSuspended, "%v", err)
+		}
+		if err != nil {
+			return "", err
+		}
+		return suspend.Lifted(o.Key, s, l.Describe(), time.Now()), nil
+	})
+}
+
+// withSuspender opens the backend, runs f within the operations' bound, and prints the
+// line f returns (escaped: a reason is free text); f's error is a failure (125) unless
+// it is an *ExitError already.
+func withSuspender(o *suspendOptions, f func(ctx context.Context, l lockrun.Locker) (string, error)) error {
 	locker, err := o.open()
 	if err != nil {
 		return exitf(ExitFailed, "%v", err)
@@ -118,13 +125,14 @@ func resumeRun(o *suspendOptions) error {
 	defer locker.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*o.RedisTimeout+time.Second)
 	defer cancel()
-	s, err := suspend.Resume(ctx, locker, o.Key)
+	line, err := f(ctx, locker)
+	var ee *ExitError
 	switch {
-	case suspend.IsNotSuspended(err):
-		return exitf(ExitNotSuspended, "%v", err)
+	case errors.As(err, &ee):
+		return err
 	case err != nil:
 		return exitf(ExitFailed, "%v", err)
 	}
-	_, err = fmt.Fprintln(o.Stdout, tty.Escape(suspend.Lifted(o.Key, s, locker.Describe(), time.Now())))
+	_, err = fmt.Fprintln(o.Stdout, tty.Escape(line))
 	return err
 }

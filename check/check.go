@@ -97,6 +97,33 @@ type Input struct {
 	MaxAge   time.Duration // 0 = none; without a Schedule it is required
 	Grace    time.Duration
 	Now      time.Time
+	// Suspension is the key's suspension in force now (cronlock suspend); nil = none.
+	// Suspended, the key is OK with the suspension in the line (no run is due while it
+	// is paused), or WARNING once it has lasted longer than MaxSuspend (0 = never).
+	Suspension *Suspension
+	MaxSuspend time.Duration
+}
+
+// Suspension is who paused the key, since when, until when (zero: until resumed) and why.
+type Suspension struct {
+	By           string
+	Since, Until time.Time
+	Reason       string
+}
+
+// line is s for the status line: "suspended by alice@vm1 since 2026-12-02 06:00 UTC
+// until 2026-12-02 08:00 UTC (db upgrade)".
+func (s *Suspension) line() string {
+	out := "suspended by " + s.By + " since " + utcMinute(s.Since)
+	if s.Until.IsZero() {
+		out += " until resumed"
+	} else {
+		out += " until " + utcMinute(s.Until)
+	}
+	if s.Reason != "" {
+		out += " (" + s.Reason + ")"
+	}
+	return out
 }
 
 // Perf is one performance datum, label=value[UOM];warn;crit;min;max. An empty Value is
@@ -232,7 +259,7 @@ func Evaluate(in Input) Result {
 	res := Result{Key: in.Key}
 	runs := slices.Clone(in.Runs)
 	slices.SortStableFunc(runs, func(a, b Run) int { return b.Started.Compare(a.Started) })
-	if len(runs) == 0 && !in.Seen {
+	if len(runs) == 0 && !in.Seen && in.Suspension == nil {
 		return UnknownResult(in.Key, "no run of this key was ever recorded here: check --key (and --history or the backend), or wait for its first run")
 	}
 	if in.Schedule == nil && in.MaxAge <= 0 {
@@ -275,7 +302,7 @@ func Evaluate(in Input) Result {
 	}
 	for _, r := range newer {
 		switch r.Status {
-		case runstatus.Succeeded, runstatus.Running, runstatus.Skipped, NeverFiredStatus:
+		case runstatus.Succeeded, runstatus.Running, runstatus.Skipped, runstatus.Suspended, NeverFiredStatus:
 		default:
 			res.Failures++
 		}
@@ -341,6 +368,15 @@ func Evaluate(in Input) Result {
 				break
 			}
 		}
+		// A tick that came while the key was suspended needs no success: its runs were
+		// suspended on purpose, and resume does not run it.
+		suspRun := -1
+		for i, r := range runs {
+			if r.Status == runstatus.Suspended && !tickOf(r).Before(res.Due) {
+				suspRun = i
+				break
+			}
+		}
 		switch {
 		case okRun >= 0:
 			okWhy = fmt.Sprintf("last success %s ago, for the %s tick", human(max(now.Sub(endOf(runs[okRun])), 0)), name(tickOf(runs[okRun])))
@@ -352,6 +388,8 @@ func Evaluate(in Input) Result {
 			if !tooLong {
 				okWhy = fmt.Sprintf("the run of the %s tick is in progress%s for %s", name(tickOf(runs[running])), onNode(runs[running].Node), human(runningFor))
 			}
+		case suspRun >= 0:
+			okWhy = fmt.Sprintf("the %s tick came while the key was suspended (its runs did not start)", name(tickOf(runs[suspRun])))
 		default:
 			crit = append(crit, fmt.Sprintf("no successful run for the %s tick (due %s + %s)", name(res.Due), utcMinute(res.Due), human(in.Grace)))
 		}
@@ -365,6 +403,12 @@ func Evaluate(in Input) Result {
 		case lastOK >= 0 && res.Age <= in.MaxAge:
 			if okWhy == "" && len(crit) == 0 && !inProgress {
 				okWhy = fmt.Sprintf("last success %s ago, within --max-age %s", human(res.Age), human(in.MaxAge))
+			}
+		case in.Schedule == nil && suspendedWithin(runs, now.Add(-in.MaxAge)):
+			// Without a schedule, a run suspended within --max-age stands for the runs
+			// the suspension kept from starting.
+			if okWhy == "" {
+				okWhy = fmt.Sprintf("runs within --max-age %s were suspended", human(in.MaxAge))
 			}
 		case running >= 0 && runs[running].Started.After(now.Add(-in.MaxAge)) && in.Schedule == nil:
 			// A run in progress within --max-age answers for it, as a run of the due tick
@@ -497,6 +541,24 @@ func Evaluate(in Input) Result {
 		}
 	}
 
+	// Suspended now: no run is due, so what is missing or failed is not news until it is
+	// resumed; only a suspension older than --max-suspend is (a maintenance window that
+	// nobody closed). The marks of the ledger (DUPLICATE, never fired…) still count.
+	if s := in.Suspension; s != nil {
+		crit = nil
+		lasted := max(now.Sub(s.Since), 0)
+		line := s.line()
+		switch {
+		case in.MaxSuspend > 0 && lasted > in.MaxSuspend:
+			warn = append([]string{fmt.Sprintf("%s, for %s, longer than --max-suspend %s: resume it (cronlock resume --key %s) or suspend it again with --for or --until",
+				line, human(lasted), human(in.MaxSuspend), in.Key)}, warn...)
+		case okWhy != "":
+			okWhy = line + ", " + okWhy
+		default:
+			okWhy = line
+		}
+	}
+
 	switch {
 	case len(crit) > 0:
 		res.State = Critical
@@ -608,6 +670,16 @@ func ticksIn(s *schedule.Schedule, from, to time.Time) (int, time.Time) {
 		return 1, to
 	}
 	return n, first
+}
+
+// suspendedWithin reports whether a run of runs was suspended at or after since.
+func suspendedWithin(runs []Run, since time.Time) bool {
+	for _, r := range runs {
+		if r.Status == runstatus.Suspended && !r.Started.Before(since) {
+			return true
+		}
+	}
+	return false
 }
 
 // endOf is when a run ended: its Finished, else (a record without an end) its start.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strconv"
 	"strings"
 	"time"
@@ -28,13 +29,15 @@ type checkOptions struct {
 	TZ       string // --tz / CRONLOCK_TZ: the zone of --schedule, as run reads it
 	MaxAge   time.Duration
 	Grace    time.Duration
-	GraceSet bool   // --grace was given; else check.DefaultGrace
-	History  string // the history file, resolved; "" = off
-	ThisNode string
-	JSON     bool
-	Verbose  int           // -v: the long output (every reason on a line, and the facts)
-	Version  bool          // -V: print the version, as the plugin guidelines reserve it
-	Timeout  time.Duration // -t: the whole check's bound, then UNKNOWN
+	// MaxSuspend: a suspension older than this is WARNING (--max-suspend).
+	MaxSuspend time.Duration
+	GraceSet   bool   // --grace was given; else check.DefaultGrace
+	History    string // the history file, resolved; "" = off
+	ThisNode   string
+	JSON       bool
+	Verbose    int           // -v: the long output (every reason on a line, and the facts)
+	Version    bool          // -V: print the version, as the plugin guidelines reserve it
+	Timeout    time.Duration // -t: the whole check's bound, then UNKNOWN
 
 	Now            time.Time
 	LogFormat      string
@@ -109,6 +112,8 @@ On the local backend the runs come from the history (--history FILE reads a copy
 	f.StringVar(&o.Schedule, "schedule", "", "the job's crontab schedule (default: the one its last --schedule run recorded)")
 	f.StringVar(&o.TZ, "tz", "", "zone of --schedule (env CRONLOCK_TZ; default the zone of /etc/localtime, as cron uses; never $TZ)")
 	f.Var(durationValue{d: &o.MaxAge}, "max-age", "CRITICAL when the last success is older than this (needed without a schedule)")
+	o.MaxSuspend = 7 * 24 * time.Hour
+	f.Var(ageValue{d: &o.MaxSuspend}, "max-suspend", "WARNING when the key has been suspended longer than this (cronlock suspend)")
 	f.Var(durationValue{d: &o.Grace}, "grace", "how long after its tick a run may take to succeed (default: the larger of 5m and the --jitter + --start-deadline its runs recorded)")
 	f.StringVar(&flagPath, "history", "", "SQLite history file to read (env CRONLOCK_HISTORY; default per user)")
 	f.BoolVar(&o.JSON, "json", false, "one JSON object instead of the status line")
@@ -241,13 +246,21 @@ func showCheck(o *checkOptions, r check.Result) error {
 // checkVerdict gathers the key's runs and schedule, and judges them; every failure to
 // gather them is UNKNOWN.
 func checkVerdict(ctx context.Context, o *checkOptions) check.Result {
-	in := check.Input{Key: o.Key, MaxAge: o.MaxAge, Grace: o.Grace, Now: o.Now}
+	in := check.Input{Key: o.Key, MaxAge: o.MaxAge, Grace: o.Grace, Now: o.Now, MaxSuspend: o.MaxSuspend}
+	var susp *lockrun.Suspension
 	var recorded *schedule.Schedule
 	var tr *lockrun.TickRecord
 	var err error
 	if o.Backend == "local" {
 		if tr, err = o.localTick(); err == nil {
 			in.Runs, err = o.localRuns()
+		}
+		if err == nil {
+			// A monitoring user that may not look into the lock folder (root's is 0700)
+			// cannot see a suspension there: it judges the runs alone, as with --schedule.
+			if susp, err = local.ReadSuspension(o.lockDir(), o.Key); errors.Is(err, fs.ErrPermission) {
+				err = nil
+			}
 		}
 	} else {
 		var locker lockrun.Locker
@@ -261,9 +274,17 @@ func checkVerdict(ctx context.Context, o *checkOptions) check.Result {
 				in.Runs, err = fleetRuns(ctx, l, o.Key)
 			}
 		}
+		if err == nil {
+			if susp, err = lockrun.ReadSuspensionOf(ctx, locker, o.Key); errors.Is(err, lockrun.ErrNoSuspend) {
+				err = nil
+			}
+		}
 	}
 	if err != nil {
 		return unknownOf(o, err)
+	}
+	if susp != nil {
+		in.Suspension = &check.Suspension{By: susp.By, Since: susp.Since, Until: susp.Until, Reason: susp.Reason}
 	}
 	if tr != nil {
 		in.Seen = true
@@ -289,10 +310,7 @@ func checkVerdict(ctx context.Context, o *checkOptions) check.Result {
 // user may run check against root's folder, which it must neither create nor own. A
 // record it may not read matters only when it is the schedule: --schedule wins anyway.
 func (o *checkOptions) localTick() (*lockrun.TickRecord, error) {
-	dir := o.LockDir
-	if dir == "" {
-		dir = local.DefaultDir()
-	}
+	dir := o.lockDir()
 	tr, err := local.ReadTickRecord(dir, o.Key)
 	if err != nil {
 		if o.Schedule != "" {
@@ -301,6 +319,14 @@ func (o *checkOptions) localTick() (*lockrun.TickRecord, error) {
 		return nil, fmt.Errorf("cannot read the schedule its runs recorded (%v); give --schedule EXPR (the crontab schedule), or let this user read %s", err, dir)
 	}
 	return tr, nil
+}
+
+// lockDir is the local backend's folder, read as it is (check never creates it).
+func (o *checkOptions) lockDir() string {
+	if o.LockDir == "" {
+		return local.DefaultDir()
+	}
+	return o.LockDir
 }
 
 // localRuns reads the key's newest runs from the local history, and its newest success

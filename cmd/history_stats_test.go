@@ -135,7 +135,7 @@ func TestHistoryStatsJSON(t *testing.T) {
 	slices.Sort(fields)
 	want := []string{"failed", "failure_streak", "failure_streak_capped", "interrupted", "key",
 		"last_failure", "last_success", "max_ms", "newest_started_at", "oldest_started_at", "p50_ms",
-		"p95_ms", "running", "runs", "skipped", "succeeded", "success_rate", "truncated"}
+		"p95_ms", "running", "runs", "skipped", "succeeded", "success_rate", "suspended", "truncated"}
 	if !reflect.DeepEqual(fields, want) {
 		t.Errorf("fields %v, want %v", fields, want)
 	}

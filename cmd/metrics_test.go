@@ -30,7 +30,7 @@ const (
 	metricRuns         = "cronlock_runs_total"
 )
 
-var metricStatuses = []string{"succeeded", "failed", "timeout", "lock_lost", "interrupted", "skipped", "error", "missed"}
+var metricStatuses = []string{"succeeded", "failed", "timeout", "lock_lost", "interrupted", "skipped", "error", "missed", "suspended"}
 
 // unixSeconds is t as the metrics file writes a timestamp.
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

@@ -164,6 +164,8 @@ file lock (one machine); every run is recorded in a local SQLite history.
 		newCheckCmd(stdout, stderr),
 		newCrontabCmd(stdout, stderr),
 		newUnlockCmd(stdout, stderr),
+		newSuspendCmd(stdout),
+		newResumeCmd(stdout),
 		newCheckpointCmd(stdout, stderr),
 		newReportCmd(stdout, stderr),
 		newConfigCmd(stdout, stderr),

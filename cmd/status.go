@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"cronlock/lockrun"
 	"cronlock/logline"
 	"cronlock/runview"
+	"cronlock/suspend"
 	"cronlock/tty"
 )
 
@@ -64,6 +66,9 @@ type lockStatus struct {
 	TTLLeftMS    int64      `json:"ttl_left_ms,omitempty"`
 	Revoked      bool       `json:"revoked,omitempty"` // by unlock --force; frees itself at ttl_left_ms
 	NoExpiry     bool       `json:"no_expiry,omitempty"`
+	// Suspension is the key's suspension (cronlock suspend), with --key only. A key that
+	// is suspended and not held gets a line of its own with key, backend and suspension.
+	Suspension *lockrun.Suspension `json:"suspension,omitempty"`
 }
 
 func statusRun(o *statusOptions) error {
@@ -76,6 +81,7 @@ func statusRun(o *statusOptions) error {
 	// listing a large keyspace takes many SCAN calls, each of them quick.
 	ctx := context.Background()
 	held := map[string]lockrun.Holder{}
+	var susp *lockrun.Suspension
 	if o.Key != "" {
 		h, err := locker.Inspect(ctx, o.Key)
 		if err != nil {
@@ -83,6 +89,9 @@ func statusRun(o *statusOptions) error {
 		}
 		if h != nil {
 			held[o.Key] = *h
+		}
+		if susp, err = lockrun.ReadSuspensionOf(ctx, locker, o.Key); err != nil && !errors.Is(err, lockrun.ErrNoSuspend) {
+			return exitf(ExitFailed, "%v", err)
 		}
 	} else if held, err = locker.List(ctx); err != nil {
 		return exitf(ExitFailed, "%v", err)
@@ -115,9 +124,13 @@ func statusRun(o *statusOptions) error {
 			since, ms := h.Since.UTC(), now.Sub(h.Since).Milliseconds()
 			r.Since, r.HeldMS = &since, &ms
 		}
+		r.Suspension = susp
 		rows = append(rows, r)
 	}
 	if o.JSON {
+		if len(rows) == 0 && susp != nil {
+			return runview.WriteJSONLine(o.Stdout, lockStatus{Key: o.Key, Backend: locker.Describe(), Suspension: susp})
+		}
 		for _, r := range rows {
 			// Node names and run ids come from other hosts.
 			if err := runview.WriteJSONLine(o.Stdout, r); err != nil {
@@ -131,7 +144,10 @@ func statusRun(o *statusOptions) error {
 		if o.Key != "" {
 			what = fmt.Sprintf("%s is not held", o.Key)
 		}
-		_, err := fmt.Fprintf(o.Stdout, "%s on %s\n", what, locker.Describe())
+		if _, err := fmt.Fprintf(o.Stdout, "%s on %s\n", what, locker.Describe()); err != nil || susp == nil {
+			return err
+		}
+		_, err := fmt.Fprintln(o.Stdout, tty.Escape(suspend.StatusLine(o.Key, susp, now)))
 		return err
 	}
 	fmt.Fprintf(o.Stdout, "locks held on %s:\n", locker.Describe())
@@ -163,6 +179,9 @@ func statusRun(o *statusOptions) error {
 		}
 		table = append(table, []string{tty.Escape(r.Key), node, pid, run, since, heldFor, token})
 	}
-	_, err = io.WriteString(o.Stdout, formatTable(table, nil, nil))
+	if _, err = io.WriteString(o.Stdout, formatTable(table, nil, nil)); err != nil || susp == nil {
+		return err
+	}
+	_, err = fmt.Fprintln(o.Stdout, tty.Escape(suspend.StatusLine(o.Key, susp, now)))
 	return err
 }

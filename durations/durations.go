@@ -169,3 +169,15 @@ func Format(d time.Duration) string {
 	}
 	return d.String()
 }
+
+// ParseTime reads a point in time (not a duration ago): one of the layouts --since and
+// --until take, in loc unless it carries its own zone (RFC 3339).
+func ParseTime(v string, loc *time.Location) (time.Time, error) {
+	v = strings.TrimSpace(v)
+	for _, layout := range whenLayouts {
+		if t, err := time.ParseInLocation(layout, v, loc); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("want a time (2025-06-01, 2025-06-01 15:04, 2025-06-01T15:04:05, or RFC 3339 like 2025-06-01T15:04:05+02:00)")
+}

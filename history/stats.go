@@ -51,6 +51,7 @@ type KeyStats struct {
 	Succeeded   int
 	Failed      int // runs with one of runstatus.Failures
 	Skipped     int
+	Suspended   int // runs of a suspended key (cronlock suspend): left out of the rate, as skips are
 	Interrupted int
 	Running     int
 
@@ -76,10 +77,10 @@ type KeyStats struct {
 	Recent []Outcome // the newest RecentRuns runs of the window, oldest first
 }
 
-// SuccessRate is Succeeded / (Runs − Skipped − Running); ok is false when no run in the
-// window has an outcome.
+// SuccessRate is Succeeded / (Runs − Skipped − Suspended − Running); ok is false when no
+// run in the window has an outcome.
 func (k *KeyStats) SuccessRate() (rate float64, ok bool) {
-	n := k.Runs - k.Skipped - k.Running
+	n := k.Runs - k.Skipped - k.Suspended - k.Running
 	if n <= 0 {
 		return 0, false
 	}
@@ -254,6 +255,8 @@ func summarise(ks *KeyStats, win []statsRow) {
 			streakOpen = false
 		case r.status == runstatus.Skipped:
 			ks.Skipped++
+		case r.status == runstatus.Suspended:
+			ks.Suspended++
 		case r.status == runstatus.Running:
 			ks.Running++
 		case r.status == runstatus.Interrupted:
@@ -267,7 +270,7 @@ func summarise(ks *KeyStats, win []statsRow) {
 		var d time.Duration
 		if r.finished.Valid {
 			d = max(time.Duration(r.finished.Int64-r.started), 0) // a clock step back is not a negative run
-			if r.status != runstatus.Skipped {
+			if r.status != runstatus.Skipped && r.status != runstatus.Suspended {
 				durs = append(durs, d)
 			}
 		}

@@ -83,7 +83,12 @@ func (r *runner) acquire(sig *child.Signals) (lease lockrun.Lease, code int, don
 	var missed *lockrun.MissedError
 	var sbw *lockrun.StandbyWaitError
 	var sbe *lockrun.StandbyEndError
+	var susp *lockrun.SuspendedError
 	switch {
+	case errors.As(res.err, &susp):
+		// Not rememberKey: a suspended run claimed nothing, so a first run that finds
+		// the key suspended must not make the next claim look like a data loss.
+		return nil, r.suspended(susp), true
 	case errors.As(res.err, &sbw):
 		r.rememberKey()
 		return r.standby(sig, req, sbw)

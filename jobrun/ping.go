@@ -41,7 +41,9 @@ func (r *runner) pingEnd(code int) {
 		return
 	}
 	st := r.row.Status
-	if st == "" || st == runstatus.Skipped || st == runstatus.Running {
+	// A suspended run pings nothing, as a skip: not a failure, and no success either
+	// (the README says to pause the check at Healthchecks as well).
+	if st == "" || st == runstatus.Skipped || st == runstatus.Running || st == runstatus.Suspended {
 		return
 	}
 	exit := code

@@ -107,9 +107,13 @@ func (r *runner) standby(sig *child.Signals, req lockrun.Request, w *lockrun.Sta
 		var end *lockrun.StandbyEndError
 		var tick *lockrun.TickError
 		var held *lockrun.HeldError
+		var susp *lockrun.SuspendedError
 		switch {
 		case res.err == nil:
 			return res.lease, 0, false
+		case errors.As(res.err, &susp):
+			// Suspended while this run waited: no takeover, whatever became of the tick.
+			return nil, r.suspended(susp), true
 		case errors.As(res.err, &nw):
 			silentSince = 0
 			if nw.RunID != w.RunID {

@@ -109,9 +109,12 @@ func (r *runner) missed() int {
 	err := r.locker.ClaimMissed(ctx, req)
 	cancel()
 	var te *lockrun.TickError
+	var se *lockrun.SuspendedError
 	switch {
 	case errors.As(err, &te):
 		return r.tickSkip(te)
+	case errors.As(err, &se):
+		return r.suspended(se)
 	case err != nil:
 		return r.fail(ExitFailed, "%v", err)
 	}
@@ -195,4 +198,25 @@ func (r *runner) zoned(t time.Time) string {
 		return t.Format("15:04 MST")
 	}
 	return t.Format("2006-01-02 15:04 MST")
+}
+
+// suspended records a run of a suspended key (cronlock suspend): its job does not start,
+// and it ends with the conflict exit code. Silent as a skip is (cron would mail every
+// tick of every host), unless -v or a terminal asks; the line says who suspended the key,
+// since when, until when and why. The backend noted the tick in the fleet's record in
+// the same step that found the suspension.
+func (r *runner) suspended(e *lockrun.SuspendedError) int {
+	o := r.o
+	code := o.ConflictExitCode
+	r.row.Status = runstatus.Suspended
+	r.row.Error = e.Error() + "; the job was not run"
+	r.row.Exit = &code
+	r.recordInsert()
+	if e.RecordErr != "" {
+		r.fleetFailed(fmt.Errorf("%s: the suspended run's entry could not be written: %s", o.Key, e.RecordErr))
+	}
+	if o.Verbose || (!o.Quiet && tty.IsTerminal(o.Stderr)) {
+		r.say(logline.Verbose, true, "suspended: "+tty.Escape(r.row.Error)+"; cronlock resume --key "+o.Key+" lifts it")
+	}
+	return code
 }

@@ -119,7 +119,8 @@ const NeverFiredStatus = "never_fired"
 
 // tookLock reports whether the run held the lock (so its interval can overlap another's).
 func (e FleetEntry) tookLock() bool {
-	return e.Status != runstatus.Missed && e.Status != runstatus.Error && e.Status != NeverFiredStatus
+	return e.Status != runstatus.Missed && e.Status != runstatus.Error && e.Status != NeverFiredStatus &&
+		e.Status != runstatus.Suspended
 }
 
 // RunRecord is what a run tells the backend about itself for the fleet's record. The

@@ -32,7 +32,7 @@ const (
 // starts each at 0, so a series never appears out of nowhere: `== 1` alerts and
 // increase() see the first failure too.
 var metricStatuses = []string{runstatus.Succeeded, runstatus.Failed, runstatus.Timeout,
-	runstatus.LockLost, runstatus.Interrupted, runstatus.Skipped, runstatus.Error, runstatus.Missed}
+	runstatus.LockLost, runstatus.Interrupted, runstatus.Skipped, runstatus.Error, runstatus.Missed, runstatus.Suspended}
 
 // previous are the values carried over from the previous file.
 type previous struct {

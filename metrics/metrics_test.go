@@ -279,6 +279,7 @@ cronlock_last_status{key="k",node="n",status="missed"} 0
 cronlock_last_status{key="k",node="n",status="new"} 0
 cronlock_last_status{key="k",node="n",status="skipped"} 0
 cronlock_last_status{key="k",node="n",status="succeeded"} 0
+cronlock_last_status{key="k",node="n",status="suspended"} 0
 cronlock_last_status{key="k",node="n",status="timeout"} 0
 # HELP cronlock_last_success_timestamp_seconds When the last succeeded run of this key on this node ended (Unix seconds); 0 if none has succeeded yet.
 # TYPE cronlock_last_success_timestamp_seconds gauge
@@ -293,6 +294,7 @@ cronlock_runs_total{key="k",node="n",status="missed"} 0
 cronlock_runs_total{key="k",node="n",status="new"} 2
 cronlock_runs_total{key="k",node="n",status="skipped"} 0
 cronlock_runs_total{key="k",node="n",status="succeeded"} 1234567
+cronlock_runs_total{key="k",node="n",status="suspended"} 0
 cronlock_runs_total{key="k",node="n",status="timeout"} 0
 `
 	if string(got) != want {

@@ -31,7 +31,7 @@ const (
 
 // All lists every status a row can have.
 var All = []string{Running, Succeeded, Failed, Timeout,
-	LockLost, Interrupted, Skipped, Error, Abandoned, Missed, Retried}
+	LockLost, Interrupted, Skipped, Error, Abandoned, Missed, Retried, Suspended}
 
 // Valid reports whether s is one of All.
 func Valid(s string) bool {

@@ -75,6 +75,7 @@ var statusColors = func() map[string]color.Attribute {
 		runstatus.Succeeded:   color.FgGreen,
 		runstatus.Interrupted: color.FgMagenta,
 		runstatus.Skipped:     color.FgYellow,
+		runstatus.Suspended:   color.FgYellow,
 		runstatus.Retried:     color.FgYellow,
 		runstatus.Running:     color.FgCyan,
 	}

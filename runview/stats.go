@@ -23,6 +23,7 @@ type StatsJSON struct {
 	Succeeded           int      `json:"succeeded"`
 	Failed              int      `json:"failed"`
 	Skipped             int      `json:"skipped"`
+	Suspended           int      `json:"suspended"`
 	Interrupted         int      `json:"interrupted"`
 	Running             int      `json:"running"`
 	SuccessRate         *float64 `json:"success_rate"`
@@ -42,6 +43,7 @@ type StatsJSON struct {
 func NewStatsJSON(k history.KeyStats) StatsJSON {
 	j := StatsJSON{
 		Key: k.Key, Runs: k.Runs, Succeeded: k.Succeeded, Failed: k.Failed, Skipped: k.Skipped,
+		Suspended:   k.Suspended,
 		Interrupted: k.Interrupted, Running: k.Running,
 		FailureStreak: k.FailureStreak, FailureStreakCapped: k.StreakCapped,
 		OldestStartedAt: k.Oldest.UTC().Format(time.RFC3339Nano),
@@ -89,6 +91,14 @@ func WriteStatsTable(w io.Writer, stats []history.KeyStats, o Options) error {
 		return t.In(loc).Format("2006-01-02 15:04:05 MST")
 	}
 	header := []string{"KEY", "RUNS", "OK", "FAILED", "SKIPPED", "RATE", "P50", "P95", "MAX", "LAST SUCCESS", "LAST FAILURE", "STREAK"}
+	// Runs of a suspended key are shown in SKIPPED as "N+Ms" (M suspended): neither
+	// counts in the rate, and a key that was never suspended reads as before.
+	skipped := func(k history.KeyStats) string {
+		if k.Suspended == 0 {
+			return strconv.Itoa(k.Skipped)
+		}
+		return strconv.Itoa(k.Skipped) + "+" + strconv.Itoa(k.Suspended) + "s"
+	}
 	if o.Spark {
 		header = append(header, "RECENT")
 	}
@@ -107,7 +117,7 @@ func WriteStatsTable(w io.Writer, stats []history.KeyStats, o Options) error {
 			streak += "+"
 		}
 		row := []string{tty.Escape(k.Key), strconv.Itoa(k.Runs), strconv.Itoa(k.Succeeded),
-			strconv.Itoa(k.Failed), strconv.Itoa(k.Skipped), rate, p50, p95, mx,
+			strconv.Itoa(k.Failed), skipped(k), rate, p50, p95, mx,
 			when(k.LastSuccess), when(k.LastFailure), streak}
 		if o.Spark {
 			row = append(row, Sparkline(k.Recent, o.Color))
@@ -133,7 +143,7 @@ var sparkBars = []rune("▁▂▃▄▅▆▇█")
 func Sparkline(recent []history.Outcome, useColor bool) string {
 	var longest time.Duration
 	for _, r := range recent {
-		if r.Finished && r.Status != runstatus.Skipped {
+		if r.Finished && r.Status != runstatus.Skipped && r.Status != runstatus.Suspended {
 			longest = max(longest, r.Duration)
 		}
 	}
@@ -148,7 +158,7 @@ func Sparkline(recent []history.Outcome, useColor bool) string {
 		mark := string(bar)
 		attr := statusColors[r.Status]
 		switch {
-		case r.Status == runstatus.Skipped:
+		case r.Status == runstatus.Skipped || r.Status == runstatus.Suspended:
 			mark = "·"
 		case r.Status == runstatus.Running:
 			mark = "?"

@@ -138,12 +138,16 @@ func (l *Locker) attempt(ctx context.Context, req lockrun.Request, missed bool) 
 		// The lease counts from before the Grant was sent.
 		sent := lockrun.ClockOr(l.now)()
 		var read *clientv3.TxnResponse
+		suspIdx := 0
 		err := l.op(ctx, "take lock "+req.Key, func(ctx context.Context, c *clientv3.Client) (err error) {
 			ops := []clientv3.Op{clientv3.OpGet(lockKey), clientv3.OpGet(tickKey)}
 			if scheduled && req.Known {
 				// The data-loss check: a key this host claimed has entries (or a tick record).
 				ops = append(ops, clientv3.OpGet(l.runsDir(req.Key), clientv3.WithPrefix(), clientv3.WithCountOnly()))
 			}
+			// The suspension (cronlock suspend), in the same read.
+			suspIdx = len(ops)
+			ops = append(ops, clientv3.OpGet(l.suspendKey(req.Key)))
 			read, err = c.Txn(ctx).Then(ops...).Commit()
 			return err
 		})
@@ -158,6 +162,12 @@ func (l *Locker) attempt(ctx context.Context, req lockrun.Request, missed bool) 
 			var r lockrun.TickValue
 			if json.Unmarshal(tickKV.Value, &r) == nil && digits(r.TickUS) {
 				rec = &r
+			}
+		}
+		// Suspended: nothing is claimed, also by a standby about to take the tick over.
+		if kv := firstKV(read, suspIdx); kv != nil {
+			if s := inForce(kv.Value, req.WallNow()); s != nil {
+				return nil, nil, 0, l.suspended(ctx, req, s, tickRev, rec)
 			}
 		}
 		var newTick string

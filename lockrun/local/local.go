@@ -247,6 +247,10 @@ func (l *Locker) Acquire(ctx context.Context, req lockrun.Request) (lockrun.Leas
 		if req.OnTry != nil {
 			req.OnTry()
 		}
+		// A suspended key takes nothing, also after a wait (and a standby's takeover).
+		if err := l.suspended(ctx, req.Key); err != nil {
+			return nil, err
+		}
 		sent := lockrun.ClockOr(l.now)()
 		got, err := tryFlock(fd)
 		if err != nil {
@@ -410,6 +414,9 @@ func (l *Locker) ClaimMissed(ctx context.Context, req lockrun.Request) error {
 	}
 	if req.Tick.IsZero() {
 		return fmt.Errorf("claim a missed tick of %s: no tick given", req.Key)
+	}
+	if err := l.suspended(ctx, req.Key); err != nil {
+		return err // a missed tick of a suspended key is a suspended one: no alarm
 	}
 	path := l.LockPath(req.Key)
 	fd, err := l.openLockFile(path, true)

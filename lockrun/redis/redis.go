@@ -51,6 +51,8 @@ import (
 //	<prefix>{KEY}:runs      list: the record of cronlock before the ledger, read only
 //	<prefix>{KEY}:ckpt      hash, 400-day TTL: the newest checkpoint (lua/checkpoint.lua)
 //	<prefix>{KEY}:ckpt:ok   hash, 400-day TTL: the newest checkpoint of a succeeded run
+//	<prefix>{KEY}:suspend   string, expires at its --until: the key's suspension
+//	                        (cronlock suspend; redissuspend.go), read by acquire.lua
 //
 // Holder metadata lives in the lock's own value, not in a sibling key, so that it expires
 // with the lock in the same instant and Inspect reads both in one GET.
@@ -67,6 +69,7 @@ var (
 	unlockScript  = sync.OnceValue(func() string { return loadScript("unlock.lua") })
 	fleetScript   = sync.OnceValue(func() string { return loadScript("ledger.lua") + "\n" + loadScript("fleet.lua") })
 	ckptScript    = sync.OnceValue(func() string { return loadScript("checkpoint.lua") })
+	suspendScript = sync.OnceValue(func() string { return loadScript("suspend.lua") })
 )
 
 // loadScript reads an embedded script and drops its comment lines and indentation, which
@@ -273,7 +276,7 @@ func (l *Locker) Acquire(ctx context.Context, req lockrun.Request) (lockrun.Leas
 // by another token. When no reply came and the retries ran out, it releases the lock in
 // case the script did run, so the fleet is not blocked for a TTL.
 func (l *Locker) acquireOnce(ctx context.Context, req lockrun.Request, token, mode string) (*redisLease, *lockrun.Holder, error) {
-	keys := []string{l.lockKey(req.Key), l.fenceKey(req.Key), l.tickKey(req.Key), l.ledgerKey(req.Key), l.orderKey(req.Key), l.daysKey(req.Key), l.standbyKey(req.Key)}
+	keys := []string{l.lockKey(req.Key), l.fenceKey(req.Key), l.tickKey(req.Key), l.ledgerKey(req.Key), l.orderKey(req.Key), l.daysKey(req.Key), l.standbyKey(req.Key), l.suspendKey(req.Key)}
 	// The index of known keys is always the last of KEYS, named by ARGV[27].
 	indexed := ""
 	if !l.noIndex {

@@ -146,6 +146,13 @@ func (l *Locker) acquireReply(ctx context.Context, req lockrun.Request, token st
 			}
 		}
 		return nil, nil, nil
+	case 9:
+		v, _ := r[1].(string)
+		e := &lockrun.SuspendedError{Key: req.Key, Suspension: lockrun.DecodeSuspension([]byte(v))}
+		if len(r) > 2 {
+			e.RecordErr, _ = r[2].(string)
+		}
+		return nil, nil, e
 	case 4:
 		s, _ := r[1].(string)
 		ms, _ := strconv.ParseInt(s, 10, 64)

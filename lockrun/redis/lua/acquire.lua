@@ -40,6 +40,10 @@
 --   (after every other, whatever their number) is the index, a sorted set of key names by
 --   the TIME (s) of their last claim, in this key's slot
 --
+-- KEYS[8] the key's suspension (cronlock suspend; a JSON string, lockrun's
+--   EncodeSuspension, expiring at its until): read here, so a suspended key costs no
+--   round trip of its own
+--
 -- marks collects what the claim found, in the JSON names of lockrun.FleetEntry, and goes
 -- into the claim's entry: sc (the previous claim's "EXPR ZONE" when the schedule
 -- changed), fl (it flipped back to one of the last 24 h), dl (the fencing counter was
@@ -79,6 +83,13 @@
 --   'nontakeable', or 'attempts' (at reached ARGV[22]). Its slot is freed.
 -- A standby that finds no free slot gets {2, record}, a skip.
 -- A takeover claims as usual ({1, …}), with at and to (the lost run) in marks.
+-- Returns {9, suspension, lerr} when the key is suspended (checked after the clock skew,
+--   before the tick, standbys and the lock; a retried acquire of a lock already ours
+--   still gets it): no lock or tick is claimed. The first run of a tick writes the
+--   tick's entry, status suspended ('suspended-<tick µs>'; without a schedule one per
+--   suspension and node); later runs count themselves in it ("c", "l"). The tick is
+--   noted as fired-but-held, so that the claim after a resume does not call the ticks
+--   of the suspension never fired.
 -- Returns {4, early_ms} when ARGV[9] > 0 and the tick has not come yet on TIME: nothing
 --   is written; the run sleeps that long and asks again.
 -- Returns {5, late_ms, marks} when ARGV[9] > 0, ARGV[16] > 0 and TIME is past tick +
@@ -171,11 +182,63 @@ local function standby(rec)
   return {7, pttl, cur or '', string.format('%d', at), rec.run_id, rec.node or ''}
 end
 
+-- The suspension, in force unless its until has passed on this server's clock (its
+-- expiry is the same instant; the check covers a value written without one).
+local tickUs = ARGV[8] or ''
+local rec
+local susp = KEYS[8] and redis.call('GET', KEYS[8])
+local suspV
+if susp then
+  local ok, s = pcall(cjson.decode, susp)
+  if ok and type(s) == 'table' then suspV = s else suspV = {} end
+  if type(suspV.until_us) == 'string' and string.match(suspV.until_us, '^%d+$') and not greater(suspV.until_us, nowS) then
+    susp = nil
+  end
+end
+
+local function suspended()
+  local lerr = ''
+  -- A standby that finds the key suspended ends: its slot goes with it.
+  if (ARGV[21] or '') ~= '' then redis.pcall('ZREM', KEYS[7], ARGV[5]) end
+  if (ARGV[13] or '') ~= '' then
+    local since = suspV.since_us
+    if type(since) ~= 'string' then since = '0' end
+    local id = 'suspended-' .. (tickUs ~= '' and tickUs or (since .. '-' .. ARGV[3]))
+    local old = redis.pcall('HGET', KEYS[4], id)
+    if type(old) == 'string' then
+      local ok, d = pcall(cjson.decode, old)
+      local c = ok and type(d) == 'table' and tonumber(d.c) or 1
+      local e = string.gsub(old, ',"c":%d+', '')
+      e = string.gsub(e, ',"l":%d+', '')
+      e = string.gsub(e, ',"k":(%d+)}$', function(k) return ',"c":' .. string.format('%d', c + 1) .. ',"l":' .. nowS .. ',"k":' .. k .. '}' end)
+      local res = redis.pcall('HSET', KEYS[4], id, e)
+      if type(res) == 'table' and res.err then lerr = res.err end
+    else
+      local note = 'suspended by ' .. tostring(suspV.by or '?')
+      if type(suspV.reason) == 'string' and suspV.reason ~= '' then note = note .. ': ' .. suspV.reason end
+      local e = string.gsub(ARGV[13], '^{"id":"[^"]*"', function() return '{"id":' .. cjson.encode(id) end, 1)
+      e = string.gsub(e, '"s":"[%w_]*"', '"s":"suspended"', 1)
+      e = e .. ',"e":' .. cjson.encode(string.sub(note, 1, 200)) .. ',"a":' .. nowS .. ',"f":' .. nowS .. ',"c":1,"l":' .. nowS .. ',"k":0}'
+      -- The run holding the lock (suspended under a running job) keeps its entry.
+      local holder
+      if cur then
+        local okh, h = pcall(cjson.decode, cur)
+        if okh and type(h) == 'table' then holder = h.run_id end
+      end
+      lerr = addEntry(id, e, nowS, tonumber(ARGV[14]) or 200, holder, true)
+    end
+  end
+  if rec and tickUs ~= '' and greater(tickUs, rec.tick_us) and not (type(rec.held_us) == 'string' and not greater(tickUs, rec.held_us)) then
+    rec.held_us = tickUs
+    redis.pcall('SET', KEYS[3], cjson.encode(rec), 'KEEPTTL', 'XX')
+  end
+  return {9, susp, lerr}
+end
+
 -- The tick: a fast clock would claim the next tick early and make the fleet skip it, so
 -- the skew is checked first. A record of this tick or a later one, not this run's own
 -- (a retried acquire), means the tick was run: a skip, counted in the record.
-local tickUs = ARGV[8] or ''
-local rec
+if tickUs == '' and susp then return suspended() end
 if tickUs ~= '' then
   local maxSkew = tonumber(ARGV[9]) or 0
   if maxSkew > 0 then
@@ -192,6 +255,7 @@ if tickUs ~= '' then
       rec = r
     end
   end
+  if susp then return suspended() end
   -- A --min-replicas claim of this very tick not yet confirmed: the claimer may still
   -- give it back (a shortfall), so wait for it rather than skip.
   if rec and rec.run_id ~= ARGV[5] and rec.tick_us == tickUs and type(rec.pending_until) == 'string' then

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -67,6 +68,9 @@ func newJobsCmd(stdout, stderr io.Writer) *cobra.Command {
 			case errors.As(err, &unknown):
 				return exitf(ExitUnknownKey, "%v", err)
 			case err != nil:
+				return exitf(ExitFailed, "%v", err)
+			}
+			if err := fleetview.AddSuspensions(c.Context(), l, jobs, time.Now()); err != nil {
 				return exitf(ExitFailed, "%v", err)
 			}
 			if fleetview.Scanned(src) && !scan {

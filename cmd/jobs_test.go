@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"cronlock/fleetview"
+	"cronlock/runstatus"
 	"cronlock/internal/redistest"
 )
 
@@ -217,4 +218,44 @@ func TestJobsSentinel(t *testing.T) {
 	release := jobsFleet(t, c)
 	defer release()
 	checkJobs(t, c, 5, 4)
+}
+
+// TestJobsSuspended: jobs shows a suspended key as such in NOW, with who and why, and
+// neither its LAST nor its 7-day rate counts the runs the suspension stopped; after
+// resume the key is idle again. Local and Redis.
+func TestJobsSuspended(t *testing.T) {
+	for _, backend := range []string{"local", "redis"} {
+		t.Run(backend, func(t *testing.T) {
+			url := ""
+			if backend == "redis" {
+				url = "redis://" + redistest.Addr(t) + "/0"
+			}
+			c := newCLI(t, url)
+			if code, _, errs := c.run("run", "-k", "j-susp", "--", "true"); code != 0 {
+				t.Fatalf("run: exit %d: %s", code, errs)
+			}
+			if code, _, errs := c.run("suspend", "-k", "j-susp", "--reason", "maintenance window"); code != 0 {
+				t.Fatalf("suspend: exit %d: %s", code, errs)
+			}
+			if code, _, errs := c.run("run", "-k", "j-susp", "--", "true"); code != 0 {
+				t.Fatalf("a run while suspended: exit %d: %s", code, errs)
+			}
+			j := readJobs(t, c, "-k", "j-susp")[0]
+			switch {
+			case j.Now != "suspended" || j.Suspended == nil:
+				t.Errorf("NOW %q, suspension %+v; want suspended", j.Now, j.Suspended)
+			case !strings.Contains(j.Suspended.By, "@") || j.Suspended.Reason != "maintenance window":
+				t.Errorf("suspension %+v; want who (user@host) and the reason", j.Suspended)
+			}
+			if j.Last == nil || j.Last.Status != runstatus.Succeeded || j.Runs7d != 1 || j.Succeeded7d != 1 {
+				t.Errorf("LAST %+v, 7 days %d of %d; want the run before the suspension, 1 of 1", j.Last, j.Succeeded7d, j.Runs7d)
+			}
+			if code, _, errs := c.run("resume", "-k", "j-susp"); code != 0 {
+				t.Fatalf("resume: exit %d: %s", code, errs)
+			}
+			if j := readJobs(t, c, "-k", "j-susp")[0]; j.Now != "idle" || j.Suspended != nil {
+				t.Errorf("after resume: NOW %q, suspension %+v; want idle", j.Now, j.Suspended)
+			}
+		})
+	}
 }

@@ -4,7 +4,7 @@
 // lockrun.JobReader (Redis: an index and pipelined batches; etcd: a range read and
 // transactions of many keys), or the local lock folder and history, and lays the lines out
 // as a table cut to the terminal or as JSON. It opens no backend (it is handed one) and
-// sets no suspension: a caller that knows one sets Job.Suspended.
+// marks the suspended keys with AddSuspensions.
 package fleetview
 
 import (
@@ -209,7 +209,8 @@ func build(st state, now time.Time) Job {
 				j.Running = &Running{RunID: e.RunID, Node: e.Node, Since: since, ForMS: max(now.Sub(since).Milliseconds(), 0)}
 				j.Now = "running"
 			}
-		case e.Status == lockrun.NeverFiredStatus:
+		case e.Status == lockrun.NeverFiredStatus, e.Status == runstatus.Suspended:
+			// Not runs: LAST is the last run that was let run (NOW says suspended).
 		case j.Last == nil:
 			j.Last = lastOf(e, now)
 		}
@@ -264,7 +265,8 @@ func rateOf(st lockrun.KeyState, now time.Time) (runs, ok int, from string) {
 	}
 	since := now.Add(-Window)
 	for _, e := range st.Recent {
-		if e.Status == runstatus.Running || e.Status == lockrun.NeverFiredStatus || e.Started().Before(since) {
+		if e.Status == runstatus.Running || e.Status == lockrun.NeverFiredStatus || e.Status == runstatus.Suspended ||
+			e.Status == runstatus.Skipped || e.Started().Before(since) {
 			continue
 		}
 		runs++

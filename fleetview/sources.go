@@ -132,7 +132,7 @@ func (s *localSource) states(ctx context.Context, keys []string, now time.Time) 
 				return nil, err
 			}
 			if len(ks) == 1 {
-				st.runs, st.succeeded = max(ks[0].Runs-ks[0].Skipped-ks[0].Running, 0), ks[0].Succeeded
+				st.runs, st.succeeded = max(ks[0].Runs-ks[0].Skipped-ks[0].Suspended-ks[0].Running, 0), ks[0].Succeeded
 			}
 		}
 		out = append(out, st)

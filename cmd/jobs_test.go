@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"cronlock/fleetview"
-	"cronlock/runstatus"
 	"cronlock/internal/redistest"
+	"cronlock/runstatus"
 )
 
 // jobKeys are the keys of jobsFleet.

@@ -103,6 +103,7 @@ var examples = map[string]string{
 	"unlock": `  cronlock unlock --key daily-billing
   cronlock unlock --key daily-billing --force`,
 	"version": `  cronlock version`,
+	"resume":  `  cronlock resume --key daily-billing`,
 	"suspend": `  cronlock suspend --key daily-billing --for 12h --reason "no billing during the migration"
   cronlock suspend --key daily-billing --until '2026-12-24 08:00'`,
 	"schedule": `  cronlock schedule '30 2 * * *' --tz Europe/Berlin --from 2026-03-28

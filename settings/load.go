@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"cronlock/userdb"
 )
 
 // Kind says where a value came from.
@@ -163,7 +164,7 @@ func (s *Settings) readFile(path string, named bool) error {
 // fix. Passwords belong in the password files, so the file itself can be world-readable.
 func unreadable(path string) error {
 	who := "uid " + strconv.Itoa(os.Geteuid())
-	if u, err := user.LookupId(strconv.Itoa(os.Geteuid())); err == nil && u.Username != "" {
+	if u, err := userdb.LookupID(os.Geteuid()); err == nil && u.Username != "" {
 		who = u.Username + " (" + who + ")"
 	}
 	dir := filepath.Dir(path)

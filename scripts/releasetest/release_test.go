@@ -149,8 +149,9 @@ func TestStaticBinaryEmptyRoot(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(root, "cronlock"), data, 0o755); err != nil {
 			t.Fatal(err)
 		}
+		chroot, _ := exec.LookPath("chroot")
 		inRoot := func(args ...string) *exec.Cmd {
-			c := exec.Command("unshare", append([]string{"-r", "chroot", root, "/cronlock"}, args...)...)
+			c := exec.Command("unshare", append([]string{"-r", chroot, root, "/cronlock"}, args...)...)
 			c.Env = []string{"PATH=/"}
 			return c
 		}
@@ -208,8 +209,9 @@ func TestNothingExtraLinked(t *testing.T) {
 				t.Errorf("%s links %s:\n%s", name, banned, out)
 			}
 		}
-		if !regexp.MustCompile(`-tags=osusergo,netgo,`).MatchString(out) || !strings.Contains(out, "cronlock/cmd.version="+release.version) {
-			t.Errorf("%s: not built with osusergo,netgo and the version stamp:\n%s", name, out)
+		// (-trimpath keeps -ldflags out of this list: the stamp is checked by running it.)
+		if !regexp.MustCompile(`(?m)^\s*build\s+-tags=osusergo,netgo,`).MatchString(out) {
+			t.Errorf("%s: not built with -tags osusergo,netgo:\n%s", name, out)
 		}
 	}
 }
@@ -356,7 +358,8 @@ func hostState() string {
 
 // TestGetentUser: the static binary, which reads only /etc/passwd itself, finds the home
 // folder of a user that only NSS knows (LDAP, SSSD) through getent, and keeps that user's
-// history there; without getent's answer the run is refused, naming CRONLOCK_HISTORY.
+// history there; without getent's answer the job runs unrecorded, with a warning that
+// names CRONLOCK_HISTORY.
 func TestGetentUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, to run the binary as a uid that /etc/passwd does not have")
@@ -390,11 +393,12 @@ func TestGetentUser(t *testing.T) {
 		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
 		return run(t, c)
 	}
-	if code, out := runAs("/usr/bin:/bin"); code != 125 || !strings.Contains(out, "CRONLOCK_HISTORY") {
-		t.Errorf("a user that neither /etc/passwd nor getent knows: exit %d %q; want 125 naming CRONLOCK_HISTORY", code, out)
+	const noHome = "find the home folder of uid"
+	if code, out := runAs("/usr/bin:/bin"); code != 0 || !strings.Contains(out, noHome) || !strings.Contains(out, "CRONLOCK_HISTORY") {
+		t.Errorf("a user that neither /etc/passwd nor getent knows: exit %d %q; want 0 and a warning naming CRONLOCK_HISTORY", code, out)
 	}
-	if code, out := runAs(fake + ":/usr/bin:/bin"); code != 0 {
-		t.Fatalf("a user that getent knows: exit %d %q; want 0", code, out)
+	if code, out := runAs(fake + ":/usr/bin:/bin"); code != 0 || out != "" {
+		t.Fatalf("a user that getent knows: exit %d %q; want 0 and no warning", code, out)
 	}
 	if _, err := os.Stat(filepath.Join(home, ".local/state/cronlock/history.db")); err != nil {
 		t.Errorf("no history in the home folder getent gave: %v", err)

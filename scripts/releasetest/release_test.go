@@ -319,10 +319,21 @@ func TestDebInstall(t *testing.T) {
 		t.Errorf("dpkg-query Conffiles: exit %d %q; want /etc/cronlock/cronlock.conf marked as a conffile", code, out)
 	}
 	// The shipped file is all comments: the installed binary reads it without complaint.
-	cl := exec.Command(filepath.Join(root, "usr/bin/cronlock"), "config")
-	cl.Env = []string{"CRONLOCK_CONFIG=" + conf, "PATH=/usr/bin:/bin"}
-	if code, out := run(t, cl); code != 0 {
+	config := func() *exec.Cmd {
+		c := exec.Command(filepath.Join(root, "usr/bin/cronlock"), "config")
+		c.Env = []string{"CRONLOCK_CONFIG=" + conf, "PATH=/usr/bin:/bin"}
+		return c
+	}
+	if code, out := run(t, config()); code != 0 {
 		t.Errorf("cronlock config with the shipped conffile: exit %d\n%s", code, out)
+	}
+
+	// A shell habit the grammar refuses (cronlock.conf(5)): one line naming file and line.
+	os.WriteFile(conf, []byte("# fleet\nexport CRONLOCK_TTL=90s\n"), 0o644)
+	bad := exec.Command(filepath.Join(root, "usr/bin/cronlock"), "run", "--key", "x", "--history", "off", "--", "true")
+	bad.Env = []string{"CRONLOCK_CONFIG=" + conf, "PATH=/usr/bin:/bin"}
+	if code, out := run(t, bad); code != 125 || out != "cronlock: config file "+conf+" line 2: drop the word export: this file is read by cronlock, not by a shell, and is not a script (write NAME=value)\n" {
+		t.Errorf("cronlock run with export in the conffile: exit %d %q; want 125 and one line naming the file and line 2", code, out)
 	}
 
 	// An admin's edit, then remove: the binary goes, the edited conffile stays.

@@ -79,8 +79,8 @@ if ! command -v etcd >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
 	install_quietly etcd-server
 fi
 
-# The release toolchain, for scripts/releasetest (which builds the release once, about 20 s
-# warm and 6 minutes cold on two cores, and installs the .deb into a private root):
+# The release toolchain, for scripts/releasetest (which builds the release once, about 45 s
+# warm and 8 minutes cold on two cores, and installs the .deb into a private root):
 # musl-gcc for the static amd64 build, the arm64 cross compiler with a static glibc,
 # qemu-user-static to run the arm64 build, man-db for `man -w`.
 if [ "$(id -u)" = 0 ]; then

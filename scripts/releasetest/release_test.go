@@ -216,8 +216,10 @@ func TestNothingExtraLinked(t *testing.T) {
 	}
 }
 
-// TestChecksums: SHA256SUMS covers every binary and package, and they match.
-func TestChecksums(t *testing.T) {
+// TestChecksumsAndRpm: SHA256SUMS covers every binary and package, and they match; the
+// .rpm holds what the .deb does, zsh's completion where Red Hat's zsh looks, and marks
+// the conffile as one (read with rpm where it is installed).
+func TestChecksumsAndRpm(t *testing.T) {
 	dir := built(t)
 	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
 	if err != nil {
@@ -248,6 +250,19 @@ func TestChecksums(t *testing.T) {
 		f.Close()
 		if !bytes.Equal(head, []byte{0xed, 0xab, 0xee, 0xdb}) {
 			t.Errorf("%s is not an RPM file (starts %x)", filepath.Base(r), head)
+		}
+		if _, err := exec.LookPath("rpm"); err != nil {
+			continue
+		}
+		code, out := run(t, exec.Command("rpm", "-qlp", r))
+		for _, want := range []string{"/usr/bin/cronlock\n", "/usr/bin/cronlock-etcd\n", "/usr/share/zsh/site-functions/_cronlock\n",
+			"/usr/share/man/man5/cronlock.conf.5.gz\n", "/usr/share/doc/cronlock/LICENSE\n"} {
+			if code != 0 || !strings.Contains(out, want) {
+				t.Errorf("rpm -qlp %s: exit %d, lacks %q:\n%s", filepath.Base(r), code, want, out)
+			}
+		}
+		if code, out := run(t, exec.Command("rpm", "-qcp", r)); code != 0 || out != "/etc/cronlock/cronlock.conf\n" {
+			t.Errorf("rpm -qcp %s: exit %d %q; want the conffile alone", filepath.Base(r), code, out)
 		}
 	}
 }

@@ -33,8 +33,12 @@ type Info struct {
 // info the toolchain embeds (vcs.revision, vcs.modified).
 func Read(version, commit string, etcd bool) Info {
 	var settings []debug.BuildSetting
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		settings = bi.Settings
+	// A stamped release needs nothing more (every run records the version: parse no
+	// more than it must).
+	if commit == "" {
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			settings = bi.Settings
+		}
 	}
 	return FromSettings(version, commit, etcd, settings)
 }

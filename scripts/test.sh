@@ -7,8 +7,7 @@
 #
 # Needs: Go with cgo (gcc) for go-sqlite3. Installs redis-server (its package brings
 # redis-cli, which the Cluster tests use to create a cluster; Sentinels are redis-server
-# --sentinel), Debian's cron, tzdata, etcd-server (no service started) and the release
-# toolchain (musl-tools, the arm64 cross compiler, qemu-user-static, man-db), with apt-get
+# --sentinel), Debian's cron, tzdata and etcd-server (no service started), with apt-get
 # when they are missing (as root). Starts Redis on a free loopback port with its data in a temporary
 # folder, exports CRONLOCK_TEST_REDIS_ADDR for the tests, runs `go test -race ./...`
 # (extra arguments are passed to go test), then the etcd backend's tests with the etcd
@@ -72,14 +71,7 @@ if [ ! -e /usr/share/zoneinfo/Europe/Berlin ] && [ "$(id -u)" = 0 ]; then
 	install_quietly tzdata
 fi
 
-# Debian's etcd-server, for the etcd backend's tests (each starts a private etcd on free
-# ports).
-if ! command -v etcd >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-	echo "test.sh: installing Debian's etcd-server (not started as a service)" >&2
-	install_quietly etcd-server
-fi
-
-# The release toolchain, for scripts/releasetest (which builds the release once, about 45 s
+# The release toolchain (installed too when missing, as root), for scripts/releasetest (which builds the release once, about 45 s
 # warm and 8 minutes cold on two cores, and installs the .deb into a private root):
 # musl-gcc for the static amd64 build, the arm64 cross compiler with a static glibc,
 # qemu-user-static to run the arm64 build, man-db for `man -w`, rpm to read the .rpm.
@@ -91,6 +83,13 @@ if [ "$(id -u)" = 0 ]; then
 		install_quietly "${tool#*:}"
 	done
 	[ -e /usr/aarch64-linux-gnu/lib/libc.a ] || install_quietly libc6-dev-arm64-cross
+fi
+
+# Debian's etcd-server, for the etcd backend's tests (each starts a private etcd on free
+# ports).
+if ! command -v etcd >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+	echo "test.sh: installing Debian's etcd-server (not started as a service)" >&2
+	install_quietly etcd-server
 fi
 
 workdir=$(mktemp -d)

@@ -71,10 +71,11 @@ if [ ! -e /usr/share/zoneinfo/Europe/Berlin ] && [ "$(id -u)" = 0 ]; then
 	install_quietly tzdata
 fi
 
-# The release toolchain (installed too when missing, as root), for scripts/releasetest (which builds the release once, about 45 s
-# warm and 8 minutes cold on two cores, and installs the .deb into a private root):
-# musl-gcc for the static amd64 build, the arm64 cross compiler with a static glibc,
-# qemu-user-static to run the arm64 build, man-db for `man -w`, rpm to read the .rpm.
+# The release toolchain, installed when missing (as root), for scripts/releasetest, which
+# builds the release once (about 45 s warm, 8 minutes cold on two cores) and installs the
+# .deb into a private root: musl-gcc for the static amd64 build, the arm64 cross compiler
+# with a static glibc, qemu-user-static to run the arm64 build, man-db for `man -w`, rpm
+# to read the .rpm.
 if [ "$(id -u)" = 0 ]; then
 	for tool in musl-gcc:musl-tools aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu \
 		qemu-aarch64-static:qemu-user-static man:man-db rpm:rpm; do

@@ -18,7 +18,7 @@
 #       itself, the man pages (scripts/mangen, rendered here, gzipped), README and LICENSE;
 #   SHA256SUMS   of everything above (`sha256sum -c SHA256SUMS`).
 #
-# VERSION is `git describe --tags` (v0.3.1 on a tagged commit; v0.0.0-<commit> where the
+# VERSION is `git describe --tags` (v0.3.1 on a tagged commit; v0.0.0-g<commit> where the
 # history has no tag yet), stamped in with -ldflags -X with the commit. A tree with
 # uncommitted changes is refused (the binary would name a commit it was not built from)
 # unless --allow-dirty, which the release tests use; the version then ends in -dirty.
@@ -58,7 +58,7 @@ if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
 	dirty=-dirty
 fi
 commit=$(git rev-parse HEAD)
-version=$(git describe --tags --match 'v[0-9]*' 2>/dev/null || echo "v0.0.0-$(git rev-parse --short=12 HEAD)")$dirty
+version=$(git describe --tags --match 'v[0-9]*' 2>/dev/null || echo "v0.0.0-g$(git rev-parse --short=12 HEAD)")$dirty
 date=$(git log -1 --format=%cs HEAD)
 # The packages' version: nfpm reads semver; a pre-release (-...) becomes ~... in the .deb.
 pkgversion=${version#v}
@@ -103,7 +103,7 @@ mv "$work"/man/*.5 "$work/man/man5/"
 gzip -9n "$work"/man/man1/* "$work"/man/man5/*
 
 # Docs: README, LICENSE and the reference pages, flat in /usr/share/doc/cronlock.
-mkdir -p "$work/doc"
+mkdir -p "$work/doc" "$work/pkg"
 cp README.md LICENSE "$work/doc/"
 [ ! -d docs ] || find docs -maxdepth 1 -name '*.md' -exec cp {} "$work/doc/" \;
 
@@ -132,10 +132,15 @@ for a in $arches; do
 	for packager in deb rpm; do
 		echo "release.sh: $packager for $a" >&2
 		go run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2 package --config "$work/nfpm-$a.yaml" \
-			--packager "$packager" --target "$out/" >"$work/nfpm.log" 2>&1 || { cat "$work/nfpm.log" >&2; exit 1; }
+			--packager "$packager" --target "$work/pkg/" >"$work/nfpm.log" 2>&1 || { cat "$work/nfpm.log" >&2; exit 1; }
 	done
 done
-for f in "$out"/*.deb "$out"/*.rpm; do files+=("$(basename "$f")"); done
+# The packages are made apart and moved, so that SHA256SUMS names this release's alone
+# (not an older one's left in the same folder).
+for f in "$work"/pkg/*; do
+	mv -f "$f" "$out/"
+	files+=("$(basename "$f")")
+done
 (cd "$out" && sha256sum "${files[@]}" >SHA256SUMS)
 echo "release.sh: $version in $out:" >&2
 (cd "$out" && ls -l "${files[@]}" SHA256SUMS) >&2

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/user"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +13,7 @@ import (
 	"cronlock/logline"
 	"cronlock/schedule"
 	"cronlock/tty"
+	"cronlock/userdb"
 )
 
 // crontabOptions are the settings of `cronlock crontab wrap` and `lint`.
@@ -145,7 +145,7 @@ func (o *crontabOptions) load(c *cobra.Command, args []string) error {
 		}
 	}
 	if o.User == "" {
-		if u, err := user.Current(); err == nil {
+		if u, err := userdb.LookupID(os.Getuid()); err == nil {
 			o.User = u.Username
 		}
 	}
@@ -258,7 +258,7 @@ func crontabLint(o *crontabOptions) error {
 	// Debian's cron refuses a system file whose user field names no user here. Only
 	// lint asks: wrap may be preparing a file for another machine.
 	wo.UserExists = func(name string) bool {
-		_, err := user.Lookup(name)
+		_, err := userdb.Lookup(name)
 		return err == nil
 	}
 	text, err := o.read()

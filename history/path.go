@@ -3,11 +3,11 @@ package history
 import (
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"cronlock/userdb"
 )
 
 // DefaultPath returns where the history lives when neither --history nor
@@ -21,9 +21,10 @@ func DefaultPath() (string, error) {
 	if uid == 0 {
 		return "/var/lib/cronlock/history.db", nil
 	}
-	// LookupId reads the password database (getpwuid_r with cgo, /etc/passwd without);
-	// unlike user.Current it never falls back to $HOME.
-	u, err := user.LookupId(strconv.Itoa(uid))
+	// userdb reads the password database (getpwuid_r, or /etc/passwd in the static
+	// build, then getent for LDAP/SSSD users); unlike user.Current it never falls back
+	// to $HOME.
+	u, err := userdb.LookupID(uid)
 	if err != nil {
 		return "", fmt.Errorf("history: find the home folder of uid %d: %w; set CRONLOCK_HISTORY or --history", uid, err)
 	}

@@ -29,7 +29,10 @@
 # REV and from the working tree, per-run overhead only (local, local with the history off,
 # Redis, `version`), in six interleaved rounds of 100 runs each, the order of the two
 # builds alternating, so that a drifting machine favours neither. Prints medians of all
-# rounds and the new/old ratio, in about four minutes.
+# rounds and the new/old ratio, in about four minutes. AB_OLD_BIN and AB_NEW_BIN name
+# ready binaries to compare instead of building either (REV then only labels the report),
+# e.g. the dynamic build against the release's static one:
+#   AB_OLD_BIN=/tmp/dynamic AB_NEW_BIN=dist/cronlock-v0.1.0-linux-amd64 scripts/bench.sh ab dynamic
 #
 # `scripts/bench.sh tick` measures what --schedule costs a short Redis run: the same build,
 # `run -- true` with and without `--schedule '* * * * *'`, in six interleaved rounds of 100
@@ -471,11 +474,19 @@ redis_url="redis://127.0.0.1:$port/0"
 # ab_compare REV: see the comment at the top.
 ab_compare() {
 	local rev=$1 round i
-	echo "bench.sh: building cronlock from $rev and from the working tree" >&2
-	git worktree add --detach -q "$work/old-src" "$rev"
-	(cd "$work/old-src" && go build -trimpath -o "$work/cronlock-old" .)
-	git worktree remove --force "$work/old-src"
-	go build -trimpath -o "$work/cronlock-new" .
+	if [ -n "${AB_OLD_BIN:-}" ]; then
+		cp "$AB_OLD_BIN" "$work/cronlock-old"
+	else
+		echo "bench.sh: building cronlock from $rev" >&2
+		git worktree add --detach -q "$work/old-src" "$rev"
+		(cd "$work/old-src" && go build -trimpath -o "$work/cronlock-old" .)
+		git worktree remove --force "$work/old-src"
+	fi
+	if [ -n "${AB_NEW_BIN:-}" ]; then
+		cp "$AB_NEW_BIN" "$work/cronlock-new"
+	else
+		go build -trimpath -o "$work/cronlock-new" .
+	fi
 	export CRONLOCK_CONFIG="$work/none.conf" CRONLOCK_LOCK_DIR="$work/locks"
 	local -a cmds=()
 	for b in old new; do # each build its own history file, warmed up first
@@ -502,7 +513,8 @@ times = {}
 for r in range(1, 7):
     for res in json.load(open(f"{work}/ab-{r}.json"))["results"]:
         times.setdefault(res["command"], []).extend(res["times"])
-print(f"Per-run overhead, cronlock built from `{rev}` (old) and from the working tree (new): "
+print(f"Per-run overhead, cronlock `{rev}` (old) and the new build"
+      + (" (ready binaries, AB_OLD_BIN/AB_NEW_BIN)" if os.environ.get("AB_OLD_BIN") else " from the working tree") + ": "
       "medians of 600 runs each, in six rounds of 100 with the builds' order alternating "
       "(`scripts/bench.sh ab " + rev + "`).\n")
 print("| command | old ms | new ms | new / old |")

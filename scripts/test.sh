@@ -71,6 +71,21 @@ if [ ! -e /usr/share/zoneinfo/Europe/Berlin ] && [ "$(id -u)" = 0 ]; then
 	install_quietly tzdata
 fi
 
+# The release toolchain, installed when missing (as root), for scripts/releasetest, which
+# builds the release once (about 45 s warm, 8 minutes cold on two cores) and installs the
+# .deb into a private root: musl-gcc for the static amd64 build, the arm64 cross compiler
+# with a static glibc, qemu-user-static to run the arm64 build, man-db for `man -w`, rpm
+# to read the .rpm.
+if [ "$(id -u)" = 0 ]; then
+	for tool in musl-gcc:musl-tools aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu \
+		qemu-aarch64-static:qemu-user-static man:man-db rpm:rpm; do
+		command -v "${tool%%:*}" >/dev/null 2>&1 && continue
+		echo "test.sh: installing ${tool#*:} for the release tests" >&2
+		install_quietly "${tool#*:}"
+	done
+	[ -e /usr/aarch64-linux-gnu/lib/libc.a ] || install_quietly libc6-dev-arm64-cross
+fi
+
 # Debian's etcd-server, for the etcd backend's tests (each starts a private etcd on free
 # ports).
 if ! command -v etcd >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then

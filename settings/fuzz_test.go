@@ -31,7 +31,13 @@ func printable(s string) bool {
 // fixedConfigText is the text of readFile's messages, whatever the file says.
 const fixedConfigText = "config file line : want NAME=value with NAME one of read config file bufio.Scanner: token too long unknown setting (did you mean ?); the settings are " +
 	"CRONLOCK_TTL, CRONLOCK_BACKEND, CRONLOCK_REDIS_URL, CRONLOCK_REDIS_PASSWORD_FILE, CRONLOCK_REDIS_TIMEOUT, " +
-	"CRONLOCK_PREFIX, CRONLOCK_HISTORY, CRONLOCK_NODE, CRONLOCK_LOCK_DIR"
+	"CRONLOCK_PREFIX, CRONLOCK_HISTORY, CRONLOCK_NODE, CRONLOCK_LOCK_DIR " +
+	"drop the word export: this file is read by cronlock, not by a shell, and is not a script (write NAME=value) " +
+	"the value of opens a quote (\"') that the line does not close; close it, or drop it " +
+	"goes on after its closing quote; quote the whole value (quotes are not escaped or nested) " +
+	"a comment must have a line of its own; move it above " +
+	"a # after a blank starts no comment here (it would be part of the value); move the comment to a line of its own, or quote the value " +
+	"is set again (first on line ); keep one of the two lines"
 
 // FuzzConfigFile: any file either loads, with only known names and one-line values that
 // write back (quoted) to the same settings, or is refused with a message that quotes no
@@ -44,7 +50,7 @@ func FuzzConfigFile(f *testing.F) {
 		"CRONLOCK_TTL=\"\n", "CRONLOCK_TTL='\"\n", "CRONLOCK_TTL=''\n", "CRONLOCK_TTL==1\n",
 		"CRONLOCK_REDIS_URL=redis://:s3cret@h\nBOGUS=redis://:s3cret@h\n", "CRONLOCK_TTL\n", "=1\n",
 		"export  CRONLOCK_TTL=1\n", "exportCRONLOCK_TTL=1\n", " # indented comment\n", "\xff\xfe=1\n",
-		"CRONLOCK_NODE=\x1b[2J\n", "CRONLOCK_NODE=a\x00b", "CRONLOCK_TTL=1\nCRONLOCK_TTL=2",
+		"CRONLOCK_NODE=\x1b[2J\n", "CRONLOCK_NODE=\"a\" b\n", "CRONLOCK_TTL=1 # c\n", "CRONLOCK_NODE=it's \"x\"\n", "CRONLOCK_NODE=a\x00b", "CRONLOCK_TTL=1\nCRONLOCK_TTL=2",
 		"\n\n\n", "",
 	} {
 		f.Add([]byte(s))
@@ -75,7 +81,7 @@ func FuzzConfigFile(f *testing.F) {
 			if !known(name) || strings.Contains(v, "\n") || s.Origins[name].Path != path {
 				t.Fatalf("readFile(%q): %s=%q from %q", data, name, v, s.Origins[name])
 			}
-			out.WriteString("# written back\n\n  export " + name + " = '" + v + "'\n")
+			out.WriteString("# written back\n\n  " + name + " = " + quoted(v) + "\n")
 		}
 		if err := os.WriteFile(path, out.Bytes(), 0o600); err != nil {
 			t.Fatal(err)
@@ -109,6 +115,19 @@ func TestConfigFileLongLine(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("readFile of a 70 KB line: %v", err)
 	}
+}
+
+// quoted writes v back as the config file reads it: in quotes it does not hold, or bare
+// when it holds both (then it starts with neither and holds no blank-then-#, or it
+// would not have been read).
+func quoted(v string) string {
+	switch {
+	case !strings.Contains(v, "'"):
+		return "'" + v + "'"
+	case !strings.Contains(v, `"`):
+		return `"` + v + `"`
+	}
+	return v
 }
 
 func known(name string) bool {

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"cronlock/userdb"
 )
 
 // Kind says where a value came from.
@@ -134,22 +135,25 @@ func (s *Settings) readFile(path string, named bool) error {
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
+	first := map[string]int{} // the line that set each name
 	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
+		name, val, err := parseLine(sc.Text())
+		if err != nil {
+			return fmt.Errorf("config file %s line %d: %w", path, n, err)
 		}
-		name, val, ok := strings.Cut(line, "=")
-		name = strings.TrimSpace(strings.TrimPrefix(name, "export "))
-		// Only a name that looks like one is quoted: what else is on a line may be a
-		// password (a URL pasted without its NAME=).
-		if !ok || !looksLikeName(name) {
-			return fmt.Errorf("config file %s line %d: want NAME=value with NAME one of %s", path, n, strings.Join(Names, ", "))
+		if name == "" {
+			continue
 		}
 		if !Known(name) {
 			return fmt.Errorf("config file %s line %d: %s; the settings are %s", path, n, unknownName(name, "unknown setting "+name), strings.Join(Names, ", "))
 		}
-		s.Values[name] = unquote(strings.TrimSpace(val))
+		// A shared file that sets a name twice (two Redis URLs after a merge) would
+		// otherwise quietly use the second: say which lines, and let the admin choose.
+		if at, ok := first[name]; ok {
+			return fmt.Errorf("config file %s line %d: %s is set again (first on line %d); keep one of the two lines", path, n, name, at)
+		}
+		first[name] = n
+		s.Values[name] = val
 		s.Origins[name] = Origin{Kind: File, Path: path, Line: n}
 	}
 	if err := sc.Err(); err != nil {
@@ -163,7 +167,7 @@ func (s *Settings) readFile(path string, named bool) error {
 // fix. Passwords belong in the password files, so the file itself can be world-readable.
 func unreadable(path string) error {
 	who := "uid " + strconv.Itoa(os.Geteuid())
-	if u, err := user.LookupId(strconv.Itoa(os.Geteuid())); err == nil && u.Username != "" {
+	if u, err := userdb.LookupID(os.Geteuid()); err == nil && u.Username != "" {
 		who = u.Username + " (" + who + ")"
 	}
 	dir := filepath.Dir(path)
@@ -186,10 +190,51 @@ func looksLikeName(s string) bool {
 	return true
 }
 
-// unquote strips one pair of matching quotes, as a shell-minded admin may write them.
-func unquote(v string) string {
-	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
-		return v[1 : len(v)-1]
+// errNotNameValue is the refusal of a line that is not NAME=value. It quotes nothing of
+// the line: what is on it may be a password (a URL pasted without its NAME=).
+var errNotNameValue = fmt.Errorf("want NAME=value with NAME one of %s", strings.Join(Names, ", "))
+
+// parseLine reads one line of the config file (cronlock.conf(5) documents the grammar):
+// blank lines and lines whose first non-blank byte is # give name "". Otherwise the line
+// is NAME=value: blanks around NAME, = and value are dropped; a value that starts with a
+// quote (" or ') ends at the same quote, taken as it is (no escapes, no expansion), and
+// nothing but blanks may follow it; an unquoted value is the rest of the line, and a #
+// after a blank in it is refused (it would look like a comment and be part of the value).
+// It refuses rather than guesses: the file is not a shell script, and what a shell would
+// read differently must not silently mean something else here. Its errors quote no
+// value.
+func parseLine(text string) (name, val string, err error) {
+	line := strings.TrimSpace(text)
+	if line == "" || line[0] == '#' {
+		return "", "", nil
 	}
-	return v
+	name, val, ok := strings.Cut(line, "=")
+	name = strings.TrimSpace(name)
+	if ok && (strings.HasPrefix(name, "export ") || strings.HasPrefix(name, "export\t")) {
+		return "", "", errors.New("drop the word export: this file is read by cronlock, not by a shell, and is not a script (write NAME=value)")
+	}
+	if !ok || !looksLikeName(name) {
+		return "", "", errNotNameValue
+	}
+	val = strings.TrimSpace(val)
+	if val == "" {
+		return name, "", nil
+	}
+	if q := val[0]; q == '"' || q == '\'' {
+		end := strings.IndexByte(val[1:], q)
+		if end < 0 {
+			return "", "", fmt.Errorf("the value of %s opens a quote (%c) that the line does not close; close it, or drop it", name, q)
+		}
+		if rest := strings.TrimSpace(val[2+end:]); rest != "" {
+			if rest[0] == '#' {
+				return "", "", fmt.Errorf("%s: a comment must have a line of its own; move it above", name)
+			}
+			return "", "", fmt.Errorf("the value of %s goes on after its closing quote (%c); quote the whole value (quotes are not escaped or nested)", name, q)
+		}
+		return name, val[1 : 1+end], nil
+	}
+	if i := strings.IndexByte(val, '#'); i > 0 && (val[i-1] == ' ' || val[i-1] == '\t') {
+		return "", "", fmt.Errorf("%s: a # after a blank starts no comment here (it would be part of the value); move the comment to a line of its own, or quote the value", name)
+	}
+	return name, val, nil
 }

@@ -8,10 +8,10 @@ package suspend
 
 import (
 	"context"
+	"cronlock/userdb"
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"strconv"
 	"time"
 
@@ -77,7 +77,7 @@ func New(o Options) (*lockrun.Suspension, error) {
 // Who names this process's user and host as user@host, for the record of who suspended.
 func Who() string {
 	name := ""
-	if u, err := user.Current(); err == nil {
+	if u, err := userdb.LookupID(os.Getuid()); err == nil {
 		name = u.Username
 	}
 	if name == "" {

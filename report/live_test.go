@@ -93,8 +93,8 @@ func (h *host) run(want int, args ...string) {
 // TestChromiumLiveFleet: three hosts run real cronlock against a real Redis and leave a
 // DUPLICATE (a roll-out: one host still runs the line without --schedule), a missed tick
 // and a standby's takeover of a host that was killed; `cronlock report --fleet` draws the
-// record, and Chromium shows those marks and the takeover's card. (Suspension is in
-// TestChromiumReport's fixture: this test runs what main's binary can do.)
+// record, and a suspended run of a job another host suspended; Chromium shows those
+// marks and the takeover's card.
 func TestChromiumLiveFleet(t *testing.T) {
 	chromiumPath(t)
 	url := "redis://" + redistest.Start(t).Addr + "/0"
@@ -144,6 +144,10 @@ func TestChromiumLiveFleet(t *testing.T) {
 		t.Fatalf("vmB's standby: %v", err)
 	}
 
+	// vmC suspends the cleanup job; vmA's run of its tick is suspended, on every host.
+	c.run(0, "suspend", "-k", "cleanup", "--reason", "maintenance window")
+	a.run(0, append(append([]string{"run", "-k", "cleanup"}, sched...), "--", "true")...)
+
 	page := filepath.Join(c.dir, "fleet.html")
 	c.run(0, "report", "--fleet", "--html", page, "--since", "1h")
 
@@ -151,9 +155,10 @@ func TestChromiumLiveFleet(t *testing.T) {
 	br.open(page)
 	var got map[string]int
 	br.eval(`(function(){var m={};["#tl rect.s-succeeded","#tl rect.s-missed","#tl rect.s-abandoned","#tl .mark-dup",
-		"#tl .mark-missed","#tl .mark-takeover","#tl rect.tk"].forEach(function(s){m[s]=document.querySelectorAll(s).length});return m})()`, &got)
+		"#tl .mark-missed","#tl .mark-takeover","#tl rect.tk","#tl rect.s-suspended","#tl .mark-suspended"].forEach(function(s){m[s]=document.querySelectorAll(s).length});return m})()`, &got)
 	want := map[string]int{"#tl rect.s-succeeded": 3, "#tl rect.s-missed": 1, "#tl rect.s-abandoned": 1,
-		"#tl .mark-dup": 2, "#tl .mark-missed": 1, "#tl .mark-takeover": 1, "#tl rect.tk": 1}
+		"#tl .mark-dup": 2, "#tl .mark-missed": 1, "#tl .mark-takeover": 1, "#tl rect.tk": 1,
+		"#tl rect.s-suspended": 1, "#tl .mark-suspended": 1}
 	for s, n := range want {
 		if got[s] != n {
 			t.Errorf("%d of %s, want %d", got[s], s, n)

@@ -215,9 +215,11 @@ func stripFences(text string) string {
 //	<!-- runnable exit=N -->        a ```sh block that must exit N
 //
 // A ```sh block is one script, run with `sh -e`. A ```console block is commands after
-// "$ " (a trailing "\" continues one on the next line), each run with `sh -c`, and what
+// "$ " (a trailing "\" continues one on the next line, and a here-document's lines up to
+// its end word belong to the command), each run with `sh -c`, and what
 // they print: each shown line must come, in order, among the lines of the command's
-// stdout and stderr, with runs of spaces counting as one and "…" standing for anything.
+// stdout and stderr, with runs of spaces counting as one and "…" standing for anything; a
+// command shown with nothing after it must print nothing.
 // A command must exit 0, or N when it ends with the comment "# exit N".
 type block struct {
 	file  string
@@ -280,8 +282,8 @@ func TestRunnableBlocks(t *testing.T) {
 	for _, f := range docFiles(t) {
 		blocks = append(blocks, runnableBlocks(t, f)...)
 	}
-	if len(blocks) < 4 {
-		t.Fatalf("only %d runnable blocks in the docs; README.md alone has more", len(blocks))
+	if len(blocks) < 12 {
+		t.Fatalf("only %d runnable blocks in the docs; README.md and troubleshooting.md alone have more", len(blocks))
 	}
 	for _, b := range blocks {
 		t.Run(fmt.Sprintf("%s:%d", b.file, b.line), func(t *testing.T) {
@@ -344,6 +346,9 @@ func runBlock(t *testing.T, b block) {
 				t.Errorf("%s: `%s` exited %d, want %d; it printed:\n%s", at, c.cmd, code, c.exit, out)
 				continue
 			}
+			if len(c.want) == 0 && out != "" {
+				t.Errorf("%s: `%s` printed:\n%s\nwhere the docs show nothing", at, c.cmd, out)
+			}
 			if miss := firstMissing(c.want, out); miss != "" {
 				t.Errorf("%s: `%s` printed:\n%s\nwhere the docs show %q (in order, … for anything)", at, c.cmd, out, miss)
 			}
@@ -393,7 +398,12 @@ type consoleCommand struct {
 	want []string
 }
 
-var exitComment = regexp.MustCompile(`\s+#\s*exit (\d+)\s*$`)
+var (
+	exitComment = regexp.MustCompile(`\s+#\s*exit (\d+)\s*$`)
+	// hereDoc is a command that ends with a here-document (<<'END'): its lines, up to
+	// END, are the command's, not what it prints.
+	hereDoc = regexp.MustCompile(`<<-?'?(\w+)'?\s*$`)
+)
 
 // consoleCommands splits a console block into its commands and the lines each shows.
 func consoleCommands(body string) []consoleCommand {
@@ -411,6 +421,15 @@ func consoleCommands(body string) []consoleCommand {
 		for strings.HasSuffix(c, `\`) && i+1 < len(lines) {
 			i++
 			c = strings.TrimSuffix(c, `\`) + "\n" + lines[i]
+		}
+		if m := hereDoc.FindStringSubmatch(c); m != nil {
+			for i+1 < len(lines) {
+				i++
+				c += "\n" + lines[i]
+				if lines[i] == m[1] {
+					break
+				}
+			}
 		}
 		cc := consoleCommand{cmd: c}
 		if m := exitComment.FindStringSubmatch(c); m != nil {

@@ -241,7 +241,7 @@ func runnableBlocks(t *testing.T, f docFile) []block {
 	for i := 0; i < len(lines); i++ {
 		m := runnableMark.FindStringSubmatch(lines[i])
 		if m == nil {
-			if strings.Contains(lines[i], "<!-- runnable") {
+			if strings.HasPrefix(lines[i], "<!-- runnable") {
 				t.Errorf("%s line %d: a runnable mark must be `<!-- runnable [redis] [exit=N] -->` alone on its line", f.name, i+1)
 			}
 			continue

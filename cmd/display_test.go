@@ -267,4 +267,3 @@ func TestHistoryTableFitsTerminal(t *testing.T) {
 	fits("COLUMNS=110 through a pipe", throughPipe([]string{"COLUMNS=110"}), 110)
 	uncut("--wide with COLUMNS=110", throughPipe([]string{"COLUMNS=110"}, "--wide"))
 }
-

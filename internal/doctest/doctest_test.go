@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"cronlock/internal/redistest"
 )
@@ -189,14 +190,15 @@ func TestDocLinks(t *testing.T) {
 	}
 }
 
-// slug is GitHub's anchor for a heading: lower case, punctuation dropped, spaces to '-'.
+// slug is GitHub's anchor for a heading: lower case, each space a '-', and of the rest
+// only letters, digits, marks, '-' and '_' kept.
 func slug(heading string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
 		switch {
 		case r == ' ':
 			b.WriteRune('-')
-		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r):
 			b.WriteRune(r)
 		}
 	}

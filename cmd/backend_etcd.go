@@ -67,7 +67,7 @@ func (o *backendOptions) resolveEtcd() (done bool, err error) {
 }
 
 // errNoEtcd is what a build without the etcd backend says when asked for it.
-var errNoEtcd = errors.New("this cronlock was built without the etcd backend (the etcd client would slow down every run of the other backends); build one with go build -tags etcd (README, \"etcd backend\")")
+var errNoEtcd = errors.New("this cronlock was built without the etcd backend (the etcd client would slow down every run of the other backends); build one with go build -tags etcd (docs/etcd.md)")
 
 // etcdSkew refuses --max-skew on etcd, which has no server clock to compare a host's
 // with; a CRONLOCK_MAX_SKEW setting, shared by a whole machine, is ignored there.
@@ -76,7 +76,7 @@ func (o *runOptions) etcdSkew(f *pflag.FlagSet) error {
 		return nil
 	}
 	if f.Changed("max-skew") {
-		return errors.New("--max-skew does not apply to --backend etcd: etcd has no clock to compare this host's with; keep the hosts' clocks in sync with NTP (README, \"etcd backend\") and drop --max-skew")
+		return errors.New("--max-skew does not apply to --backend etcd: etcd has no clock to compare this host's with; keep the hosts' clocks in sync with NTP (docs/etcd.md) and drop --max-skew")
 	}
 	o.job.MaxSkew = 0
 	return nil

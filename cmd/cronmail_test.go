@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// TestCronMailHasNoPingURL follows the README's ping recipe under Debian's real cron: the
+// TestCronMailHasNoPingURL follows the docs' ping recipe (docs/crontab.md) under Debian's real cron: the
 // URL in the config file with {key}, the crontab line naming only the key. The failing
 // job's mail (caught by a stub sendmail) holds its output and cronlock's line, and not
 // the URL: not in the Subject (cron's copy of the command line), not in an X-Cron-Env
@@ -21,16 +21,16 @@ import (
 // /run are private, so neither the machine's jobs nor another cron take part.
 func TestCronMailHasNoPingURL(t *testing.T) {
 	cronBin := needRealCron(t, "a mount namespace, and cron reads /etc/cron.d only from root-owned files", "waits for a minute tick of a real cron")
-	// The README's recipe itself: the URL in the config file, no crontab line with --ping URL.
-	readme, err := os.ReadFile("../README.md")
+	// The docs' recipe itself: the URL in the config file, no crontab line with --ping URL.
+	readme, err := os.ReadFile("../docs/crontab.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), "\n    CRONLOCK_PING_URL=https://hc-ping.com/PING_KEY/{key}?create=1\n") {
-		t.Error("the README has no config-file line CRONLOCK_PING_URL=https://hc-ping.com/PING_KEY/{key}?create=1")
+		t.Error("docs/crontab.md has no config-file line CRONLOCK_PING_URL=https://hc-ping.com/PING_KEY/{key}?create=1")
 	}
 	if m := regexp.MustCompile(`(?m)^    (\S+ ){5}\S*cronlock run .*--ping https?://`).FindString(string(readme)); m != "" {
-		t.Errorf("the README has a crontab line with the ping URL on it: %q", m)
+		t.Errorf("docs/crontab.md has a crontab line with the ping URL on it: %q", m)
 	}
 
 	c := newCLI(t, "")

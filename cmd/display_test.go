@@ -3,7 +3,6 @@ package cmd
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -171,22 +170,6 @@ func TestHistoryFooterSaysOlderRunsExist(t *testing.T) {
 	}
 }
 
-// TestReadmeSpeaksOfTheProjectOnly: the README is the user's whole documentation; it
-// must not send readers to a document the repository does not have (a "SPEC", its §
-// numbers, "the contract") instead of saying what it says.
-func TestReadmeSpeaksOfTheProjectOnly(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, re := range []string{`\bSPEC\b`, `§`, `(?i)\bthe contract\b`, `(?i)\bthe spec(ification)?\b`} {
-		if loc := regexp.MustCompile(re).FindIndex(b); loc != nil {
-			line := bytes.Count(b[:loc[0]], []byte("\n")) + 1
-			t.Errorf("README.md line %d cites %q, which is not in the repository: say what it says instead", line, b[loc[0]:loc[1]])
-		}
-	}
-}
-
 // TestHistoryTableFitsTerminal: on a terminal, the history table's lines fit its width
 // (TIOCGWINSZ, or COLUMNS before it, as ps does): COMMAND and NOTE are cut with "…",
 // a wide character counting two columns, while the id, the time and the status stay
@@ -283,27 +266,4 @@ func TestHistoryTableFitsTerminal(t *testing.T) {
 	uncut("a pipe", throughPipe(nil))
 	fits("COLUMNS=110 through a pipe", throughPipe([]string{"COLUMNS=110"}), 110)
 	uncut("--wide with COLUMNS=110", throughPipe([]string{"COLUMNS=110"}, "--wide"))
-}
-
-// TestReadmeShowExampleIsInTheTable: the README's `history show` example names a run by
-// an ID that its `history` example table shows, and shows that run.
-func TestReadmeShowExampleIsInTheTable(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?s)\n    \$ cronlock history +(?:#[^\n]*)?\n(    ID .*?)\n\n    \$ cronlock history show (\S+)\n    run: +(\S+)\n    key: +(\S+)\n`).FindSubmatch(b)
-	if m == nil {
-		t.Fatal("README: no `cronlock history` example table followed by a `cronlock history show` example")
-	}
-	id, full, key := string(m[2]), string(m[3]), string(m[4])
-	var row string
-	for _, l := range strings.Split(string(m[1]), "\n")[1:] {
-		if f := strings.Fields(l); len(f) > 0 && f[0] == id {
-			row = l
-		}
-	}
-	if row == "" || !strings.HasPrefix(full, id) || !strings.Contains(row, " "+key+" ") {
-		t.Errorf("README: `history show %s` shows run %s of %s, but the table above has no such ID in its first column (row %q)", id, full, key, row)
-	}
 }

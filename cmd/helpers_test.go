@@ -585,10 +585,11 @@ func wantPings(t *testing.T, got []hcPing, rid string, paths ...string) {
 	}
 }
 
-// readmeACL is the README's ACL SETUSER line for cronlock, as words, with password.
+// readmeACL is the docs' ACL SETUSER line for cronlock (docs/backends-redis.md, what the
+// Redis server needs), as words, with password.
 func readmeACL(t *testing.T, password string) []string {
 	t.Helper()
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/backends-redis.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -602,7 +603,7 @@ func readmeACL(t *testing.T, password string) []string {
 			return f
 		}
 	}
-	t.Fatal("README.md has no line ACL SETUSER cronlock …")
+	t.Fatal("docs/backends-redis.md has no line ACL SETUSER cronlock …")
 	return nil
 }
 

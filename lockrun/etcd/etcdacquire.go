@@ -445,9 +445,9 @@ func (l *Locker) userError(op string, err error) error {
 	case errors.Is(err, rpctypes.ErrUserEmpty) || strings.Contains(detail, "user name is empty") || strings.Contains(detail, "invalid auth token"):
 		msg = fmt.Sprintf("%s requires a user: %s (set --etcd-user / CRONLOCK_ETCD_USER and CRONLOCK_ETCD_PASSWORD_FILE)", server, detail)
 	case errors.Is(err, rpctypes.ErrPermissionDenied) || strings.Contains(detail, "permission denied"):
-		msg = fmt.Sprintf("%s refused: %s (the etcd user's role needs readwrite on the key range with prefix %s; see the README)", server, detail, l.prefix)
+		msg = fmt.Sprintf("%s refused: %s (the etcd user's role needs readwrite on the key range with prefix %s; see docs/etcd.md)", server, detail, l.prefix)
 	case errors.Is(err, rpctypes.ErrNoSpace) || strings.Contains(detail, "database space exceeded"):
-		msg = fmt.Sprintf("%s is out of space (NOSPACE alarm): %s; no lock can be taken until an operator compacts and defragments the cluster and runs etcdctl alarm disarm (enable --auto-compaction-retention, see the README)", server, detail)
+		msg = fmt.Sprintf("%s is out of space (NOSPACE alarm): %s; no lock can be taken until an operator compacts and defragments the cluster and runs etcdctl alarm disarm (enable --auto-compaction-retention, see docs/etcd.md)", server, detail)
 	case strings.Contains(detail, "unexpected HTTP status code") || notEtcdCause(cause):
 		if cause != "" {
 			detail = cause

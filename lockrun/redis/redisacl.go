@@ -37,7 +37,7 @@ func aclHint(detail string) string {
 // noPermMessage is the message of a NOPERM reply from server.
 func noPermMessage(server, detail, prefix string) string {
 	if hint := aclHint(detail); hint != "" {
-		return fmt.Sprintf("%s refused: %s (%s; see the README)", server, detail, hint)
+		return fmt.Sprintf("%s refused: %s (%s; see docs/backends-redis.md)", server, detail, hint)
 	}
-	return fmt.Sprintf("%s refused: %s (the Redis ACL user needs EVAL and EVALSHA with GET, SET, PEXPIRE, DEL, TIME, INFO inside it, SCAN, PTTL, SUBSCRIBE, SELECT for a database other than 0, and the %s* keys; see the README)", server, detail, prefix)
+	return fmt.Sprintf("%s refused: %s (the Redis ACL user needs EVAL and EVALSHA with GET, SET, PEXPIRE, DEL, TIME, INFO inside it, SCAN, PTTL, SUBSCRIBE, SELECT for a database other than 0, and the %s* keys; see the ACL line in docs/backends-redis.md)", server, detail, prefix)
 }

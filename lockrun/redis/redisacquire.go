@@ -58,7 +58,7 @@ type EvictionCheckError struct {
 }
 
 func (e *EvictionCheckError) Error() string {
-	return fmt.Sprintf("%s did not let cronlock read INFO memory (%s), so it cannot tell whether the server evicts locks; add +info to the ACL user (see the README), or set CRONLOCK_ALLOW_EVICTION=yes to skip the check",
+	return fmt.Sprintf("%s did not let cronlock read INFO memory (%s), so it cannot tell whether the server evicts locks; add +info to the ACL user (see docs/backends-redis.md), or set CRONLOCK_ALLOW_EVICTION=yes to skip the check",
 		e.Server, strings.TrimSpace(e.Reply))
 }
 

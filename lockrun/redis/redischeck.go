@@ -64,7 +64,7 @@ func (l *Locker) Diagnose(ctx context.Context, o lockrun.DiagnoseOptions) lockru
 		for i, c := range denied {
 			names[i], _ = c.(string)
 		}
-		d.Problems = append(d.Problems, fmt.Sprintf("%s: the ACL user may not run %s on the keys and channels %s*, which cronlock sends; give it the rules of the README's ACL line (ACL SETUSER …)", server, strings.Join(names, ", "), l.prefix))
+		d.Problems = append(d.Problems, fmt.Sprintf("%s: the ACL user may not run %s on the keys and channels %s*, which cronlock sends; give it the rules of the ACL line in docs/backends-redis.md (ACL SETUSER …)", server, strings.Join(names, ", "), l.prefix))
 	default:
 		d.Facts = append(d.Facts, "the ACL user may run every command cronlock sends on "+l.prefix+"*")
 	}

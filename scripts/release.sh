@@ -102,10 +102,12 @@ mv "$work"/man/*.1 "$work/man/man1/"
 mv "$work"/man/*.5 "$work/man/man5/"
 gzip -9n "$work"/man/man1/* "$work"/man/man5/*
 
-# Docs: README, LICENSE and the reference pages, flat in /usr/share/doc/cronlock.
-mkdir -p "$work/doc" "$work/pkg"
-cp README.md LICENSE "$work/doc/"
-[ ! -d docs ] || find docs -maxdepth 1 -name '*.md' -exec cp {} "$work/doc/" \;
+# Docs in /usr/share/doc/cronlock laid out as in the repository, so that their links work:
+# README, LICENSE and BENCHMARKS at the top, the reference pages (and the report's picture)
+# in docs/.
+mkdir -p "$work/doc/docs" "$work/pkg"
+cp README.md LICENSE BENCHMARKS.md "$work/doc/"
+[ ! -d docs ] || find docs -maxdepth 1 \( -name '*.md' -o -name '*.png' \) -exec cp {} "$work/doc/docs/" \;
 
 files=()
 for a in $arches; do

@@ -27,15 +27,24 @@ var runFlagGroups = []flagGroup{
 	{"Help", []string{"help"}},
 }
 
-// groupFlags makes c's --help list its own flags under the headings of groups.
+// groupFlags makes c's --help list its own flags under the headings of groups. It is
+// cobra's default usage written out in Go with the flags grouped, for a command without
+// subcommands or aliases: a usage template would bring text/template back into the
+// binary, and its reflection keeps every method of every type (12 MB more).
 func groupFlags(c *cobra.Command, groups []flagGroup) {
-	const flagsSection = "{{if .HasAvailableLocalFlags}}\n\nFlags:\n{{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}"
-	tmpl := c.UsageTemplate()
-	if !strings.Contains(tmpl, flagsSection) {
-		return // cobra changed its template: the flat list is still right, only longer
-	}
-	cobra.AddTemplateFunc("groupedFlagUsages", func(c *cobra.Command) string { return groupedFlagUsages(c, groups) })
-	c.SetUsageTemplate(strings.Replace(tmpl, flagsSection, "{{groupedFlagUsages .}}", 1))
+	c.SetUsageFunc(func(c *cobra.Command) error {
+		w := c.OutOrStderr()
+		fmt.Fprintf(w, "Usage:\n  %s", c.UseLine())
+		if c.HasExample() {
+			fmt.Fprintf(w, "\n\nExamples:\n%s", c.Example)
+		}
+		fmt.Fprint(w, groupedFlagUsages(c, groups))
+		if c.HasAvailableInheritedFlags() {
+			fmt.Fprintf(w, "\n\nGlobal Flags:\n%s", strings.TrimRight(c.InheritedFlags().FlagUsages(), " \t\n"))
+		}
+		fmt.Fprintln(w)
+		return nil
+	})
 }
 
 // groupedFlagUsages is c's local flags under their groups' headings, then the others.

@@ -98,14 +98,21 @@ func (p *Pinger) send(ctx context.Context, what string, body []byte) error {
 	}
 	p.hcOnce.Do(func() { p.hc = p.client() })
 	wait := retryFirst
+	var prev error // the last try's error, when a try was cut short by the deadline
 	for try := 1; ; try++ {
 		err := p.do(ctx, what, body)
 		if err == nil {
 			return nil
 		}
+		if ctx.Err() != nil && prev != nil {
+			// A try the deadline cut short says nothing of the server: the one before
+			// it met the trouble (an HTTP 500, a refused connection) that made it retry.
+			return p.cause(context.Background(), prev)
+		}
 		if try == maxTries || !retryable(err) || ctx.Err() != nil {
 			return p.cause(ctx, err)
 		}
+		prev = err
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"bufio"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -245,4 +246,43 @@ func TestBadProxyNotQuoted(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "proxypw") || !strings.Contains(err.Error(), "HTTPS_PROXY") || tries != 1 {
 		t.Fatalf("error %v after %d tries; want one line naming HTTPS_PROXY without its value, no retry", err, tries)
 	}
+}
+
+// TestDeadlineKeepsTheServersAnswer: a try cut short by the deadline does not hide the
+// trouble that made the ping retry: the server answered HTTP 500, then its second answer
+// never came; the error names the 500, not "no answer".
+func TestDeadlineKeepsTheServersAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New("http://hc.test/uuid", rid)
+		p.Deadline = time.Second
+		var mu sync.Mutex
+		var conns []net.Conn
+		p.dial = func(context.Context, string, string) (net.Conn, error) {
+			c, s := net.Pipe()
+			mu.Lock()
+			first := len(conns) == 0
+			conns = append(conns, s)
+			mu.Unlock()
+			go func() {
+				if _, err := http.ReadRequest(bufio.NewReader(s)); err != nil || !first {
+					return // the second try: read, never answered
+				}
+				io.WriteString(s, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+				s.Close()
+			}()
+			return c, nil
+		}
+		err := p.Finish(context.Background(), 0, false, nil)
+		if err == nil || !strings.Contains(err.Error(), "HTTP 500") {
+			t.Errorf("error %v; want the server's HTTP 500, the last answer it gave", err)
+		}
+		mu.Lock()
+		if len(conns) < 2 {
+			t.Errorf("%d connections; want a second try after the 500", len(conns))
+		}
+		for _, s := range conns {
+			s.Close()
+		}
+		mu.Unlock()
+	})
 }

@@ -69,3 +69,23 @@ func TestNoHelpTemplates(t *testing.T) {
 	}
 	walk(root)
 }
+
+func TestCommandOf(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "-k", "x", "--", "true"}, "run"},
+		{[]string{"-v", "history", "show", "x"}, "history"},
+		{[]string{"--log-format", "json", "run"}, ""}, // a flag's value first: the whole tree
+		{[]string{"runn"}, ""},
+		{[]string{"help", "run"}, ""},
+		{[]string{"completion", "bash"}, ""},
+		{[]string{"--", "run"}, ""},
+		{nil, ""},
+	} {
+		if got := commandOf(tc.args); got != tc.want {
+			t.Errorf("commandOf(%q) = %q; want %q", tc.args, got, tc.want)
+		}
+	}
+}

@@ -148,10 +148,10 @@ var commands = []struct {
 // needed to answer those).
 func commandOf(args []string) string {
 	for _, a := range args {
-		if a == "--" || strings.HasPrefix(a, "-") {
-			if a == "--" {
-				return ""
-			}
+		if a == "--" {
+			return ""
+		}
+		if strings.HasPrefix(a, "-") {
 			continue
 		}
 		for _, m := range commands {

@@ -87,11 +87,11 @@ type Guard struct {
 // is in the pipe whole or not at all, never half of one the guard would misread.
 const maxArmLine = 4096
 
-// StartGuard prepares the guard. The process itself is forked by the first Arm, on a
-// goroutine of its own: the child's fork does not wait for the guard's (bigger) exec, the
-// guard's start-up runs beside the job, and a run that never starts a child costs no
-// guard at all. Arm's command waits in the pipe until the guard reads it. A guard that
-// cannot be started is reported by nothing but PID() == 0; the run goes on without it.
+// StartGuard prepares the guard. The process itself is forked by Prestart (or the first
+// Arm), on a goroutine of its own, as the job is about to start: its fork runs beside the
+// job's output set-up, and a run that never starts a child costs no guard at all. Arm's
+// command waits in the pipe until the guard reads it. A guard that cannot be started is
+// told to OnStartError and has PID() == 0; the run goes on without it.
 func StartGuard() (*Guard, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -165,6 +165,15 @@ func (g *Guard) none() {
 	g.r.Close()
 	g.null.Close()
 	close(g.forked)
+}
+
+// Prestart forks the guard process now, in the background, rather than at the first Arm:
+// a caller that waits for PID before starting the job has the guard running before any
+// process of the job exists. Arm still tells it the targets.
+func (g *Guard) Prestart() {
+	if g != nil {
+		g.start()
+	}
 }
 
 // OnStartError has f told, from the guard's own goroutine, why its process could not be

@@ -20,6 +20,10 @@ func (s *supervisor) startChild() bool {
 		s.res.StartErr = serr
 		return false
 	}
+	// The guard is forked now, beside the output set-up, and is running before the child
+	// is: a cronlock killed just after the child's start (the job's pipeline already
+	// forking) would otherwise leave the job's processes with no guard at all.
+	job.Guard.Prestart()
 	env := job.Env
 	if env == nil {
 		env = os.Environ()
@@ -155,6 +159,7 @@ func (s *supervisor) startChild() bool {
 	// Pdeathsig fires when the thread that forked the child exits, not the process: the
 	// fork happens on this goroutine's thread, locked to it until the run is over (run
 	// unlocks it when every process of the job is gone).
+	job.Guard.PID() // waits for the guard's fork and exec, begun by Prestart
 	runtime.LockOSThread()
 	s.locked = true
 	pid, err := syscall.ForkExec(path, job.Argv, attr)

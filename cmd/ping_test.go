@@ -139,7 +139,10 @@ func TestPingWithoutJob(t *testing.T) {
 // deadline (shortened by the test build's knob); one warning says so without the URL.
 func TestPingServerTrouble(t *testing.T) {
 	c := newCLI(t, "")
-	c.env = append(c.env, "CRONLOCK_TEST_PING_DEADLINE=1s")
+	// Long enough that a loaded CI machine's race-built cronlock gets the 500 or the
+	// refusal before the deadline: at 1 s the cause sometimes read "no answer", a new
+	// cause, and the second run warned again.
+	c.env = append(c.env, "CRONLOCK_TEST_PING_DEADLINE=3s")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +156,7 @@ func TestPingServerTrouble(t *testing.T) {
 	for _, tc := range []struct{ name, url, cause string }{
 		{"down", down, "connection refused"},
 		{"500", failing.url(), "the server answered HTTP 500"},
-		{"slow", slow.url(), "no answer within 1s"},
+		{"slow", slow.url(), "no answer within 3s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, job := range []struct {

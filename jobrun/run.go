@@ -178,8 +178,8 @@ func (r *runner) run() int {
 	// Signals first: a stop signal that arrives while the lock is being taken must be
 	// seen (status interrupted), not kill cronlock with the lock half taken.
 	sig := child.NotifySignals()
-	// The guard is only prepared here; its process is forked when it is armed, just after
-	// the child starts, so a skipped run costs no guard.
+	// The guard is only prepared here; its process is forked as the child is about to
+	// start, so a skipped run costs no guard.
 	guard, err := child.StartGuard()
 	if err != nil {
 		r.noGuard = true

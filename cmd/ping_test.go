@@ -139,9 +139,9 @@ func TestPingWithoutJob(t *testing.T) {
 // deadline (shortened by the test build's knob); one warning says so without the URL.
 func TestPingServerTrouble(t *testing.T) {
 	c := newCLI(t, "")
-	// Long enough that a loaded CI machine's race-built cronlock gets the 500 or the
-	// refusal before the deadline: at 1 s the cause sometimes read "no answer", a new
-	// cause, and the second run warned again.
+	// Long enough for the start ping's four tries (about 1.75 s against a 500 or a
+	// refusal) and then the finish's own: at 1 s the finish, waiting out the start,
+	// sometimes had no time left and said "no answer", a new cause that warned again.
 	c.env = append(c.env, "CRONLOCK_TEST_PING_DEADLINE=3s")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

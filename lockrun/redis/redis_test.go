@@ -680,61 +680,6 @@ func TestRedisACLWithoutChannelRights(t *testing.T) {
 	}
 }
 
-func TestRedisURLParsing(t *testing.T) {
-	for _, tc := range []struct {
-		url, describe, network, addr, user, pass string
-		db                                       int
-		tls                                      bool
-	}{
-		{"redis://127.0.0.1:6379/0", "redis 127.0.0.1:6379/0", "tcp", "127.0.0.1:6379", "", "", 0, false},
-		{"redis://localhost", "redis localhost:6379/0", "tcp", "localhost:6379", "", "", 0, false},
-		{"redis://u:p%40ss@h:7000/3", "redis h:7000/3", "tcp", "h:7000", "u", "p@ss", 3, false},
-		{"redis://:pw@[::1]:6380?db=4", "redis [::1]:6380/4", "tcp", "[::1]:6380", "", "pw", 4, false},
-		{"rediss://redis.example.com:6380/1", "rediss redis.example.com:6380/1", "tcp", "redis.example.com:6380", "", "", 1, true},
-		{"unix:///run/redis/redis.sock?db=2", "redis unix:/run/redis/redis.sock/2", "unix", "/run/redis/redis.sock", "", "", 2, false},
-	} {
-		tg, err := parseRedisURL(tc.url)
-		if err != nil {
-			t.Errorf("parse %q: %v", tc.url, err)
-			continue
-		}
-		if tg.describe() != tc.describe || tg.network != tc.network || tg.addr != tc.addr ||
-			tg.username != tc.user || tg.password != tc.pass || tg.db != tc.db || (tg.tlsConfig() != nil) != tc.tls {
-			t.Errorf("parse %q = %+v (%s)", tc.url, tg, tg.describe())
-		}
-	}
-	for _, bad := range []string{
-		"", "localhost:6379", "http://h", "redis://:s3cretPW@h:notaport",
-		"redis://:s3cretPW@h/x", "redis://:s3cretPW@h?dial_timeout=10s", "unix://", "redis://:s3cret%zzPW@h",
-	} {
-		_, err := New(Options{URL: bad})
-		if err == nil {
-			t.Errorf("New(%q) accepted it", bad)
-			continue
-		}
-		if strings.Contains(err.Error(), "s3cret") {
-			t.Errorf("error for %q shows the password: %v", bad, err)
-		}
-	}
-	if _, err := New(Options{URL: "redis://h", Prefix: "a{b}"}); err == nil {
-		t.Error("a prefix with braces was accepted")
-	}
-}
-
-func TestRedisRedactURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"redis://h:6379/0":              "redis://h:6379/0",
-		"redis://:s3cret@h:6379/0":      "redis://:xxxxx@h:6379/0",
-		"redis://user:s3cret@h/1":       "redis://user:xxxxx@h/1",
-		"rediss://user:s%3Acret@h":      "rediss://user:xxxxx@h",
-		"redis://user:s3c%zzret@h:6379": "redis://user:xxxxx@h:6379",
-	} {
-		if got := redactURL(in); got != want {
-			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestRedisErrorsNeverNameThePassword: a failure's message is made of parts that hold no
 // password, so it is the same whatever the password: never a password replaced by its
 // text, which garbles "127.0.0.1" for the password "1".
@@ -758,24 +703,6 @@ func TestRedisErrorsNeverNameThePassword(t *testing.T) {
 	for _, pw := range []string{"1", "2", "7", ":", "@", "%40", "127.0.0.1", "p@ss w0rd", "xxxxx", "redis"} {
 		if got := msg(pw); got != want {
 			t.Errorf("with the password %q: %q, want %q", pw, got, want)
-		}
-	}
-}
-
-func TestRedisURLHasPassword(t *testing.T) {
-	for in, want := range map[string]bool{
-		"redis://h:6379/0":                 false,
-		"redis://user@h:6379/0":            false,
-		"redis://:1@h":                     true,
-		"redis://u:@h":                     true,
-		"redis://u:pa#ss@h":                true,
-		"redis://u:p@ss@h":                 true,
-		"redis://xxxxx.example.com:6379/0": false,
-		"unix:///run/redis@1.sock":         false,
-		"unix://:pw@/run/redis.sock":       true,
-	} {
-		if got := URLHasPassword(in); got != want {
-			t.Errorf("URLHasPassword(%q) = %v, want %v", in, got, want)
 		}
 	}
 }

@@ -184,54 +184,6 @@ func TestMinReplicasAcksAcquireAndRenew(t *testing.T) {
 	}
 }
 
-func TestHAURLParsing(t *testing.T) {
-	for _, tc := range []struct {
-		url, describe, master string
-		addrs                 []string
-		user, pass            string
-		db                    int
-	}{
-		{"redis-sentinel://s1:26379,s2:26380/mymaster", "redis-sentinel s1:26379,s2:26380/mymaster/0", "mymaster", []string{"s1:26379", "s2:26380"}, "", "", 0},
-		{"redis-sentinel://u:p%40ss@s1,[::1]:5000/m/3", "redis-sentinel s1:26379,[::1]:5000/m/3", "m", []string{"s1:26379", "[::1]:5000"}, "u", "p@ss", 3},
-		{"redis-cluster://n1:7000,n2,n3:7002", "redis-cluster n1:7000,n2:6379,n3:7002", "", []string{"n1:7000", "n2:6379", "n3:7002"}, "", "", 0},
-		{"redis-cluster://:secret@n1:7000/", "redis-cluster n1:7000", "", []string{"n1:7000"}, "", "secret", 0},
-	} {
-		tg, err := parseRedisURL(tc.url)
-		if err != nil {
-			t.Errorf("%s: %v", tc.url, err)
-			continue
-		}
-		if tg.describe() != tc.describe || tg.master != tc.master || strings.Join(tg.addrs, " ") != strings.Join(tc.addrs, " ") ||
-			tg.username != tc.user || tg.password != tc.pass || tg.db != tc.db {
-			t.Errorf("%s: got %+v (describe %q)", tc.url, tg, tg.describe())
-		}
-		if strings.Contains(tg.describe(), "secret") || strings.Contains(tg.describe(), "p@ss") {
-			t.Errorf("%s: describe shows the password: %q", tc.url, tg.describe())
-		}
-	}
-	for _, tc := range []struct{ url, want string }{
-		{"redis-sentinel://s1:26379", "it names no master"},
-		{"redis-sentinel://s1:26379/m/1/2", "more than /MASTER/db"},
-		{"redis-sentinel://s1:26379/m/x", `the database "x"`},
-		{"redis-sentinel://s1:99999/m", `the port "99999"`},
-		{"redis-sentinel://s1:26379,,s2/m", "empty entry"},
-		{"redis-sentinel:///m", "names no host"},
-		{"redis-cluster://n1:7000/2", "database 0 only"},
-		{"redis-cluster://n1:7000?timeout=1s", "query"},
-		{"rediss-cluster://:secret@n1:7000", "TLS is not supported"},
-		{"redis-cluster://u:pa#ss@n1", `not user:password@host`},
-	} {
-		_, err := parseRedisURL(tc.url)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want one containing %q", tc.url, err, tc.want)
-			continue
-		}
-		if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "pa#ss") || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%s: the message shows the password or spans lines: %q", tc.url, err)
-		}
-	}
-}
-
 // TestMinReplicasLatency prints the median time of an acquire and of a renewal on one
 // master with one replica, with and without --min-replicas 1. A measurement, run by
 // hand for BENCHMARKS.md:

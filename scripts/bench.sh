@@ -1131,7 +1131,7 @@ print("- The history's part of a short run: its start facts go to a per-run file
       "checkpoint's two fsyncs (a few ms on this disk).")
 print("- The bash + redis-cli wrapper forks redis-cli twice and `od`, `head`, `tr` for its token; "
       "cronlock's Redis work is two round trips on one connection (the acquire and release scripts, "
-      "sent by SHA1; go-redis's HELLO is answered without a round trip: lockrun/redis/redishandshake.go).")
+      "sent by SHA1; go-redis's HELLO is answered without a round trip: lockrun/redis/conn/handshake.go).")
 if "etcdctl lock" in med:
     e, ev = med["etcdctl lock"], med["etcdctl version (its start-up floor)"]
     print(f"- etcdctl: `etcdctl version`, which talks to no server, takes {ev:.1f} ms of the {e:.1f} ms of "

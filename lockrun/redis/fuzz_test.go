@@ -1,19 +1,17 @@
 package redis
 
-// Fuzz targets for every parser of the lockrun package: keys, Redis URLs (and their
-// redaction), lock values read from Redis, local lock records and lock file names.
-// Without -fuzz they run their seeds (f.Add and testdata/fuzz) as ordinary, fast tests.
+// Fuzz targets for the parsers of this package: keys in Redis key names, and lock values
+// read from Redis (the URL's are package conn's). Without -fuzz they run their seeds
+// (f.Add and testdata/fuzz) as ordinary, fast tests.
 //
-//	go test -run '^$' -fuzz '^FuzzRedisURLPassword$' -fuzztime 60s ./lockrun/
+//	go test -run '^$' -fuzz '^FuzzParseHolder$' -fuzztime 60s ./lockrun/redis/
 
 import (
 	"encoding/json"
-	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 
-	"cronlock/internal/fuzzcheck"
 	"cronlock/lockrun"
 )
 

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"cronlock/internal/redistest"
+	"cronlock/lockrun/redis/conn"
 )
 
 // herdServer is the URL BenchmarkHerd runs against: CRONLOCK_BENCH_REDIS_URL, else a
@@ -43,37 +44,38 @@ func herdServer(b testing.TB) string {
 // CPU time, each from its own connection. The URL's password is the data servers';
 // Sentinels that have one of their own get it from CRONLOCK_BENCH_SENTINEL_PASSWORD.
 type infoReader struct {
-	data      []*redis.Client
+	data      []infoClient
 	sentinels []*redis.Client
 }
 
+// infoClient is a client whose INFO infoReader reads.
+type infoClient interface {
+	Info(ctx context.Context, section ...string) *redis.StringCmd
+	Close() error
+}
+
 func newInfoReader(url string) (*infoReader, error) {
-	t, err := parseRedisURL(url)
+	t, err := conn.ParseURL(url)
 	if err != nil {
 		return nil, err
 	}
 	client := func(addr, password string) *redis.Client {
-		return redis.NewClient(&redis.Options{Network: t.network, Addr: addr, Username: t.username,
-			Password: password, TLSConfig: t.tlsConfig(), Protocol: 2, DisableIdentity: true})
+		return redis.NewClient(&redis.Options{Network: t.Network, Addr: addr, Username: t.Username,
+			Password: password, TLSConfig: t.TLSConfig(), Protocol: 2, DisableIdentity: true})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	switch t.scheme {
-	case schemeSentinel:
-		o := Options{Timeout: 5 * time.Second, SentinelPassword: os.Getenv("CRONLOCK_BENCH_SENTINEL_PASSWORD")}
-		res := newSentinelResolver(t, o)
-		defer res.close()
-		master, err := res.masterAddr(ctx)
-		if err != nil {
-			return nil, err
-		}
-		r := &infoReader{data: []*redis.Client{client(master, t.password)}}
-		for _, a := range t.addrs {
+	switch t.Scheme {
+	case conn.SchemeSentinel:
+		// The master is the one the Sentinels name at each dial, as for the locker.
+		o := conn.Options{Timeout: 5 * time.Second, SentinelPassword: os.Getenv("CRONLOCK_BENCH_SENTINEL_PASSWORD")}
+		r := &infoReader{data: []infoClient{conn.New(t, o)}}
+		for _, a := range t.Addrs {
 			r.sentinels = append(r.sentinels, redis.NewClient(&redis.Options{Addr: a, Password: o.SentinelPassword, Protocol: 2, DisableIdentity: true}))
 		}
 		return r, nil
-	case schemeCluster:
-		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: t.addrs, Username: t.username, Password: t.password,
+	case conn.SchemeCluster:
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: t.Addrs, Username: t.Username, Password: t.Password,
 			Protocol: 2, DisableIdentity: true, DisableRoutingPolicies: true})
 		defer cc.Close()
 		r := &infoReader{}
@@ -81,16 +83,19 @@ func newInfoReader(url string) (*infoReader, error) {
 		err := cc.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
 			mu.Lock()
 			defer mu.Unlock()
-			r.data = append(r.data, client(c.Options().Addr, t.password))
+			r.data = append(r.data, client(c.Options().Addr, t.Password))
 			return nil
 		})
 		return r, err
 	}
-	return &infoReader{data: []*redis.Client{client(t.addr, t.password)}}, nil
+	return &infoReader{data: []infoClient{client(t.Addr, t.Password)}}, nil
 }
 
 func (r *infoReader) Close() error {
-	for _, c := range append(r.data, r.sentinels...) {
+	for _, c := range r.data {
+		c.Close()
+	}
+	for _, c := range r.sentinels {
 		c.Close()
 	}
 	return nil
@@ -128,7 +133,7 @@ func (r *infoReader) read() (redisStats, error) {
 }
 
 // add adds one server's INFO sections to s.
-func (s *redisStats) add(c *redis.Client, sections ...string) error {
+func (s *redisStats) add(c infoClient, sections ...string) error {
 	text, err := c.Info(context.Background(), sections...).Result()
 	if err != nil {
 		return err

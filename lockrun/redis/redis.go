@@ -2,7 +2,8 @@
 // socket, Sentinel or Cluster. A lock is a key with a lease that its holder renews and a
 // fencing token that keeps rising across restarts; the schedule's tick is claimed and the
 // fleet's record written in the same Lua scripts (lua/*.lua) as the lock, one round trip
-// each. --min-replicas waits for replicas to confirm every write.
+// each. --min-replicas waits for replicas to confirm every write. Reaching the server
+// (the URL, dials, the handshake, Sentinel and Cluster topology) is package conn's.
 //
 // It answers the lockrun interfaces (Locker, Lease, FleetStore, Expiring) and nothing
 // else. It is given its settings as Options and reads none itself; its errors name the
@@ -26,6 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"cronlock/lockrun"
+	"cronlock/lockrun/redis/conn"
 	"cronlock/runstatus"
 )
 
@@ -92,7 +94,7 @@ func loadScript(name string) string {
 
 // Options configures New.
 type Options struct {
-	URL      string        // redis://[user:pass@]host:port/db, rediss://… (TLS), unix:///path[?db=N], redis-sentinel://…, redis-cluster://… (redisurlha.go)
+	URL      string        // redis://[user:pass@]host:port/db, rediss://… (TLS), unix:///path[?db=N], redis-sentinel://…, redis-cluster://… (conn.ParseURL)
 	Password string        // from --redis-password-file; overrides the URL's password when non-empty
 	Timeout  time.Duration // deadline of one Redis operation (dial, read, write, script); default 2s if 0
 	Prefix   string        // key namespace, default "cronlock:"
@@ -115,29 +117,20 @@ type Options struct {
 	PrevTick func(expr, tz string) func(time.Time) time.Time
 }
 
-// redisClient is the part of go-redis the locker uses; tests wrap it to inject faults.
-type redisClient interface {
-	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
-	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd
-	Info(ctx context.Context, section ...string) *redis.StringCmd
-	Scan(ctx context.Context, cursor uint64, match string, count int64) *redis.ScanCmd
-	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
-	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
-	Close() error
-}
-
 // Locker is the Redis backend: a lease per lock, renewed by its holder, with a
 // fencing token that keeps rising across Redis restarts. It is safe for concurrent use.
 // It talks to one Redis server (or a Cluster through the hash-tagged keys' single slot);
 // it does not implement Redlock across several independent servers.
 type Locker struct {
-	c       redisClient
-	target  redisTarget
+	// c sends the commands: srv, or in tests a wrapper of it that injects faults.
+	c conn.Commands
+	// srv is the client of the URL's server, Sentinels or Cluster: where a command goes.
+	srv     *conn.Client
+	target  conn.Target
 	timeout time.Duration
 	prefix  string
 	// allowEviction skips the eviction check of the acquire script.
 	allowEviction bool
-	dialer        *redisDialer
 	keep          int                                             // entries of the fleet's record kept per key; 0 = DefaultFleetKeep
 	minReplicas   int                                             // replicas that must acknowledge acquire and renewal (WAIT)
 	prevTick      func(expr, tz string) func(time.Time) time.Time // Options.PrevTick
@@ -160,37 +153,22 @@ var (
 	_ lockrun.ServerClock = (*Locker)(nil)
 )
 
-// quietRedisLog silences go-redis's own logging, which writes to stderr (and so to cron
-// mail) on every failed dial; every failure reaches the caller as an error instead.
-var quietRedisLog sync.Once
-
-type nopLogger struct{}
-
-func (nopLogger) Printf(context.Context, string, ...any) {}
-
 // New parses o.URL and prepares a client; it does not connect (the first
 // Acquire does, so a run costs no extra round trip). Its errors never contain the password.
 // It silences go-redis's process-wide logger.
 func New(o Options) (*Locker, error) {
-	t, err := parseRedisURL(o.URL)
+	t, err := conn.ParseURL(o.URL)
 	if err != nil {
 		return nil, err
 	}
 	if o.Password != "" {
-		t.password = o.Password
+		t.Password = o.Password
 	}
 	if err := lockrun.ServerDefaults(&o.Timeout, &o.Prefix); err != nil {
 		return nil, err
 	}
-	quietRedisLog.Do(func() { redis.SetLogger(nopLogger{}) })
-
-	to := o.Timeout
-	d := newRedisDialer(to, t.tlsConfig())
-	c, err := newRedisClient(t, o, d)
-	if err != nil {
-		return nil, err
-	}
-	return &Locker{c: c, target: t, timeout: to, prefix: o.Prefix, allowEviction: o.AllowEviction, dialer: d, keep: o.FleetKeep, minReplicas: o.MinReplicas, prevTick: o.PrevTick}, nil
+	c := conn.New(t, conn.Options{Timeout: o.Timeout, SentinelPassword: o.SentinelPassword})
+	return &Locker{c: c, srv: c, target: t, timeout: o.Timeout, prefix: o.Prefix, allowEviction: o.AllowEviction, keep: o.FleetKeep, minReplicas: o.MinReplicas, prevTick: o.PrevTick}, nil
 }
 
 // Describe names the backend without secrets: "redis 127.0.0.1:6379/0".
@@ -209,15 +187,10 @@ func (l *Locker) FreedBy(ttl time.Duration) string {
 	return fmt.Sprintf(" (the Redis key expires by itself within --ttl %v)", ttl)
 }
 
-func (l *Locker) Describe() string { return l.target.describe() }
+func (l *Locker) Describe() string { return l.target.Describe() }
 
 // Close closes the client's connections and ends dials still retrying.
-func (l *Locker) Close() error {
-	if l.dialer != nil {
-		l.dialer.close()
-	}
-	return l.c.Close()
-}
+func (l *Locker) Close() error { return l.c.Close() }
 
 func (l *Locker) lockKey(key string) string  { return l.prefix + "{" + key + "}:lock" }
 func (l *Locker) fenceKey(key string) string { return l.prefix + "{" + key + "}:fence" }
@@ -439,7 +412,7 @@ func (l *Locker) ClaimMissed(ctx context.Context, req lockrun.Request) error {
 // eval runs one script, retrying network errors and transient server states (LOADING,
 // BUSY…) with a short back-off while the operation time-out (and ctx) allow; every script
 // of this file is safe to repeat. A dial error is not retried here: the dialer already
-// retried it for as long as a restart can heal it (redisdial.go). unknown reports that a
+// retried it for as long as a restart can heal it (package conn). unknown reports that a
 // failed call, or an attempt before the one that succeeded, may have run anyway (it may
 // have been sent, and no reply came).
 func (l *Locker) eval(ctx context.Context, script string, keys []string, args ...any) (res any, unknown bool, err error) {
@@ -462,7 +435,7 @@ func (l *Locker) retry(ctx context.Context, attempt func(octx context.Context) (
 			// what the repeat found, not what that attempt did.
 			return res, unknown, nil
 		}
-		l.followFailover(err)
+		l.srv.FollowFailover(err)
 		var rerr redis.Error
 		if errors.As(err, &rerr) && slotMoving(rerr.Error()) {
 			moving = err
@@ -502,10 +475,10 @@ func (l *Locker) retry(ctx context.Context, attempt func(octx context.Context) (
 
 // unreachable is the last dial error while the server cannot be reached, else nil.
 func (l *Locker) unreachable() error {
-	if l.dialer == nil {
+	if l.srv == nil {
 		return nil
 	}
-	return l.dialer.lastError()
+	return l.srv.Unreachable()
 }
 
 // pendingReply reads acquire.lua's reply {4, ms, record}: this tick's claim by another

@@ -17,6 +17,7 @@ import (
 
 	"cronlock/internal/redistest"
 	"cronlock/lockrun"
+	"cronlock/lockrun/redis/conn"
 )
 
 // redisPrefix returns a key namespace of its own for one test, so tests never see each
@@ -106,18 +107,18 @@ func TestRedisAcquireIsIdempotentForItsToken(t *testing.T) {
 // redisLossyClient runs every call, but loses the reply of the first `lose` calls of one script,
 // as a connection reset after the request was sent would.
 type redisLossyClient struct {
-	redisClient
+	conn.Commands
 	script string
 	lose   atomic.Int32
 	calls  atomic.Int32
 }
 
 func (c *redisLossyClient) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return c.maybeLose(ctx, script == c.script, c.redisClient.Eval(ctx, script, keys, args...))
+	return c.maybeLose(ctx, script == c.script, c.Commands.Eval(ctx, script, keys, args...))
 }
 
 func (c *redisLossyClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	cmd := c.redisClient.EvalSha(ctx, sha, keys, args...)
+	cmd := c.Commands.EvalSha(ctx, sha, keys, args...)
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		return cmd // it did not run: the locker sends the body next
 	}
@@ -141,7 +142,7 @@ func (c *redisLossyClient) maybeLose(ctx context.Context, ours bool, cmd *redis.
 func TestRedisAcquireSurvivesALostReply(t *testing.T) {
 	addr := redistest.Addr(t)
 	l := newRedisTestLocker(t, addr)
-	lc := &redisLossyClient{redisClient: l.c, script: acquireScript()}
+	lc := &redisLossyClient{Commands: l.c, script: acquireScript()}
 	lc.lose.Store(1)
 	l.c = lc
 
@@ -161,7 +162,7 @@ func TestRedisAcquireSurvivesALostReply(t *testing.T) {
 func TestRedisAcquireWithUnknownOutcomeReleases(t *testing.T) {
 	addr := redistest.Addr(t)
 	l := newRedisTestLocker(t, addr)
-	lc := &redisLossyClient{redisClient: l.c, script: acquireScript()}
+	lc := &redisLossyClient{Commands: l.c, script: acquireScript()}
 	lc.lose.Store(1000)
 	l.c = lc
 
@@ -655,7 +656,7 @@ func TestRedisACLWithoutChannelRights(t *testing.T) {
 	redisDo(t, s.Addr, "ACL", "SETUSER", "cron", "on", ">cronpw", "~*", "resetchannels", "+@all")
 	l := newRedisTestLocker(t, s.Addr, func(o *Options) { o.URL = "redis://cron:cronpw@" + s.Addr })
 	ctx := context.Background()
-	if err := l.c.(*redis.Client).Publish(ctx, "anything", "x").Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+	if err := l.srv.Commands.(*redis.Client).Publish(ctx, "anything", "x").Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
 		t.Fatalf("PUBLISH as the limited user: %v; want NOPERM, else the test proves nothing", err)
 	}
 
@@ -704,5 +705,16 @@ func TestRedisErrorsNeverNameThePassword(t *testing.T) {
 		if got := msg(pw); got != want {
 			t.Errorf("with the password %q: %q, want %q", pw, got, want)
 		}
+	}
+}
+
+// TestRedisNewRefusesBadSettings: New refuses a URL it cannot read (conn.ParseURL says
+// why, without the password) and a prefix that would break the keys' hash tags.
+func TestRedisNewRefusesBadSettings(t *testing.T) {
+	if _, err := New(Options{URL: "redis://:s3cretPW@h:notaport"}); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("New with a bad port: %v; want an error without the password", err)
+	}
+	if _, err := New(Options{URL: "redis://h", Prefix: "a{b}"}); err == nil {
+		t.Error("a prefix with braces was accepted")
 	}
 }

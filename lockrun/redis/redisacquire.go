@@ -86,7 +86,7 @@ func (l *Locker) allowArg() string {
 // acquireReply decodes acquire.lua's reply (see its header). A lease whose token cannot be
 // read is released at once: a lock nobody can use must not block the fleet for a TTL.
 func (l *Locker) acquireReply(ctx context.Context, req lockrun.Request, token string, sent time.Duration, res any) (*redisLease, *lockrun.Holder, error) {
-	server := l.target.server()
+	server := l.target.Server()
 	r, ok := res.([]any)
 	if !ok || len(r) < 2 {
 		return nil, nil, fmt.Errorf("take lock %s: unexpected reply %v from %s", req.Key, res, server)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"cronlock/lockrun"
+	"cronlock/lockrun/redis/conn"
 )
 
 var probeScript = sync.OnceValue(func() string { return loadScript("probe.lua") })
@@ -28,8 +29,8 @@ func (l *Locker) Diagnose(ctx context.Context, o lockrun.DiagnoseOptions) lockru
 	server := l.Describe()
 	key := l.lockKey("cronlock-config-check")
 	sent := now()
-	res, _, err := l.eval(ctx, probeScript(), []string{key}, l.channel("cronlock-config-check"), l.target.db,
-		boolArg(l.minReplicas > 0), boolArg(l.target.scheme == schemeCluster), scriptSHA(acquireScript()))
+	res, _, err := l.eval(ctx, probeScript(), []string{key}, l.channel("cronlock-config-check"), l.target.DB,
+		boolArg(l.minReplicas > 0), boolArg(l.target.Scheme == conn.SchemeCluster), scriptSHA(acquireScript()))
 	got := now()
 	if err != nil {
 		d.Problems = append(d.Problems, l.userError("try the server", err).Error())
@@ -141,4 +142,8 @@ func toInt(v any) (int64, bool) {
 }
 
 // RedactURL returns raw with any password hidden, as every message shows a Redis URL.
-func RedactURL(raw string) string { return redactURL(raw) }
+func RedactURL(raw string) string { return conn.RedactURL(raw) }
+
+// URLHasPassword reports whether raw carries a password in its user info: one that
+// RedactURL would hide.
+func URLHasPassword(raw string) bool { return conn.URLHasPassword(raw) }

@@ -51,7 +51,7 @@ func (s *redisLease) SaveCheckpoint(ctx context.Context, c *lockrun.Checkpoint) 
 	}
 	if l := s.l; l.minReplicas > 0 && acks.n < int64(l.minReplicas) {
 		return fmt.Errorf("save checkpoint of %s: only %d of %d replicas acknowledged it within %s on %s, so a failover may lose it (check the replicas: INFO replication on the master)",
-			s.key, max(acks.n, 0), l.minReplicas, acks.within.Round(time.Millisecond), l.target.server())
+			s.key, max(acks.n, 0), l.minReplicas, acks.within.Round(time.Millisecond), l.target.Server())
 	}
 	return nil
 }

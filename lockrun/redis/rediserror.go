@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"cronlock/lockrun"
+	"cronlock/lockrun/redis/conn"
 )
 
 // transientRedisError reports a server error that goes away by itself. READONLY is a
@@ -63,11 +64,11 @@ func (e *redisError) Unwrap() error { return e.err }
 
 // userError turns a go-redis error into a message that says what failed and what to do.
 func (l *Locker) userError(op string, err error) error {
-	server := l.target.server()
+	server := l.target.Server()
 	detail := err.Error()
 	var msg string
-	var nm *NoMasterError
-	var sa *sentinelAuthError
+	var nm *conn.NoMasterError
+	var sa *conn.SentinelAuthError
 	switch {
 	case errors.As(err, &nm): // before the data servers' password advice
 		msg = fmt.Sprintf("%s: %s: %s", op, server, nm)
@@ -75,33 +76,33 @@ func (l *Locker) userError(op string, err error) error {
 		msg = fmt.Sprintf("%s: %s: %s", op, server, sa)
 	case errors.Is(err, context.Canceled):
 		msg = fmt.Sprintf("%s: %s: interrupted", op, server)
-	case isAuthError(detail) && l.target.password == "":
+	case conn.IsAuthError(detail) && l.target.Password == "":
 		// Redis answers a client without a password with NOAUTH, or, for a command with
 		// more than 10 arguments, with "Protocol error: unauthenticated multibulk length".
 		msg = fmt.Sprintf("%s authentication failed: the server requires a password and none was given (%s); put it in --redis-password-file / CRONLOCK_REDIS_PASSWORD_FILE", server, detail)
-	case isAuthError(detail):
+	case conn.IsAuthError(detail):
 		msg = fmt.Sprintf("%s authentication failed: %s (check the password in --redis-password-file / CRONLOCK_REDIS_PASSWORD_FILE or in --redis / CRONLOCK_REDIS_URL)", server, detail)
 	case strings.Contains(detail, "NOPERM"):
 		msg = noPermMessage(server, detail, l.prefix)
 	case strings.HasPrefix(detail, "READONLY"):
 		msg = l.readOnlyMessage(op, detail)
 	case strings.Contains(detail, "DB index is out of range"):
-		msg = fmt.Sprintf("%s: %s has no database %d (%s); give one below the server's databases setting (16 unless changed) in --redis / CRONLOCK_REDIS_URL", op, server, l.target.db, detail)
+		msg = fmt.Sprintf("%s: %s has no database %d (%s); give one below the server's databases setting (16 unless changed) in --redis / CRONLOCK_REDIS_URL", op, server, l.target.DB, detail)
 	case strings.HasPrefix(detail, "OOM"):
 		// Only a new lock needs memory: renewals and releases go through on a full server.
 		msg = fmt.Sprintf("%s is full: %s (maxmemory reached under noeviction: no new lock can be taken until memory is freed on the server or maxmemory raised)", server, detail)
-	case lockrun.IsTimeout(err) && l.unreachable() != nil && tlsAdvice(l.unreachable(), l.target.host, l.target.scheme == "rediss") != "":
-		msg = fmt.Sprintf("%s unreachable: %s (%s)", server, l.unreachable(), tlsAdvice(l.unreachable(), l.target.host, l.target.scheme == "rediss"))
+	case lockrun.IsTimeout(err) && l.unreachable() != nil && l.target.TLSAdvice(l.unreachable()) != "":
+		msg = fmt.Sprintf("%s unreachable: %s (%s)", server, l.unreachable(), l.target.TLSAdvice(l.unreachable()))
 	case lockrun.IsTimeout(err) && l.unreachable() != nil:
 		// The time ran out waiting for a connection: say why none could be made.
 		msg = fmt.Sprintf("%s unreachable: %s (check --redis / CRONLOCK_REDIS_URL)", server, l.unreachable())
 	case lockrun.IsTimeout(err):
 		msg = fmt.Sprintf("%s did not answer within %s: %s (check --redis / CRONLOCK_REDIS_URL, or raise --redis-timeout)", server, l.timeout, detail)
-	case isNetworkError(err) && tlsAdvice(err, l.target.host, l.target.scheme == "rediss") != "":
-		msg = fmt.Sprintf("%s unreachable: %s (%s)", server, detail, tlsAdvice(err, l.target.host, l.target.scheme == "rediss"))
+	case isNetworkError(err) && l.target.TLSAdvice(err) != "":
+		msg = fmt.Sprintf("%s unreachable: %s (%s)", server, detail, l.target.TLSAdvice(err))
 	case isNetworkError(err):
 		msg = fmt.Sprintf("%s unreachable: %s (check --redis / CRONLOCK_REDIS_URL)", server, detail)
-	case l.target.scheme == schemeCluster && slotMoving(detail):
+	case l.target.Scheme == conn.SchemeCluster && slotMoving(detail):
 		msg = fmt.Sprintf("%s: %s: the key's slot is being moved between Cluster nodes (%s) and did not settle within --redis-timeout %s: a reshard that holds a slot half-way for longer fails runs; let it finish (redis-cli --cluster fix ends one left half-way), or raise --redis-timeout / CRONLOCK_REDIS_TIMEOUT",
 			op, server, strings.TrimSpace(detail), l.timeout)
 	case kindHint(detail) != "":
@@ -122,7 +123,7 @@ func (l *Locker) userError(op string, err error) error {
 // does not understand.
 func retryableRedisError(err error) bool {
 	var re *redisError
-	if !errors.As(err, &re) || errors.Is(err, context.Canceled) || isAuthError(err.Error()) {
+	if !errors.As(err, &re) || errors.Is(err, context.Canceled) || conn.IsAuthError(err.Error()) {
 		return false
 	}
 	var rerr redis.Error
@@ -130,15 +131,6 @@ func retryableRedisError(err error) bool {
 		return transientRedisError(rerr)
 	}
 	return lockrun.IsTimeout(re.err) || isNetworkError(re.err)
-}
-
-func isAuthError(msg string) bool {
-	for _, p := range []string{"WRONGPASS", "NOAUTH", "invalid password", "failed to authenticate", "AUTH failed", "without any password configured", "unauthenticated"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
-	}
-	return false
 }
 
 func isNetworkError(err error) bool {
@@ -151,10 +143,10 @@ func isNetworkError(err error) bool {
 // the whole operation.
 func (l *Locker) readOnlyMessage(op, detail string) string {
 	detail, _, _ = strings.Cut(detail, " script:") // the script's SHA1 and line say nothing here
-	server := l.target.server()
-	if l.target.scheme == schemeSentinel {
+	server := l.target.Server()
+	if l.target.Scheme == conn.SchemeSentinel {
 		return fmt.Sprintf("%s: %s: the server the Sentinels name as the master %s is a read-only replica (%s): a failover is under way, or a server was made a replica by hand and the Sentinels have not seen it yet; if it lasts, compare SENTINEL GET-MASTER-ADDR-BY-NAME %s with INFO replication on the servers",
-			op, server, l.target.master, detail, l.target.master)
+			op, server, l.target.Master, detail, l.target.Master)
 	}
 	return fmt.Sprintf("%s: %s is a read-only replica (%s): point --redis / CRONLOCK_REDIS_URL at the master, or use a redis-sentinel:// URL to find it", op, server, detail)
 }

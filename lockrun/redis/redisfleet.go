@@ -49,7 +49,7 @@ func (l *Locker) appendEntry(ctx context.Context, key, entry, startUS, endUS, ru
 		return l.unackedRecord(key, acks)
 	}
 	if s, _ := res.(string); s != "" {
-		return &recordRefusedError{key: key, server: l.target.server(), reply: s}
+		return &recordRefusedError{key: key, server: l.target.Server(), reply: s}
 	}
 	return nil
 }
@@ -279,7 +279,7 @@ func (l *Locker) FleetDays(ctx context.Context, keys []string) (map[string][]loc
 // or keeps it for a later run.
 func (l *Locker) unackedRecord(key string, a acked) error {
 	return fmt.Errorf("record the run of %s in the fleet's record: only %d of %d replicas acknowledged it within %s on %s (check the replicas: INFO replication on the master): %w",
-		key, max(a.n, 0), l.minReplicas, a.within.Round(time.Millisecond), l.target.server(), lockrun.ErrUnacknowledged)
+		key, max(a.n, 0), l.minReplicas, a.within.Round(time.Millisecond), l.target.Server(), lockrun.ErrUnacknowledged)
 }
 
 // SendPending completes earlier runs' entries whose completion never reached the server

@@ -13,6 +13,7 @@ import (
 
 	"cronlock/internal/redistest"
 	"cronlock/lockrun"
+	"cronlock/lockrun/redis/conn"
 )
 
 // haLocker is a locker on a Sentinel or Cluster URL with a prefix of its own.
@@ -246,7 +247,7 @@ func TestSentinelRenewNeedsMajority(t *testing.T) {
 	d.Sentinels[1].Stop()
 	t.Cleanup(d.Sentinels[1].Cont)
 	err := lease.Renew(ctx)
-	var ve *MasterVoteError
+	var ve *conn.MasterVoteError
 	if !errors.As(err, &ve) || errors.Is(err, lockrun.ErrLockLost) || len(ve.Errs) != 2 || ve.Named[d.Master.Addr] != 1 {
 		t.Fatalf("Renew with two of three Sentinels frozen: %v, want a MasterVoteError (unconfirmed, 1 naming %s)", err, d.Master.Addr)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"cronlock/lockrun"
+	"cronlock/lockrun/redis/conn"
 )
 
 // parseHolder reads the holder from a lock value. A value cronlock did not write still
@@ -125,7 +126,7 @@ func (l *Locker) scanNames(ctx context.Context, kinds []string, what string, pag
 	if len(kinds) == 1 {
 		match = l.prefix + "{*}:" + kinds[0]
 	}
-	nodes, err := l.scanNodes(ctx)
+	nodes, err := l.srv.ScanNodes(ctx)
 	if err != nil {
 		return l.userError(what, err)
 	}
@@ -138,14 +139,14 @@ func (l *Locker) scanNames(ctx context.Context, kinds []string, what string, pag
 }
 
 // scanNode is scanNames on one server.
-func (l *Locker) scanNode(ctx context.Context, node scanner, match string, kinds []string, what string, seen map[string]bool, page func(names []string) error) error {
+func (l *Locker) scanNode(ctx context.Context, node conn.Scanner, match string, kinds []string, what string, seen map[string]bool, page func(names []string) error) error {
 	var cursor uint64
 	for {
 		octx, cancel := context.WithTimeout(ctx, l.timeout)
 		keys, next, err := node.Scan(octx, cursor, match, 1000).Result()
 		cancel()
 		if err != nil {
-			if c, ok := node.(*redis.Client); ok && l.target.scheme == schemeCluster {
+			if c, ok := node.(*redis.Client); ok && l.target.Scheme == conn.SchemeCluster {
 				// Which of the cluster's masters failed: the URL names others.
 				err = fmt.Errorf("the master %s: %w", c.Options().Addr, err)
 			}
@@ -205,7 +206,7 @@ func (l *Locker) Unlock(ctx context.Context, key string, force bool) (*lockrun.H
 	}
 	r, ok := res.([]any)
 	if !ok || len(r) == 0 {
-		return nil, fmt.Errorf("unlock %s: unexpected reply %v from %s", key, res, l.target.server())
+		return nil, fmt.Errorf("unlock %s: unexpected reply %v from %s", key, res, l.target.Server())
 	}
 	code, _ := r[0].(int64)
 	if code == 0 && unknown {
@@ -217,7 +218,7 @@ func (l *Locker) Unlock(ctx context.Context, key string, force bool) (*lockrun.H
 	// Anything but these is not unlock.lua speaking (a proxy or a server that is not
 	// Redis): never report a removal that did not happen.
 	if code < -1 || code > 2 || len(r) < 3 {
-		return nil, fmt.Errorf("unlock %s: unexpected reply %v from %s; is it a Redis server?", key, res, l.target.server())
+		return nil, fmt.Errorf("unlock %s: unexpected reply %v from %s; is it a Redis server?", key, res, l.target.Server())
 	}
 	v, _ := r[1].(string)
 	pttl, _ := r[2].(int64)

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"cronlock/lockrun"
+	"cronlock/lockrun/redis/conn"
 )
 
 // The index of known keys: a sorted set of KEY names scored by the server's TIME (s) of
@@ -32,7 +33,7 @@ const clusterSlots = 16384
 
 // indexKey is the index set that a claim of key writes to.
 func (l *Locker) indexKey(key string) string {
-	if l.target.scheme != schemeCluster {
+	if l.target.Scheme != conn.SchemeCluster {
 		return l.prefix + "keys"
 	}
 	return l.prefix + "{" + slotTag(int(crc16(key)%clusterSlots)) + "}:keys"
@@ -139,7 +140,7 @@ func (l *Locker) JobKeys(ctx context.Context, scan bool) ([]string, bool, error)
 // each batch one pipelined call within one operation time-out.
 func (l *Locker) indexed(ctx context.Context) ([]string, error) {
 	sets := []string{l.prefix + "keys"}
-	if l.target.scheme == schemeCluster {
+	if l.target.Scheme == conn.SchemeCluster {
 		sets = make([]string, 0, clusterSlots)
 		for _, t := range allSlotTags() {
 			sets = append(sets, l.prefix+"{"+t+"}:keys")

@@ -69,7 +69,7 @@ func (s *redisLease) RecordErr() error {
 // a write they still do not confirm is reported unacknowledged (kept for a later run).
 func (s *redisLease) WriteRecord(ctx context.Context, rec *lockrun.RunRecord) error {
 	if s.unconfirmed {
-		s.unconfirmed = !s.l.confirmMaster(ctx, 0)
+		s.unconfirmed = !s.l.srv.ConfirmMaster(ctx, 0)
 	}
 	err := s.l.appendEntry(ctx, s.key, lockrun.EncodeFleetEntry(s.withMarks(rec), s.fence), s.acquiredUS, s.endUS, s.runID)
 	if err == nil && s.unconfirmed {
@@ -100,13 +100,13 @@ func (s *redisLease) Renew(ctx context.Context) error {
 		limit = min(limit, time.Until(d))
 	}
 	// Through Sentinel, the Sentinels are asked beside the renewal whether the server it
-	// goes to is still the master (redissentinel.go); they decide once it is answered.
-	vote := s.l.startVote(ctx)
+	// goes to is still the master (conn.Client.StartVote); they decide once it is answered.
+	vote := s.l.srv.StartVote(ctx)
 	res, acks, _, err := s.l.evalAcked(ctx, false, renewScript(), []string{s.l.lockKey(s.key)}, s.token, durMS(s.ttl))
 	if err != nil && limit < s.l.timeout && lockrun.IsTimeout(err) && s.l.unreachable() == nil {
 		// Cut short by the lease, not by --redis-timeout: raising that would not help.
 		return &redisError{err: err, msg: fmt.Sprintf("renew lock %s: %s did not answer within the %s the lease left this try (a renewal is cut short so that the job is stopped while the lease is still ours): the server is stalled or unreachable, or its round trip is too slow for --ttl %s; check the server, or raise --ttl if the network is slow",
-			s.key, s.l.target.server(), limit.Round(time.Millisecond), s.ttl)}
+			s.key, s.l.target.Server(), limit.Round(time.Millisecond), s.ttl)}
 	}
 	if err != nil {
 		return s.l.userError("renew lock "+s.key, err)
@@ -117,7 +117,7 @@ func (s *redisLease) Renew(ctx context.Context) error {
 		return fmt.Errorf("renew lock %s: it expired or was taken over: %w", s.key, lockrun.ErrLockLost)
 	}
 	if vote != nil {
-		if err := vote.confirm(s.key); err != nil {
+		if err := vote.Confirm(s.key); err != nil {
 			return err
 		}
 	}
@@ -140,7 +140,7 @@ func (s *redisLease) Release(ctx context.Context) error {
 	if s.renewed.Load() {
 		fresh = 0
 	}
-	s.unconfirmed = !s.l.confirmMaster(ctx, fresh)
+	s.unconfirmed = !s.l.srv.ConfirmMaster(ctx, fresh)
 	a.noAck = s.noAck
 	res, acks, err := s.l.releaseAcked(ctx, s.key, s.token, a)
 	if err != nil {
@@ -154,12 +154,12 @@ func (s *redisLease) Release(ctx context.Context) error {
 	}
 	r, _ := res.([]any)
 	if len(r) == 0 {
-		return fmt.Errorf("release lock %s: unexpected reply %v from %s", s.key, res, s.l.target.server())
+		return fmt.Errorf("release lock %s: unexpected reply %v from %s", s.key, res, s.l.target.Server())
 	}
 	if len(r) > 3 {
 		s.endUS, _ = r[2].(string)
 		if e, _ := r[3].(string); e != "" && s.recordErr == nil {
-			s.recordErr = &recordRefusedError{key: s.key, server: s.l.target.server(), reply: e}
+			s.recordErr = &recordRefusedError{key: s.key, server: s.l.target.Server(), reply: e}
 		}
 	}
 	if code, _ := r[0].(int64); code == 0 {
@@ -207,3 +207,18 @@ func earlierUS(a, b string) string {
 	}
 	return a
 }
+
+// releaseFresh is how old the Sentinels' last answer may be for a release to trust it
+// (conn.Client.ConfirmMaster).
+const releaseFresh = time.Second
+
+// masterUnconfirmedError says that a ledger write through Sentinel went to a server that
+// no majority of the Sentinels named: it may be lost once the deployment heals.
+type masterUnconfirmedError struct{ key string }
+
+func (e *masterUnconfirmedError) Error() string {
+	return fmt.Sprintf("record the run of %s in the fleet's record: no majority of the Sentinels named the master it was written to (a partition may have cut this host off from them); it is sent again by this host's next run", e.key)
+}
+
+// Unwrap makes it an unacknowledged write (lockrun.ErrUnacknowledged): kept and sent again.
+func (e *masterUnconfirmedError) Unwrap() error { return lockrun.ErrUnacknowledged }

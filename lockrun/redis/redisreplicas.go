@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"cronlock/lockrun"
+	"cronlock/lockrun/redis/conn"
 	"cronlock/runstatus"
 )
 
@@ -60,12 +61,12 @@ func (l *Locker) evalAcked(ctx context.Context, countReplicas bool, script strin
 	}
 	a := acked{replicas: -1}
 	res, unknown, err := l.retry(ctx, func(octx context.Context) (any, error) {
-		p, err := l.pipelinerFor(octx, keys[0])
+		p, err := l.srv.PipelinerFor(octx, keys[0])
 		if err != nil {
 			return nil, err
 		}
 		var info *redis.Cmd
-		send := func(p pipeliner, asking bool) (ev, w *redis.Cmd) {
+		send := func(p conn.Pipeliner, asking bool) (ev, w *redis.Cmd) {
 			a.within = waitTimeout(octx)
 			bySHA := !evalshaDenied.Load()
 			if bySHA && !scriptRanBySHA(script) {
@@ -89,10 +90,10 @@ func (l *Locker) evalAcked(ctx context.Context, countReplicas bool, script strin
 			return ev, w
 		}
 		ev, w := send(p, false)
-		if addr, ok := askTarget(ev.Err()); ok {
+		if addr, ok := conn.AskTarget(ev.Err()); ok {
 			// The slot is being migrated and its keys are already on addr: ask there, as
 			// go-redis does for a command it routes itself.
-			np := l.c.(*clusterClient).nodeClient(addr)
+			np := l.srv.NodeClient(addr)
 			ev, w = send(np, true)
 			np.Close()
 		}
@@ -108,7 +109,7 @@ func (l *Locker) evalAcked(ctx context.Context, countReplicas bool, script strin
 			err = nil
 		}
 		if err != nil {
-			return nil, l.redirected(octx, err)
+			return nil, l.srv.Redirected(octx, err)
 		}
 		if a.n, err = w.Int64(); err != nil {
 			// The script's reply came but WAIT's did not within the operation (the dial
@@ -143,7 +144,7 @@ func scriptRanBySHA(script string) bool {
 // pipelineAcked sends the script (by SHA1 when bySHA, else its body), WAIT and, with
 // countReplicas, INFO replication in one round trip on p, and returns their replies
 // (info nil without countReplicas).
-func (l *Locker) pipelineAcked(octx context.Context, p pipeliner, asking, bySHA, countReplicas bool, within time.Duration, script string, keys []string, args ...any) (ev, w, info *redis.Cmd) {
+func (l *Locker) pipelineAcked(octx context.Context, p conn.Pipeliner, asking, bySHA, countReplicas bool, within time.Duration, script string, keys []string, args ...any) (ev, w, info *redis.Cmd) {
 	p.Pipelined(octx, func(pp redis.Pipeliner) error {
 		if asking {
 			pp.Do(octx, "ASKING")
@@ -202,7 +203,7 @@ func (l *Locker) checkMajority(req lockrun.Request, a acked) {
 	if l.minReplicas <= 0 || a.replicas < 0 || 2*l.minReplicas > a.replicas || req.Warn == nil {
 		return
 	}
-	req.Warn(&MinorityError{Server: l.target.server(), Want: l.minReplicas, Replicas: a.replicas})
+	req.Warn(&MinorityError{Server: l.target.Server(), Want: l.minReplicas, Replicas: a.replicas})
 }
 
 // waitTimeout is WAIT's time-out: what is left of the operation, less a margin for the
@@ -215,57 +216,6 @@ func waitTimeout(octx context.Context) time.Duration {
 	return max(left-max(left/10, 5*time.Millisecond), time.Millisecond).Truncate(time.Millisecond)
 }
 
-// pipelinerFor is the client whose pipeline reaches the server that holds key.
-func (l *Locker) pipelinerFor(ctx context.Context, key string) (pipeliner, error) {
-	if cc, ok := l.c.(*clusterClient); ok {
-		return cc.MasterForKey(ctx, key)
-	}
-	return l.c, nil
-}
-
-// askTarget is the node named by an ASK reply: the key's slot is being migrated there,
-// and the key has left the node that was asked.
-func askTarget(err error) (string, bool) {
-	var rerr redis.Error
-	if err == nil || !errors.As(err, &rerr) {
-		return "", false
-	}
-	f := strings.Fields(rerr.Error())
-	if len(f) != 3 || f[0] != "ASK" {
-		return "", false
-	}
-	return f[2], true
-}
-
-// nodeClient is a client to the node at addr, with the settings of every node's; the
-// caller closes it. An ASK target may be a master that serves no slot yet, which the
-// slot map go-redis holds does not list.
-func (c *clusterClient) nodeClient(addr string) *redis.Client {
-	o := *c.node
-	o.Addr = addr
-	return redis.NewClient(&o)
-}
-
-// pipeliner is a client that sends pipelines to one server.
-type pipeliner interface {
-	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
-}
-
-// redirected reloads the slot map after a MOVED or ASK reply met by a pipeline sent
-// straight to one Cluster node, and returns err: retry asks again (transientRedisError),
-// knowing that nothing ran, and then goes to the node that serves the slot by then.
-func (l *Locker) redirected(ctx context.Context, err error) error {
-	cc, ok := l.c.(*clusterClient)
-	var rerr redis.Error
-	if !ok || !errors.As(err, &rerr) {
-		return err
-	}
-	if msg := rerr.Error(); strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ") {
-		cc.ReloadState(ctx)
-	}
-	return err
-}
-
 // checkAcquireAcks lets a lease go when fewer than minReplicas acknowledged it.
 func (l *Locker) checkAcquireAcks(ctx context.Context, lease *redisLease, a acked, node string, tick time.Time) error {
 	if l.minReplicas <= 0 || a.n >= int64(l.minReplicas) {
@@ -273,7 +223,7 @@ func (l *Locker) checkAcquireAcks(ctx context.Context, lease *redisLease, a acke
 	}
 	lease.GiveBackTick()
 	lease.noAck = true
-	rerr := &ReplicaError{Key: lease.key, Server: l.target.server(), Want: l.minReplicas, Got: max(a.n, 0), Within: a.within}
+	rerr := &ReplicaError{Key: lease.key, Server: l.target.Server(), Want: l.minReplicas, Got: max(a.n, 0), Within: a.within}
 	// The claim's entry is completed as the run's error in the same script: a
 	// shortfall has an entry.
 	lease.SetRecord(&lockrun.RunRecord{RunID: lease.runID, Node: node, Status: runstatus.Error, Exit: exitError,
@@ -291,5 +241,5 @@ func (l *Locker) renewAcks(key string, a acked) error {
 		return nil
 	}
 	return fmt.Errorf("renew lock %s: only %d of %d replicas acknowledged the renewal within %s on %s; it counts as unconfirmed (check the replicas: INFO replication on the master; or lower --min-replicas, CRONLOCK_REDIS_MIN_REPLICAS)",
-		key, max(a.n, 0), l.minReplicas, a.within.Round(time.Millisecond), l.target.server())
+		key, max(a.n, 0), l.minReplicas, a.within.Round(time.Millisecond), l.target.Server())
 }

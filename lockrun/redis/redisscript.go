@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
+
+	"cronlock/lockrun/redis/conn"
 )
 
 // Scripts go by their SHA1 (EVALSHA), and the body (EVAL) only when Redis answers
@@ -39,7 +41,7 @@ var evalshaDenied atomic.Bool
 
 // evalScript runs script with EVALSHA, falling back to EVAL when Redis lacks it or the
 // ACL forbids EVALSHA.
-func evalScript(ctx context.Context, c redisClient, script string, keys []string, args ...any) *redis.Cmd {
+func evalScript(ctx context.Context, c conn.Commands, script string, keys []string, args ...any) *redis.Cmd {
 	if evalshaDenied.Load() {
 		return c.Eval(ctx, script, keys, args...)
 	}

@@ -30,7 +30,7 @@ func (l *Locker) acquireWait(ctx context.Context, req lockrun.Request, token str
 	return lockrun.Wait(ctx, req, lockrun.Waiter{
 		Attempt: func(ctx context.Context) (lockrun.Lease, *lockrun.Holder, error) {
 			if !first {
-				l.followMaster(ctx, 0) // the master may have changed since the last attempt
+				l.srv.FollowMaster(ctx, 0) // the master may have changed since the last attempt
 			}
 			first = false
 			lease, held, err := l.acquireOnce(ctx, req, token, "")

@@ -1,4 +1,11 @@
-package redis
+// Package conn reaches the Redis server that a --redis URL names, for the lock backend
+// (package redis): it parses the URL (redis://, rediss://, unix://, redis-sentinel://,
+// redis-cluster://), dials with lock-safe settings (its own dial retries, and the AUTH and
+// SELECT handshake in one round trip), asks the Sentinels where the master is and whether
+// a renewal went to it, and routes to the Cluster node of a key's slot, following
+// failovers and slot moves. It hands the locker a go-redis client and tells it where its
+// commands went; it sends no lock command and knows no key layout or Lua script.
+package conn
 
 import (
 	"context"
@@ -9,24 +16,79 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
+// Options configures New.
+type Options struct {
+	// Timeout is the deadline of one operation (dial, read, write); it must be positive.
+	Timeout time.Duration
+	// SentinelPassword authenticates to the Sentinels of a redis-sentinel:// target; ""
+	// = none.
+	SentinelPassword string
+}
+
+// Commands is the part of go-redis the locker uses.
+type Commands interface {
+	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
+	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd
+	Info(ctx context.Context, section ...string) *redis.StringCmd
+	Scan(ctx context.Context, cursor uint64, match string, count int64) *redis.ScanCmd
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
+	Close() error
+}
+
+// Client is a client of one target: its Commands go to the one server, to the master
+// the Sentinels name at each dial, or to the Cluster node that serves each key's slot.
+// It is safe for concurrent use.
+type Client struct {
+	Commands
+	target  Target
+	timeout time.Duration
+	dialer  *redisDialer
+}
+
+// quietRedisLog silences go-redis's own logging, which writes to stderr (and so to cron
+// mail) on every failed dial; every failure reaches the caller as an error instead.
+var quietRedisLog sync.Once
+
+type nopLogger struct{}
+
+func (nopLogger) Printf(context.Context, string, ...any) {}
+
+// New prepares a client of t; it does not connect (the first command does). It silences
+// go-redis's process-wide logger.
+func New(t Target, o Options) *Client {
+	quietRedisLog.Do(func() { redis.SetLogger(nopLogger{}) })
+	d := newRedisDialer(o.Timeout, t.TLSConfig())
+	return &Client{Commands: newRedisClient(t, o, d), target: t, timeout: o.Timeout, dialer: d}
+}
+
+// Close closes the client's connections and ends dials still retrying.
+func (c *Client) Close() error {
+	c.dialer.close()
+	return c.Commands.Close()
+}
+
+// Unreachable is the last dial error while the server cannot be reached, else nil.
+func (c *Client) Unreachable() error { return c.dialer.lastError() }
+
 // newRedisClient builds the go-redis client of target t: one server, the master that
 // t's Sentinels name, or a Cluster. Every connection, to a data node or a Sentinel, goes
 // through cronlock's own dialer d with the lock-safe settings of lockOptions.
-func newRedisClient(t redisTarget, o Options, d *redisDialer) (redisClient, error) {
+func newRedisClient(t Target, o Options, d *redisDialer) Commands {
 	opt := lockOptions(t, o.Timeout, d)
-	switch t.scheme {
-	case schemeSentinel:
+	switch t.Scheme {
+	case SchemeSentinel:
 		r := newSentinelResolver(t, o)
 		d.resolve = r.masterAddr
 		// The pool dials "the master"; the dialer asks the Sentinels which server that is
 		// at every attempt, so a dial that started before a failover reaches the new master.
-		opt.Addr = t.master
-		return &sentinelClient{Client: redis.NewClient(opt), r: r}, nil
-	case schemeCluster:
+		opt.Addr = t.Master
+		return &sentinelClient{Client: redis.NewClient(opt), r: r}
+	case SchemeCluster:
 		node := *opt
 		node.Dialer = nodeDial(opt.Dialer, o.Timeout)
 		return &clusterClient{node: &node, ClusterClient: redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs:                 t.addrs,
+			Addrs:                 t.Addrs,
 			Username:              opt.Username,
 			Password:              opt.Password,
 			Dialer:                nodeDial(opt.Dialer, o.Timeout),
@@ -39,7 +101,7 @@ func newRedisClient(t redisTarget, o Options, d *redisDialer) (redisClient, erro
 			ContextTimeoutEnabled: true,
 			// MOVED and ASK are followed by go-redis (a slot that moves mid-operation is
 			// asked again at its new node), always within the caller's deadline; when
-			// they run out while a slot is half-way, eval asks again (rediserror.go).
+			// they run out while a slot is half-way, the locker asks again (package redis).
 			MaxRedirects: 8,
 			// Routing policies fetch the whole COMMAND table first (a round trip and a
 			// large reply: BENCHMARKS.md) under a 5s deadline of go-redis's own, past the
@@ -61,22 +123,22 @@ func newRedisClient(t redisTarget, o Options, d *redisDialer) (redisClient, erro
 
 			NewClient: func(o *redis.Options) *redis.Client {
 				c := redis.NewClient(o)
-				c.AddHook(slotsShare{nodes: len(t.addrs), timeout: o.ReadTimeout})
+				c.AddHook(slotsShare{nodes: len(t.Addrs), timeout: o.ReadTimeout})
 				return c
 			},
-		})}, nil
+		})}
 	}
-	return redis.NewClient(opt), nil
+	return redis.NewClient(opt)
 }
 
 // lockOptions are the lock-safe go-redis settings of every connection, to whichever
 // server or node it goes.
-func lockOptions(t redisTarget, to time.Duration, d *redisDialer) *redis.Options {
+func lockOptions(t Target, to time.Duration, d *redisDialer) *redis.Options {
 	return &redis.Options{
-		Network: t.network,
-		Addr:    t.addr,
-		// The dialer does TLS itself and rides out a restart (redisdial.go); it sends AUTH
-		// and SELECT in one round trip and spares go-redis's HELLO (redishandshake.go), so
+		Network: t.Network,
+		Addr:    t.Addr,
+		// The dialer does TLS itself and rides out a restart (dial.go); it sends AUTH
+		// and SELECT in one round trip and spares go-redis's HELLO (handshake.go), so
 		// go-redis gets no credentials and database 0. On a Cluster every node's
 		// connection has it (database 0 there); a Sentinel's own connections do not.
 		Dialer: newHandshake(t, to).wrap(d.dial),
@@ -87,7 +149,7 @@ func lockOptions(t redisTarget, to time.Duration, d *redisDialer) *redis.Options
 
 		// Every time-out explicit (the defaults are 5s each), and the caller's context
 		// deadline cuts a socket read short, so a renewal never outlives its lease. The
-		// dial is bounded by the caller's context instead of DialTimeout (redisdial.go).
+		// dial is bounded by the caller's context instead of DialTimeout (dial.go).
 		DialTimeout:           dialUnbounded,
 		ReadTimeout:           to,
 		WriteTimeout:          to,
@@ -104,7 +166,7 @@ func lockOptions(t redisTarget, to time.Duration, d *redisDialer) *redis.Options
 		DialerRetryTimeout: 10 * time.Millisecond,
 
 		// Small, but not 1: PoolSize is also how many failed dials open go-redis's dial
-		// circuit breaker, which the dialer keeps below it (redisdial.go).
+		// circuit breaker, which the dialer keeps below it (dial.go).
 		PoolSize:         4,
 		MinIdleConns:     0,
 		MaxIdleConns:     4,
@@ -120,25 +182,25 @@ func lockOptions(t redisTarget, to time.Duration, d *redisDialer) *redis.Options
 // clusterClient is the client of a redis-cluster:// target.
 type clusterClient struct {
 	*redis.ClusterClient
-	node *redis.Options // of a client to one node (an ASK target: redisreplicas.go)
+	node *redis.Options // of a client to one node (an ASK target: NodeClient)
 }
 
-// scanner is a server that SCAN walks.
-type scanner interface {
+// Scanner is a server that SCAN walks.
+type Scanner interface {
 	Scan(ctx context.Context, cursor uint64, match string, count int64) *redis.ScanCmd
 }
 
-// scanNodes are the servers whose keys together are the whole keyspace: every master of
-// a Cluster (SCAN walks one node only), else the one server.
-func (l *Locker) scanNodes(ctx context.Context) ([]scanner, error) {
-	cc, ok := l.c.(*clusterClient)
+// ScanNodes are the servers whose keys together are the whole keyspace: every master of
+// a Cluster (SCAN walks one node only; each is a *redis.Client), else the one server.
+func (c *Client) ScanNodes(ctx context.Context) ([]Scanner, error) {
+	cc, ok := c.Commands.(*clusterClient)
 	if !ok {
-		return []scanner{l.c}, nil
+		return []Scanner{c.Commands}, nil
 	}
-	octx, cancel := context.WithTimeout(ctx, l.timeout)
+	octx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	var mu sync.Mutex
-	var nodes []scanner
+	var nodes []Scanner
 	err := cc.ForEachMaster(octx, func(_ context.Context, c *redis.Client) error {
 		mu.Lock()
 		nodes = append(nodes, c)

@@ -1,9 +1,10 @@
-package redis
+package conn
 
 import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,11 +16,11 @@ import (
 // after the cluster had promoted a replica that held the lock, and the release after
 // the job failed too, leaving the lock to its TTL.
 
-// followFailover asks for a new slot map, in the background, when an operation on a
+// FollowFailover asks for a new slot map, in the background, when an operation on a
 // Cluster met no reply at all (a refused dial, a cut connection, a time-out): the next
 // attempt, or the next renewal, then goes to whichever node serves the slot by then.
-func (l *Locker) followFailover(err error) {
-	cc, ok := l.c.(*clusterClient)
+func (c *Client) FollowFailover(err error) {
+	cc, ok := c.Commands.(*clusterClient)
 	var rerr redis.Error
 	if !ok || err == nil || errors.As(err, &rerr) {
 		return
@@ -42,7 +43,7 @@ func nodeDial(dial func(context.Context, string, string) (net.Conn, error), to t
 // Finding the slot map when one of the URL's nodes is down. go-redis asks the nodes in a
 // random order, each with the whole of the operation's time (found in v9.23,
 // osscluster.go loadState): a node that refuses is dialled again until the operation
-// time-out ends (redisdial.go), and a frozen one (SIGSTOP, a hung host) accepts and never
+// time-out ends (dial.go), and a frozen one (SIGSTOP, a hung host) accepts and never
 // answers, so a third of the runs of a six-node URL with one such node failed, after the
 // whole --redis-timeout, although five nodes could have answered.
 
@@ -74,4 +75,56 @@ func (h slotsShare) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		defer cancel()
 		return next(sctx, cmd)
 	}
+}
+
+// PipelinerFor is the client whose pipeline reaches the server that holds key.
+func (c *Client) PipelinerFor(ctx context.Context, key string) (Pipeliner, error) {
+	if cc, ok := c.Commands.(*clusterClient); ok {
+		return cc.MasterForKey(ctx, key)
+	}
+	return c.Commands, nil
+}
+
+// AskTarget is the node named by an ASK reply: the key's slot is being migrated there,
+// and the key has left the node that was asked.
+func AskTarget(err error) (string, bool) {
+	var rerr redis.Error
+	if err == nil || !errors.As(err, &rerr) {
+		return "", false
+	}
+	f := strings.Fields(rerr.Error())
+	if len(f) != 3 || f[0] != "ASK" {
+		return "", false
+	}
+	return f[2], true
+}
+
+// NodeClient is a client to the Cluster node at addr (an ASK target), with the settings
+// of every node's; the caller closes it. An ASK target may be a master that serves no
+// slot yet, which the slot map go-redis holds does not list. c must be a Cluster's.
+func (c *Client) NodeClient(addr string) *redis.Client {
+	o := *c.Commands.(*clusterClient).node
+	o.Addr = addr
+	return redis.NewClient(&o)
+}
+
+// Pipeliner is a client that sends pipelines to one server.
+type Pipeliner interface {
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+}
+
+// Redirected reloads the slot map after a MOVED or ASK reply met by a pipeline sent
+// straight to one Cluster node, and returns err: the locker asks again (a slot on its
+// way is transient), knowing that nothing ran, and then goes to the node that serves the
+// slot by then.
+func (c *Client) Redirected(ctx context.Context, err error) error {
+	cc, ok := c.Commands.(*clusterClient)
+	var rerr redis.Error
+	if !ok || !errors.As(err, &rerr) {
+		return err
+	}
+	if msg := rerr.Error(); strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ") {
+		cc.ReloadState(ctx)
+	}
+	return err
 }

@@ -1,4 +1,4 @@
-package redis
+package conn
 
 import (
 	"context"
@@ -58,7 +58,7 @@ type redisDialer struct {
 	// (a Sentinel's master, which a failover changes).
 	resolve func(ctx context.Context) (string, error)
 
-	// conns are the open connections to the servers resolve named (redissentinel.go).
+	// conns are the open connections to the servers resolve named (sentinel.go).
 	mu    sync.Mutex
 	conns map[*trackedConn]struct{}
 	wrote map[string]uint64 // writes per server, for renewVote

@@ -14,8 +14,8 @@ import (
 	"cronlock/internal/fuzzcheck"
 )
 
-// FuzzParseRedisURL: whatever the input, parseRedisURL and redactURL do not panic; a
-// password that url.Parse finds never shows in redactURL's output, in the error, or in
+// FuzzParseRedisURL: whatever the input, ParseURL and RedactURL do not panic; a
+// password that url.Parse finds never shows in RedactURL's output, in the error, or in
 // describe/server; an accepted URL has a network, an address and a database ≥ 0.
 func FuzzParseRedisURL(f *testing.F) {
 	for _, s := range []string{
@@ -35,8 +35,8 @@ func FuzzParseRedisURL(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		red := redactURL(raw)
-		tg, err := parseRedisURL(raw)
+		red := RedactURL(raw)
+		tg, err := ParseURL(raw)
 		// The password as url.Parse finds it, decoded; others is raw without it; mraw is
 		// raw with the password (as written) in sameShape.
 		var pw, others, mraw string
@@ -61,14 +61,14 @@ func FuzzParseRedisURL(f *testing.F) {
 			mpw, _ := mu.User.Password()
 			mmsg, mdesc, msrv := told(mraw)
 			if mpw != pw && secretLike(mpw, others) {
-				if shows(red, redactURL(mraw), p) {
-					t.Fatalf("redactURL(%q) = %q shows the password %q", raw, red, p)
+				if shows(red, RedactURL(mraw), p) {
+					t.Fatalf("RedactURL(%q) = %q shows the password %q", raw, red, p)
 				}
 				if err != nil && shows(err.Error(), mmsg, p) {
-					t.Fatalf("parseRedisURL(%q) error shows the password %q: %v", raw, p, err)
+					t.Fatalf("ParseURL(%q) error shows the password %q: %v", raw, p, err)
 				}
-				if err == nil && (shows(tg.describe(), mdesc, p) || shows(tg.server(), msrv, p)) {
-					t.Fatalf("parseRedisURL(%q) describes itself with the password %q: %s", raw, p, tg.describe())
+				if err == nil && (shows(tg.Describe(), mdesc, p) || shows(tg.Server(), msrv, p)) {
+					t.Fatalf("ParseURL(%q) describes itself with the password %q: %s", raw, p, tg.Describe())
 				}
 			}
 		}
@@ -77,21 +77,21 @@ func FuzzParseRedisURL(f *testing.F) {
 		if path, ok := strings.CutPrefix(raw, "unix://"); ok && strings.HasPrefix(path, "/") &&
 			!strings.ContainsAny(path, "?#%") && !fuzzcheck.HasControl(path) &&
 			!(strings.Contains(path, "@") && strings.Contains(path[:strings.LastIndex(path, "@")], ":")) &&
-			(err != nil || tg.addr != path) {
-			t.Fatalf("parseRedisURL(%q) = %+v, %v", raw, tg, err)
+			(err != nil || tg.Addr != path) {
+			t.Fatalf("ParseURL(%q) = %+v, %v", raw, tg, err)
 		}
 		if err != nil {
 			if err.Error() == "" {
-				t.Fatalf("parseRedisURL(%q): empty error", raw)
+				t.Fatalf("ParseURL(%q): empty error", raw)
 			}
 			return
 		}
-		if tg.db < 0 || tg.addr == "" || (tg.network != "tcp" && tg.network != "unix") {
-			t.Fatalf("parseRedisURL(%q) = %+v", raw, tg)
+		if tg.DB < 0 || tg.Addr == "" || (tg.Network != "tcp" && tg.Network != "unix") {
+			t.Fatalf("ParseURL(%q) = %+v", raw, tg)
 		}
-		if tg.network == "tcp" {
-			if _, port, serr := netSplit(tg.addr); serr != nil || port < 1 || port > 65535 {
-				t.Fatalf("parseRedisURL(%q): address %q", raw, tg.addr)
+		if tg.Network == "tcp" {
+			if _, port, serr := netSplit(tg.Addr); serr != nil || port < 1 || port > 65535 {
+				t.Fatalf("ParseURL(%q): address %q", raw, tg.Addr)
 			}
 		}
 	})
@@ -99,7 +99,7 @@ func FuzzParseRedisURL(f *testing.F) {
 
 // FuzzRedisURLPassword writes a URL the way people do, scheme://user:PASSWORD@rest,
 // with the password as typed (not percent-encoded: "#", "/", "?" and "@" included). Then
-// redactURL, every error of parseRedisURL and the description of an accepted URL must
+// RedactURL, every error of ParseURL and the description of an accepted URL must
 // not show the password, whether or not the URL is valid.
 func FuzzRedisURLPassword(f *testing.F) {
 	for _, s := range [][4]string{
@@ -130,19 +130,19 @@ func FuzzRedisURLPassword(f *testing.F) {
 		if marker == pass || !secretLike(pass, others) || !secretLike(marker, others) || strings.Contains(scheme, ":") {
 			return
 		}
-		if red := redactURL(raw); shows(red, redactURL(mraw), pass) {
-			t.Fatalf("redactURL(%q) = %q shows the password %q", raw, red, pass)
+		if red := RedactURL(raw); shows(red, RedactURL(mraw), pass) {
+			t.Fatalf("RedactURL(%q) = %q shows the password %q", raw, red, pass)
 		}
-		tg, err := parseRedisURL(raw)
+		tg, err := ParseURL(raw)
 		mmsg, mdesc, msrv := told(mraw)
 		if err != nil {
 			if shows(err.Error(), mmsg, pass) {
-				t.Fatalf("parseRedisURL(%q) error shows the password %q: %v", raw, pass, err)
+				t.Fatalf("ParseURL(%q) error shows the password %q: %v", raw, pass, err)
 			}
 			return
 		}
-		if shows(tg.describe(), mdesc, pass) || shows(tg.server(), msrv, pass) {
-			t.Fatalf("parseRedisURL(%q) describes itself with the password %q: %s", raw, pass, tg.describe())
+		if shows(tg.Describe(), mdesc, pass) || shows(tg.Server(), msrv, pass) {
+			t.Fatalf("ParseURL(%q) describes itself with the password %q: %s", raw, pass, tg.Describe())
 		}
 	})
 }
@@ -157,7 +157,7 @@ func secretLike(p, others string) bool {
 	}
 	// Messages quote the URL with %q, whose escapes (\U0010b58f) make digits of their own.
 	forms := []string{others, url.PathEscape(others), url.QueryEscape(others), strconv.Quote(others),
-		strconv.Quote(redactURL(others))}
+		strconv.Quote(RedactURL(others))}
 	for _, dec := range []func(string) (string, error){url.PathUnescape, url.QueryUnescape} {
 		if d, err := dec(others); err == nil {
 			forms = append(forms, d)
@@ -202,14 +202,14 @@ func shows(out, mout, p string) bool {
 	return strings.Count(out, p) > strings.Count(mout, p)
 }
 
-// told returns what parseRedisURL(raw) lets cronlock print: its error, else the
+// told returns what ParseURL(raw) lets cronlock print: its error, else the
 // description and server of the URL it accepted ("" for what it has not).
 func told(raw string) (msg, desc, srv string) {
-	tg, err := parseRedisURL(raw)
+	tg, err := ParseURL(raw)
 	if err != nil {
 		return err.Error(), "", ""
 	}
-	return "", tg.describe(), tg.server()
+	return "", tg.Describe(), tg.Server()
 }
 
 func netSplit(addr string) (string, int, error) {

@@ -1,4 +1,4 @@
-package redis
+package conn
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -41,8 +42,8 @@ type handshake struct {
 	timeout            time.Duration // bound of the AUTH/SELECT round trip
 }
 
-func newHandshake(t redisTarget, timeout time.Duration) handshake {
-	return handshake{username: t.username, password: t.password, db: t.db, timeout: timeout}
+func newHandshake(t Target, timeout time.Duration) handshake {
+	return handshake{username: t.Username, password: t.Password, db: t.DB, timeout: timeout}
 }
 
 // wrap returns a go-redis Dialer that dials with dial, does the handshake and answers
@@ -110,7 +111,7 @@ func (e *handshakeError) Error() string { return e.msg }
 func (e *handshakeError) RedisError() {}
 
 // run sends the handshake on c and reads its replies before deadline (the pool dials
-// with no deadline of its own: redisdial.go).
+// with no deadline of its own: dial.go).
 func (h handshake) run(ctx context.Context, c net.Conn, deadline time.Time) error {
 	req, n := h.commands()
 	if n == 0 {
@@ -214,4 +215,15 @@ func (c *helloConn) Read(b []byte) (int, error) {
 		return n, nil
 	}
 	return c.Conn.Read(b)
+}
+
+// IsAuthError reports a server's refusal of the credentials (or of a client that gave
+// none), told by the words of its reply.
+func IsAuthError(msg string) bool {
+	for _, p := range []string{"WRONGPASS", "NOAUTH", "invalid password", "failed to authenticate", "AUTH failed", "without any password configured", "unauthenticated"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
 }

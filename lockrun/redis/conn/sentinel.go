@@ -1,4 +1,4 @@
-package redis
+package conn
 
 import (
 	"context"
@@ -13,8 +13,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
-
-	"cronlock/lockrun"
 )
 
 // sentinelClient is the client of a redis-sentinel:// target: a plain client whose
@@ -45,14 +43,14 @@ type sentinelResolver struct {
 	at    time.Time // when it answered
 }
 
-func newSentinelResolver(t redisTarget, o Options) *sentinelResolver {
-	r := &sentinelResolver{master: t.master, addrs: t.addrs}
-	for _, a := range t.addrs {
+func newSentinelResolver(t Target, o Options) *sentinelResolver {
+	r := &sentinelResolver{master: t.Master, addrs: t.Addrs}
+	for _, a := range t.Addrs {
 		r.sentinels = append(r.sentinels, redis.NewSentinelClient(&redis.Options{
 			Addr: a,
 			// One try per Sentinel: the next one is asked at once, and the data dialer's
 			// own retries ask them all again. The handshake is the data connections'
-			// (redishandshake.go): go-redis's HELLO answered without a round trip, and
+			// (handshake.go): go-redis's HELLO answered without a round trip, and
 			// AUTH, when the Sentinels have a password, in one.
 			Dialer: handshake{password: o.SentinelPassword, timeout: o.Timeout}.wrap(
 				func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -128,8 +126,8 @@ func (r *sentinelResolver) masterAddr(ctx context.Context) (string, error) {
 		if err == nil {
 			err = fmt.Errorf("unexpected reply %v", v)
 		}
-		if isAuthError(err.Error()) {
-			return "", &sentinelAuthError{addr: r.addrs[j], err: err}
+		if IsAuthError(err.Error()) {
+			return "", &SentinelAuthError{addr: r.addrs[j], err: err}
 		}
 		errs = append(errs, fmt.Errorf("sentinel %s: %w", r.addrs[j], err))
 		if ctx.Err() != nil {
@@ -159,18 +157,18 @@ func (e joinedError) Error() string {
 
 func (e joinedError) Unwrap() []error { return e }
 
-// sentinelAuthError is a Sentinel that refused cronlock's credentials: the Sentinels'
+// SentinelAuthError is a Sentinel that refused cronlock's credentials: the Sentinels'
 // password is a setting of its own.
-type sentinelAuthError struct {
+type SentinelAuthError struct {
 	addr string
 	err  error
 }
 
-func (e *sentinelAuthError) Error() string {
+func (e *SentinelAuthError) Error() string {
 	return fmt.Sprintf("the Sentinel %s refused: %v; put the Sentinels' password (requirepass in sentinel.conf) in the file named by CRONLOCK_REDIS_SENTINEL_PASSWORD_FILE", e.addr, e.err)
 }
 
-func (e *sentinelAuthError) Unwrap() error { return e.err }
+func (e *SentinelAuthError) Unwrap() error { return e.err }
 
 // answered is when a Sentinel last named the master; zero before.
 func (r *sentinelResolver) answered() time.Time {
@@ -296,36 +294,36 @@ func (r *sentinelResolver) masterVote(ctx context.Context, timeout time.Duration
 	return v
 }
 
-// renewVote is the Sentinels' check of one renewal, begun beside it.
-type renewVote struct {
+// RenewVote is the Sentinels' check of one renewal, begun beside it.
+type RenewVote struct {
 	d      *redisDialer
 	before map[string]uint64 // writes per server before the renewal
 	done   chan vote
 	n      int // the URL's Sentinels
 }
 
-// startVote asks the Sentinels about the master while a renewal is sent; nil unless the
+// StartVote asks the Sentinels about the master while a renewal is sent; nil unless the
 // target is redis-sentinel://. Once a majority has named a master, the connections to
 // other servers are closed, so that the next try dials the master they name.
-func (l *Locker) startVote(ctx context.Context) *renewVote {
-	sc, ok := l.c.(*sentinelClient)
-	if !ok || l.dialer == nil {
+func (c *Client) StartVote(ctx context.Context) *RenewVote {
+	sc, ok := c.Commands.(*sentinelClient)
+	if !ok {
 		return nil
 	}
-	rv := &renewVote{d: l.dialer, before: l.dialer.writes(), done: make(chan vote, 1), n: len(sc.r.sentinels)}
+	rv := &RenewVote{d: c.dialer, before: c.dialer.writes(), done: make(chan vote, 1), n: len(sc.r.sentinels)}
 	go func() {
-		v := sc.r.masterVote(ctx, l.timeout)
+		v := sc.r.masterVote(ctx, c.timeout)
 		if v.addr != "" {
-			l.dialer.retire(v.addr)
+			c.dialer.retire(v.addr)
 		}
 		rv.done <- v
 	}()
 	return rv
 }
 
-// confirm waits for the vote and returns nil when a majority of the Sentinels named the
-// one server the renewal was written to, else a *MasterVoteError.
-func (rv *renewVote) confirm(key string) error {
+// Confirm waits for the vote and returns nil when a majority of the Sentinels named the
+// one server the renewal of key was written to, else a *MasterVoteError.
+func (rv *RenewVote) Confirm(key string) error {
 	v := <-rv.done
 	var wrote []string
 	for a, n := range rv.d.writes() {
@@ -347,69 +345,56 @@ func (rv *renewVote) confirm(key string) error {
 // nobody else looks, while the promoted master let it expire: another host took it and
 // ran the job beside the holder, which saw every renewal confirmed. So each renewal asks
 // the Sentinels beside it (a renewal that went to another server than the one a majority
-// names is unconfirmed, and retried soon: renewVote above), and before each release of a
+// names is unconfirmed, and retried soon: RenewVote above), and before each release of a
 // renewed lease and each new attempt of a waiter (the other operations that can reuse a
 // connection made earlier) one is asked again; connections to any other server are
-// closed: go-redis finds them dead and dials again, through the Sentinels. A release asks too when the Sentinels last answered more
-// than releaseFresh ago, so that a job that ended before its first renewal, across a
+// closed: go-redis finds them dead and dials again, through the Sentinels. A release asks
+// too when the Sentinels last answered more than a second ago (package redis's
+// releaseFresh), so that a job that ended before its first renewal, across a
 // failover, frees the lock where the fleet looks and writes its record there: a short
 // run's release asks nothing (its dial has just asked).
 
-// releaseFresh is how old the Sentinels' last answer may be for a release to trust it.
-const releaseFresh = time.Second
-
-// followMaster closes the connections to servers other than the master the Sentinels
+// FollowMaster closes the connections to servers other than the master the Sentinels
 // name now. It asks only when some connection is open (a new one asks when it is made)
 // and the last answer is older than fresh, within half an operation time-out; when no
 // Sentinel answers, the connections stay as they are, and the operation goes to the
 // master they reach.
-func (l *Locker) followMaster(ctx context.Context, fresh time.Duration) {
-	sc, ok := l.c.(*sentinelClient)
-	if !ok || l.dialer == nil || !l.dialer.connected() || time.Since(sc.r.answered()) < fresh {
+func (c *Client) FollowMaster(ctx context.Context, fresh time.Duration) {
+	sc, ok := c.Commands.(*sentinelClient)
+	if !ok || !c.dialer.connected() || time.Since(sc.r.answered()) < fresh {
 		return
 	}
-	qctx, cancel := context.WithTimeout(ctx, l.timeout/2)
+	qctx, cancel := context.WithTimeout(ctx, c.timeout/2)
 	defer cancel()
 	addr, err := sc.r.masterAddr(qctx)
 	if err != nil {
 		return
 	}
-	l.dialer.retire(addr)
+	c.dialer.retire(addr)
 }
 
-// confirmMaster is followMaster for a release that completes ledger entries: a majority
-// of the URL's Sentinels must name the master, as for a renewal (renewVote), and the
+// ConfirmMaster is FollowMaster for a release that completes ledger entries: a majority
+// of the URL's Sentinels must name the master, as for a renewal (RenewVote), and the
 // connections to any other server are closed. It reports false when the Sentinels were
 // asked and no majority named one: a host cut off from them with the old master (a
 // partition) would otherwise complete its entries there, where the promoted master never
 // sees them, and report them delivered. The caller then keeps them for a later run. With
 // a fresh answer, no open connection, or another topology it asks nothing and reports
 // true.
-func (l *Locker) confirmMaster(ctx context.Context, fresh time.Duration) bool {
-	sc, ok := l.c.(*sentinelClient)
-	if !ok || l.dialer == nil || !l.dialer.connected() || time.Since(sc.r.answered()) < fresh {
+func (c *Client) ConfirmMaster(ctx context.Context, fresh time.Duration) bool {
+	sc, ok := c.Commands.(*sentinelClient)
+	if !ok || !c.dialer.connected() || time.Since(sc.r.answered()) < fresh {
 		return true
 	}
-	qctx, cancel := context.WithTimeout(ctx, l.timeout/2)
+	qctx, cancel := context.WithTimeout(ctx, c.timeout/2)
 	defer cancel()
-	v := sc.r.masterVote(qctx, l.timeout/2)
+	v := sc.r.masterVote(qctx, c.timeout/2)
 	if v.addr == "" {
 		return false
 	}
-	l.dialer.retire(v.addr)
+	c.dialer.retire(v.addr)
 	return true
 }
-
-// masterUnconfirmedError says that a ledger write through Sentinel went to a server that
-// no majority of the Sentinels named: it may be lost once the deployment heals.
-type masterUnconfirmedError struct{ key string }
-
-func (e *masterUnconfirmedError) Error() string {
-	return fmt.Sprintf("record the run of %s in the fleet's record: no majority of the Sentinels named the master it was written to (a partition may have cut this host off from them); it is sent again by this host's next run", e.key)
-}
-
-// Unwrap makes it an unacknowledged write (lockrun.ErrUnacknowledged): kept and sent again.
-func (e *masterUnconfirmedError) Unwrap() error { return lockrun.ErrUnacknowledged }
 
 // trackedConn is a connection to a server the Sentinels named: the dialer keeps it in
 // its set until it is closed, so that it can be closed when they name another.
@@ -419,7 +404,7 @@ type trackedConn struct {
 	d    *redisDialer
 }
 
-// Write counts the bytes' server, so that a renewal knows where it went (renewVote).
+// Write counts the bytes' server, so that a renewal knows where it went (RenewVote).
 func (c *trackedConn) Write(b []byte) (int, error) {
 	c.d.mu.Lock()
 	if c.d.wrote == nil {

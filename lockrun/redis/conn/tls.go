@@ -1,4 +1,4 @@
-package redis
+package conn
 
 import (
 	"crypto/tls"
@@ -9,11 +9,12 @@ import (
 	"cronlock/lockrun"
 )
 
-// tlsAdvice says what to do about a connection to a rediss:// server that failed in or
-// around its TLS handshake, or "" when err is not such a failure. "check --redis" alone
-// does not help there: the URL is fine, the certificates or the port are not.
-func tlsAdvice(err error, host string, tlsOn bool) string {
-	if !tlsOn {
+// TLSAdvice says what to do about a connection to a rediss:// server that failed in or
+// around its TLS handshake, or "" when err is not such a failure (or t is not rediss://).
+// "check --redis" alone does not help there: the URL is fine, the certificates or the
+// port are not.
+func (t Target) TLSAdvice(err error) string {
+	if t.Scheme != "rediss" {
 		return ""
 	}
 	var unknown x509.UnknownAuthorityError
@@ -28,7 +29,7 @@ func tlsAdvice(err error, host string, tlsOn bool) string {
 	case errors.As(err, &invalid):
 		return "the server's certificate is not valid for a TLS server: check the certificate the server is given (tls-cert-file)"
 	case errors.As(err, &hostErr):
-		return "the server's certificate does not name " + host + ": write in --redis / CRONLOCK_REDIS_URL a host name the certificate names"
+		return "the server's certificate does not name " + t.Host + ": write in --redis / CRONLOCK_REDIS_URL a host name the certificate names"
 	case strings.Contains(err.Error(), "certificate required") || strings.Contains(err.Error(), "bad certificate"):
 		return "the server asks for a client certificate (tls-auth-clients yes), and cronlock sends none: set tls-auth-clients no (or optional) on the server"
 	case errors.As(err, &record) || lockrun.IsTimeout(err):

@@ -1,4 +1,4 @@
-package redis
+package conn
 
 import (
 	"crypto/tls"
@@ -9,31 +9,32 @@ import (
 	"strings"
 )
 
-// redisTarget is a parsed --redis URL.
-type redisTarget struct {
-	scheme   string // redis, rediss or unix
-	network  string // tcp or unix
-	addr     string // host:port, or the socket path
-	host     string // for TLS server name checks
-	username string
-	password string
-	db       int
+// Target is a parsed --redis URL. It holds the password in clear: never print it;
+// Describe and Server name the target without it.
+type Target struct {
+	Scheme   string // redis, rediss, unix, redis-sentinel or redis-cluster
+	Network  string // tcp or unix
+	Addr     string // host:port, or the socket path
+	Host     string // for TLS server name checks
+	Username string
+	Password string
+	DB       int
 
-	// Sentinel and Cluster (redisurlha.go): every seed address, and the master's name.
-	addrs  []string // Sentinels, or Cluster nodes; addr is then the first of them
-	master string   // the name Sentinel knows the master by
+	// Sentinel and Cluster (urlha.go): every seed address, and the master's name.
+	Addrs  []string // Sentinels, or Cluster nodes; Addr is then the first of them
+	Master string   // the name Sentinel knows the master by
 }
 
-// parseRedisURL understands redis://[user:pass@]host[:port][/db], rediss://… (TLS) and
+// ParseURL understands redis://[user:pass@]host[:port][/db], rediss://… (TLS) and
 // unix://[user:pass@]/path[?db=N]. It is stricter than go-redis's ParseURL on purpose: that
 // one accepts query options (timeouts, retries, pool size) that would silently override the
 // lock-safe settings, and its errors can quote the whole URL, password included. Errors
 // from this function never contain the password.
-func parseRedisURL(raw string) (redisTarget, error) {
-	var t redisTarget
+func ParseURL(raw string) (Target, error) {
+	var t Target
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("invalid Redis URL %q: %s (want redis://[user:pass@]host:port/db, rediss://…, unix:///path, redis-sentinel://h1:26379,h2:26379/MASTER or redis-cluster://h1:6379,h2:6379; check --redis / CRONLOCK_REDIS_URL)",
-			redactURL(raw), fmt.Sprintf(format, a...))
+			RedactURL(raw), fmt.Sprintf(format, a...))
 	}
 	if strings.TrimSpace(raw) == "" {
 		return t, fmt.Errorf("no Redis URL given: set --redis or CRONLOCK_REDIS_URL")
@@ -46,7 +47,7 @@ func parseRedisURL(raw string) (redisTarget, error) {
 		// url.Parse's own message quotes the raw URL, password and all: leave it out.
 		return t, bad("it does not parse as a URL")
 	}
-	t.scheme = u.Scheme
+	t.Scheme = u.Scheme
 	// An "@" outside the user info means a password with an unescaped "/", "?" or "#"
 	// (redis://u:pa#ss@h): url.Parse took part of it for the host, path, query or
 	// fragment. Refuse it before any message can quote one of those parts.
@@ -54,8 +55,8 @@ func parseRedisURL(raw string) (redisTarget, error) {
 		return t, bad(`the part before the last "@" is not user:password@host; write "/", "?", "#" and "@" in a password as %%2F, %%3F, %%23 and %%40`)
 	}
 	if u.User != nil {
-		t.username = u.User.Username()
-		t.password, _ = u.User.Password()
+		t.Username = u.User.Username()
+		t.Password, _ = u.User.Password()
 	}
 	q := u.Query()
 	for name := range q {
@@ -65,9 +66,9 @@ func parseRedisURL(raw string) (redisTarget, error) {
 	}
 	switch u.Scheme {
 	case "redis", "rediss":
-		t.network = "tcp"
-		t.host = u.Hostname()
-		if t.host == "" {
+		t.Network = "tcp"
+		t.Host = u.Hostname()
+		if t.Host == "" {
 			return t, bad("it names no host")
 		}
 		port := u.Port()
@@ -77,30 +78,30 @@ func parseRedisURL(raw string) (redisTarget, error) {
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 			return t, bad("the port %q is not a number from 1 to 65535", port)
 		}
-		t.addr = net.JoinHostPort(t.host, port)
+		t.Addr = net.JoinHostPort(t.Host, port)
 		switch path := strings.Trim(u.Path, "/"); {
 		case path != "" && q.Has("db"):
 			return t, bad("the database is given twice, in the path and in ?db=")
 		case path != "":
-			if t.db, err = parseDB(path); err != nil {
+			if t.DB, err = parseDB(path); err != nil {
 				return t, bad("%v", err)
 			}
 		}
 	case "unix":
-		t.network = "unix"
-		t.addr = u.Path
-		if t.addr == "" || !strings.HasPrefix(t.addr, "/") {
+		t.Network = "unix"
+		t.Addr = u.Path
+		if t.Addr == "" || !strings.HasPrefix(t.Addr, "/") {
 			return t, bad("it names no absolute socket path (unix:///run/redis/redis.sock)")
 		}
 	case "":
 		return t, bad("it has no scheme")
-	case schemeSentinel, schemeCluster:
+	case SchemeSentinel, SchemeCluster:
 		return t, bad("it has no \"//\" after %q", u.Scheme+":") // haScheme took it otherwise
 	default:
 		return t, bad("the scheme %q is not redis, rediss, unix, redis-sentinel or redis-cluster", u.Scheme)
 	}
 	if q.Has("db") {
-		if t.db, err = parseDB(q.Get("db")); err != nil {
+		if t.DB, err = parseDB(q.Get("db")); err != nil {
 			return t, bad("%v", err)
 		}
 	}
@@ -115,47 +116,47 @@ func parseDB(s string) (int, error) {
 	return n, nil
 }
 
-// tlsConfig is the TLS setting of a rediss:// target (nil otherwise): the server's
+// TLSConfig is the TLS setting of a rediss:// target (nil otherwise): the server's
 // certificate is checked against the system roots and the URL's host name.
-func (t redisTarget) tlsConfig() *tls.Config {
-	if t.scheme != "rediss" {
+func (t Target) TLSConfig() *tls.Config {
+	if t.Scheme != "rediss" {
 		return nil
 	}
-	return &tls.Config{ServerName: t.host, MinVersion: tls.VersionTLS12}
+	return &tls.Config{ServerName: t.Host, MinVersion: tls.VersionTLS12}
 }
 
-// describe names the target for people, without any secret:
+// Describe names the target for people, without any secret:
 // "redis 127.0.0.1:6379/0", "rediss redis.example.com:6380/2", "redis unix:/run/redis.sock/0".
-func (t redisTarget) describe() string {
-	if t.addrs != nil {
+func (t Target) Describe() string {
+	if t.Addrs != nil {
 		return t.describeHA()
 	}
-	where := t.addr
-	if t.network == "unix" {
-		where = "unix:" + t.addr
+	where := t.Addr
+	if t.Network == "unix" {
+		where = "unix:" + t.Addr
 	}
-	return fmt.Sprintf("%s %s/%d", t.schemeWord(), where, t.db)
+	return fmt.Sprintf("%s %s/%d", t.schemeWord(), where, t.DB)
 }
 
-// server names the server in error messages: "redis 127.0.0.1:6379".
-func (t redisTarget) server() string {
-	if t.addrs != nil {
+// Server names the server in error messages: "redis 127.0.0.1:6379".
+func (t Target) Server() string {
+	if t.Addrs != nil {
 		return t.serverHA()
 	}
-	if t.network == "unix" {
-		return t.schemeWord() + " unix:" + t.addr
+	if t.Network == "unix" {
+		return t.schemeWord() + " unix:" + t.Addr
 	}
-	return t.schemeWord() + " " + t.addr
+	return t.schemeWord() + " " + t.Addr
 }
 
-func (t redisTarget) schemeWord() string {
-	if t.scheme == "rediss" {
+func (t Target) schemeWord() string {
+	if t.Scheme == "rediss" {
 		return "rediss"
 	}
 	return "redis"
 }
 
-// redactURL returns raw with any password replaced by "xxxxx", for messages and history
+// RedactURL returns raw with any password replaced by "xxxxx", for messages and history
 // rows. It works on the URL's structure, never by searching for the password's text.
 // Everything between the first ":" after "scheme://" and the last "@" counts as the
 // password whenever url.Parse would not find that whole part as the URL's user info: a
@@ -166,7 +167,7 @@ func (t redisTarget) schemeWord() string {
 //
 // A user name that holds the password (redis://secret:secret@h) is hidden as well:
 // showing it would show the password.
-func redactURL(raw string) string {
+func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err == nil && !userInfoMisread(raw) {
 		if pw, ok := u.User.Password(); ok && pw != "" && strings.Contains(u.User.Username(), pw) {
@@ -188,7 +189,7 @@ func redactURL(raw string) string {
 }
 
 // URLHasPassword reports whether raw carries a password in its user info, read the way
-// redactURL reads it: a password that redactURL would hide.
+// RedactURL reads it: a password that RedactURL would hide.
 func URLHasPassword(raw string) bool {
 	u, err := url.Parse(raw)
 	if err == nil && !userInfoMisread(raw) {

@@ -1,4 +1,4 @@
-package redis
+package conn
 
 import (
 	"fmt"
@@ -18,8 +18,8 @@ import (
 // every node would need its own certificate name checked, and nothing tests that yet.
 
 const (
-	schemeSentinel = "redis-sentinel"
-	schemeCluster  = "redis-cluster"
+	SchemeSentinel = "redis-sentinel"
+	SchemeCluster  = "redis-cluster"
 )
 
 // haScheme returns the Sentinel or Cluster scheme raw starts with (TLS variants
@@ -30,7 +30,7 @@ func haScheme(raw string) string {
 		return ""
 	}
 	switch s := strings.ToLower(scheme); s {
-	case schemeSentinel, schemeCluster, "rediss-sentinel", "rediss-cluster":
+	case SchemeSentinel, SchemeCluster, "rediss-sentinel", "rediss-cluster":
 		return s
 	}
 	return ""
@@ -38,8 +38,8 @@ func haScheme(raw string) string {
 
 // parseHAURL parses a redis-sentinel:// or redis-cluster:// URL. The host list is cut
 // out before url.Parse sees the rest, which refuses lists with IPv6 literals.
-func parseHAURL(raw string) (redisTarget, error) {
-	var t redisTarget
+func parseHAURL(raw string) (Target, error) {
+	var t Target
 	scheme := haScheme(raw)
 	form := "redis-sentinel://[user:pass@]h1:26379,h2:26379/MASTER[/db]"
 	defPort := "26379"
@@ -48,7 +48,7 @@ func parseHAURL(raw string) (redisTarget, error) {
 	}
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("invalid Redis URL %q: %s (want %s; check --redis / CRONLOCK_REDIS_URL)",
-			redactURL(raw), fmt.Sprintf(format, a...), form)
+			RedactURL(raw), fmt.Sprintf(format, a...), form)
 	}
 	if strings.HasPrefix(scheme, "rediss-") {
 		return t, bad("TLS is not supported with Sentinel or Cluster yet; use %s:// on a private network, or rediss:// to one server", "redis-"+strings.TrimPrefix(scheme, "rediss-"))
@@ -72,10 +72,10 @@ func parseHAURL(raw string) (redisTarget, error) {
 	if u.RawQuery != "" || u.Fragment != "" {
 		return t, bad("it has a query or fragment; time-outs and retries come from --redis-timeout, not the URL")
 	}
-	t.scheme, t.network = scheme, "tcp"
+	t.Scheme, t.Network = scheme, "tcp"
 	if u.User != nil {
-		t.username = u.User.Username()
-		t.password, _ = u.User.Password()
+		t.Username = u.User.Username()
+		t.Password, _ = u.User.Password()
 	}
 	if hosts == "" {
 		return t, bad("it names no host")
@@ -88,13 +88,13 @@ func parseHAURL(raw string) (redisTarget, error) {
 		}
 		if !seen[addr] {
 			seen[addr] = true
-			t.addrs = append(t.addrs, addr)
+			t.Addrs = append(t.Addrs, addr)
 		}
 	}
-	t.addr = t.addrs[0]
-	t.host, _, _ = net.SplitHostPort(t.addr)
+	t.Addr = t.Addrs[0]
+	t.Host, _, _ = net.SplitHostPort(t.Addr)
 	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
-	if scheme == schemeCluster {
+	if scheme == SchemeCluster {
 		if u.Path != "" && u.Path != "/" {
 			return t, bad("a cluster has database 0 only, so the URL takes no path")
 		}
@@ -106,9 +106,9 @@ func parseHAURL(raw string) (redisTarget, error) {
 	if len(parts) > 2 {
 		return t, bad("the path %q has more than /MASTER/db", u.Path)
 	}
-	t.master = parts[0]
+	t.Master = parts[0]
 	if len(parts) == 2 {
-		if t.db, err = parseDB(parts[1]); err != nil {
+		if t.DB, err = parseDB(parts[1]); err != nil {
 			return t, bad("%v", err)
 		}
 	}
@@ -142,18 +142,18 @@ func splitHostPort(h, defPort string) (string, error) {
 
 // describeHA names a Sentinel or Cluster target for people, without any secret:
 // "redis-sentinel 10.0.0.1:26379,10.0.0.2:26379/mymaster/0", "redis-cluster 10.0.0.1:6379,10.0.0.2:6379".
-func (t redisTarget) describeHA() string {
-	if t.scheme == schemeCluster {
+func (t Target) describeHA() string {
+	if t.Scheme == SchemeCluster {
 		return t.serverHA()
 	}
-	return fmt.Sprintf("%s/%d", t.serverHA(), t.db)
+	return fmt.Sprintf("%s/%d", t.serverHA(), t.DB)
 }
 
 // serverHA names a Sentinel or Cluster target in error messages.
-func (t redisTarget) serverHA() string {
-	s := t.scheme + " " + strings.Join(t.addrs, ",")
-	if t.master != "" {
-		s += "/" + t.master
+func (t Target) serverHA() string {
+	s := t.Scheme + " " + strings.Join(t.Addrs, ",")
+	if t.Master != "" {
+		s += "/" + t.Master
 	}
 	return s
 }

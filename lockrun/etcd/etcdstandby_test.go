@@ -187,6 +187,47 @@ func TestEtcdTakeoverFreesSlot(t *testing.T) {
 	}
 }
 
+// TestEtcdOlderSlotsCounted: an older cronlock's slot (standby/<run id>, no lease, its
+// expiry as value) counts until it expires, in the standby's count and in jobs', and is
+// swept after.
+func TestEtcdOlderSlotsCounted(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	l := newEtcdLocker(t, srv, Options{})
+	ctx := context.Background()
+	tick := time.Now().UTC().Truncate(time.Minute)
+	holder, err := l.Acquire(ctx, tickReq("older", "holder", tick))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Release(ctx)
+	old := l.standbyDir("older") + "old-run"
+	put := func(exp time.Time) {
+		if _, err := srv.Root().Put(ctx, old, strconv.FormatInt(exp.UnixMicro(), 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(time.Now().Add(time.Hour))
+	if _, err := l.Acquire(ctx, standbyReq("older", "new", tick, 1, 10*time.Second)); !isTickSkip(err) {
+		t.Fatalf("a standby beside an older cronlock's live slot: %v; want a skip (one slot)", err)
+	}
+	st, err := l.JobStates(ctx, []string{"older"}, time.Now())
+	if err != nil || st[0].Standbys != 1 {
+		t.Fatalf("jobs: %+v (%v); want 1 standby, the older cronlock's", st, err)
+	}
+	put(time.Now().Add(-time.Second))
+	var w *lockrun.StandbyWaitError
+	if _, err := l.Acquire(ctx, standbyReq("older", "new", tick, 1, 10*time.Second)); !errors.As(err, &w) {
+		t.Fatalf("a standby beside an older cronlock's expired slot: %v; want a wait", err)
+	}
+	kv, err := srv.Root().Get(ctx, l.standbyDir("older"), clientv3.WithPrefix())
+	if err != nil || len(kv.Kvs) != 1 || string(kv.Kvs[0].Value) != "new" {
+		t.Fatalf("slot keys %v (%v); want the new standby's alone (the expired one swept)", kv.Kvs, err)
+	}
+	if st, err := l.JobStates(ctx, []string{"older"}, time.Now()); err != nil || st[0].Standbys != 1 {
+		t.Fatalf("jobs: %+v (%v); want 1 standby, the new one", st, err)
+	}
+}
+
 func isTickSkip(err error) bool {
 	var te *lockrun.TickError
 	return errors.As(err, &te)

@@ -32,32 +32,40 @@ if [ "${1:-}" = --long ]; then
 	export CRONLOCK_TEST_RELEASE_ARM64=1
 fi
 
-if ! command -v redis-server >/dev/null 2>&1; then
-	echo "test.sh: redis-server is missing; installing it with apt-get" >&2
-	if [ "$(id -u)" != 0 ]; then
-		echo "test.sh: run as root, or install redis-server yourself (apt-get install redis-server)" >&2
-		exit 1
-	fi
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq redis-server >/dev/null
-fi
-
-# install_quietly PKG installs a Debian package without starting its service: a
-# policy-rc.d that says 101 stops the package's postinst from starting it where there is
-# no systemd. The tests start their own servers.
+# install_quietly PKG... installs Debian packages without starting their services: a
+# policy-rc.d that says 101 stops a package's postinst from starting one where there is no
+# systemd (the tests start their own servers). apt's lists are fetched once a run, by the
+# first install; what apt and dpkg say goes to a log, shown only when the install fails.
+apt_updated=
 install_quietly() {
-	local policy_added=
+	local policy_added= log
 	if [ ! -e /usr/sbin/policy-rc.d ]; then
 		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
 		chmod 0755 /usr/sbin/policy-rc.d
 		policy_added=1
 	fi
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "$1" >/dev/null
+	log=$(mktemp)
+	if ! { { [ -n "$apt_updated" ] || apt-get update -qq; } && apt_updated=1 &&
+		apt-get install -y -qq --no-install-recommends "$@"; } >"$log" 2>&1; then
+		echo "test.sh: apt-get could not install $*; what it said:" >&2
+		cat "$log" >&2
+		rm -f "$log"
+		[ -z "$policy_added" ] || rm -f /usr/sbin/policy-rc.d
+		exit 1
+	fi
+	rm -f "$log"
 	[ -z "$policy_added" ] || rm -f /usr/sbin/policy-rc.d
 }
+
+if ! command -v redis-server >/dev/null 2>&1; then
+	echo "test.sh: redis-server is missing; installing it with apt-get (not started as a service)" >&2
+	if [ "$(id -u)" != 0 ]; then
+		echo "test.sh: run as root, or install redis-server yourself (apt-get install redis-server)" >&2
+		exit 1
+	fi
+	install_quietly redis-server
+fi
 
 # Debian's cron, for the test that runs a wrapped crontab under a real daemon (it starts
 # its own `cron -f` and stops it).
@@ -75,18 +83,21 @@ fi
 
 # The release toolchain, installed when missing (as root), for scripts/releasetest, which
 # builds the release once (about 45 s warm, 3 minutes cold on two cores for amd64) and
-# installs the .deb into a private root: musl-gcc for the static amd64 build, man-db for
-# `man -w`, rpm to read the .rpm; with --long also the arm64 cross compiler with a static
-# glibc and qemu-user-static to run the arm64 build.
+# installs the .deb and the .rpm into private roots: musl-gcc for the static amd64 build,
+# man-db for `man -w`, rpm for `rpm -i --root`; with --long also the arm64 cross compiler
+# with a static glibc and qemu-user-static to run the arm64 build. One apt-get call.
 if [ "$(id -u)" = 0 ]; then
 	tools="musl-gcc:musl-tools man:man-db rpm:rpm"
 	[ -z "$long" ] || tools="$tools aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu qemu-aarch64-static:qemu-user-static"
+	missing=()
 	for tool in $tools; do
-		command -v "${tool%%:*}" >/dev/null 2>&1 && continue
-		echo "test.sh: installing ${tool#*:} for the release tests" >&2
-		install_quietly "${tool#*:}"
+		command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool#*:}")
 	done
-	[ -z "$long" ] || [ -e /usr/aarch64-linux-gnu/lib/libc.a ] || install_quietly libc6-dev-arm64-cross
+	[ -z "$long" ] || [ -e /usr/aarch64-linux-gnu/lib/libc.a ] || missing+=(libc6-dev-arm64-cross)
+	if [ ${#missing[@]} -gt 0 ]; then
+		echo "test.sh: installing ${missing[*]} for the release tests" >&2
+		install_quietly "${missing[@]}"
+	fi
 fi
 
 # Debian's etcd-server, for the etcd backend's tests (each starts a private etcd on free

@@ -273,7 +273,12 @@ func (l *Locker) create(ctx context.Context, c *clientv3.Client, req lockrun.Req
 	if to != nil {
 		// The lost run's entry must be as the standby judged it: not completed meanwhile.
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(to.entryKey), "=", to.entryRev))
-		then = append(then, clientv3.OpDelete(l.standbyDir(req.Key)+req.RunID))
+		if to.slot != nil {
+			// The standby's slot goes with the takeover, if it is still on the standby's lease.
+			k := string(to.slot.Key)
+			then = append(then, clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.LeaseValue(k), "=", to.slot.Lease)},
+				[]clientv3.Op{clientv3.OpDelete(k)}, nil))
+		}
 		if to.abandon != "" {
 			then = append(then, clientv3.OpPut(to.entryKey, to.abandon))
 		}

@@ -10,7 +10,7 @@ import (
 	"cronlock/lockrun"
 )
 
-// TestEtcdJobStatesBatches: keys past one transaction's 40 come back in their order,
+// TestEtcdJobStatesBatches: keys past one transaction's 32 come back in their order,
 // each with its own entry and tick record.
 func TestEtcdJobStatesBatches(t *testing.T) {
 	srv := etcdtest.Start(t, etcdtest.Options{})

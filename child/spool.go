@@ -49,6 +49,7 @@ type spoolStream struct {
 	half  int64  // the first part kept: [0, half); the ring of the last bytes is [half, max)
 	total int64  // bytes received, kept or not
 	alloc int64  // the file's blocks are reserved up to here (or the filesystem cannot)
+	last  byte   // the last byte received (when total > 0): the end of what Finish writes
 }
 
 // OpenSpool makes the spool of a run whose output goes to stdout and stderr, each file
@@ -149,6 +150,15 @@ func (s *Spool) Finish(succeeded bool) error {
 	return &OutputError{Stream: "stdout and stderr", Lost: errs[0].Lost + errs[1].Lost, Err: errs[0].Err}
 }
 
+// EndsMidLine reports whether what the spool writes (or wrote) to cronlock's stderr ended
+// without a newline, so that a line of cronlock's after it must start a line of its own.
+// The spool holds every byte even when no tail is captured (--capture 0), so it knows
+// where a run's tail cannot tell. False on a nil Spool, or with nothing for stderr.
+func (s *Spool) EndsMidLine() bool {
+	st := s.stream(StreamStderr)
+	return st != nil && st.out >= 0 && st.total > 0 && st.last != '\n'
+}
+
 // Close drops whatever the spool holds. Safe on a nil Spool, and more than once.
 func (s *Spool) Close() {
 	if s == nil {
@@ -207,6 +217,7 @@ func (st *spoolStream) pull(pipe int, buf []byte) (n int, rerr, werr error) {
 		}
 	}
 	st.total += int64(n)
+	st.last = buf[n-1]
 	return n, nil, nil
 }
 

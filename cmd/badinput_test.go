@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,6 +97,11 @@ func TestBadInput(t *testing.T) {
 		{name: "ttl garbage in env", env: []string{"CRONLOCK_TTL=soon"}, args: []string{"run", "-k", "a", "--", "true"}, code: 125, stderr: `environment variable CRONLOCK_TTL`, oneLine: true},
 		{name: "config file typo", env: []string{"CRONLOCK_CONFIG=$DIR/bad.conf"}, setup: caseFile("bad.conf", "CRONLOCK_TTL=5s\nCRONLOCK_REDIS_ULR=redis://x\n"), args: []string{"run", "-k", "a", "--", "true"}, code: 125, stderr: `bad.conf line 2`, oneLine: true},
 		// Lock folder.
+		// A named pipe would hang every run waiting for a writer; a folder is no file.
+		{name: "config file is a FIFO", env: []string{"CRONLOCK_CONFIG=$DIR/fifo.conf"}, setup: caseFIFO("fifo.conf"), args: []string{"run", "-k", "a", "--", "true"}, code: 125, stderr: `fifo.conf is a named pipe or socket, not a file`, oneLine: true},
+		{name: "config file is a folder", env: []string{"CRONLOCK_CONFIG=$DIR"}, args: []string{"run", "-k", "a", "--", "true"}, code: 125, stderr: `is a folder, not a file`, oneLine: true},
+		// A Windows editor's byte order mark is no part of line 1's name: the line is read.
+		{name: "config file with a BOM", env: []string{"CRONLOCK_CONFIG=$DIR/bom.conf"}, setup: caseFile("bom.conf", "\ufeffCRONLOCK_BACKEND=redis\r\n"), args: []string{"run", "-k", "a", "--", "true"}, code: 125, stderr: `CRONLOCK_BACKEND in .*bom.conf line 1`, oneLine: true},
 		{name: "lock dir is a file", env: []string{"CRONLOCK_LOCK_DIR=$DIR/afile"}, setup: caseFile("afile", "x"), args: []string{"run", "-k", "a", "--", "true"}, code: 125, stderr: `CRONLOCK_LOCK_DIR`, oneLine: true, status: runstatus.Error},
 		{name: "lock dir of another user", env: []string{"CRONLOCK_LOCK_DIR=$DIR/theirs"}, setup: chownedDir("theirs", 65534), args: []string{"run", "-k", "a", "--", "true"}, code: 125, stderr: `belongs to uid 65534`, oneLine: true, status: runstatus.Error},
 		// The command.
@@ -215,6 +221,14 @@ func TestBadInput(t *testing.T) {
 func caseFile(name, content string) func(*testing.T, *cli) {
 	return func(t *testing.T, c *cli) {
 		if err := os.WriteFile(filepath.Join(c.dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func caseFIFO(name string) func(*testing.T, *cli) {
+	return func(t *testing.T, c *cli) {
+		if err := syscall.Mkfifo(filepath.Join(c.dir, name), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -30,6 +30,9 @@ func TestOutputEndLine(t *testing.T) {
 			`^whole\ncronlock: endl-exit-newline: failed, exit 4, 1 try, ` + dur + `\n$`},
 		{"silent", "on-failure", nil, "exit 5", 5,
 			`^cronlock: endl-silent: failed, exit 5, 1 try, ` + dur + `\n$`},
+		// No tail captured: the spool, which holds all of the output, knows how it ended.
+		{"capture0", "on-failure", []string{"--capture", "0"}, "echo out; printf partial; exit 3", 3,
+			`^out\npartial\ncronlock: endl-capture0: failed, exit 3, 1 try, ` + dur + `\n$`},
 		{"signal", "on-failure", nil, "printf dying; kill -KILL $$", 137,
 			`^dying\ncronlock: endl-signal: failed, signal SIGKILL, 1 try, ` + dur + `\n$`},
 		{"timeout", "on-failure", []string{"--timeout", "1s"}, "printf partial; exec sleep 30", 124,

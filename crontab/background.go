@@ -195,6 +195,42 @@ func background(cmd string) string {
 	return check()
 }
 
+// runsCronlock reports whether one of the simple commands of a shell command line runs
+// `cronlock run`: as its program, or after words that lead a command without being its
+// program (env, nice, exec, sudo, NAME=value… with their options and values: `nice -n
+// 10`, `sudo -u app`), the words background skips.
+func runsCronlock(cmd string) bool {
+	var words []string
+	check := func() bool {
+		defer func() { words = words[:0] }()
+		for i := 0; i+1 < len(words); i++ {
+			if path.Base(words[i]) == "cronlock" && words[i+1] == "run" {
+				return true
+			}
+			if i == 0 && !skipWords[words[0]] && !isAssignment(words[0]) {
+				return false // a program of its own: cronlock is its argument
+			}
+		}
+		return false
+	}
+	target := false // the next word is a redirection's file
+	for _, t := range shellTokens(cmd) {
+		switch {
+		case t.redirection():
+			target = true
+		case t.op:
+			if check() {
+				return true
+			}
+		case target:
+			target = false
+		default:
+			words = append(words, t.text)
+		}
+	}
+	return check()
+}
+
 // isAssignment reports whether a word is NAME=value before a command.
 func isAssignment(w string) bool {
 	i := strings.IndexByte(w, '=')

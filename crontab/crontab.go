@@ -172,10 +172,17 @@ func parseEnv(s string) (name, value string, ok bool) {
 }
 
 // isWrapped reports whether a command already runs under cronlock: its first word is a
-// path whose last element is cronlock (any subcommand: wrap never nests cronlock).
+// path whose last element is cronlock (any subcommand: wrap never nests cronlock), or
+// one of its simple commands runs `cronlock run` (`cd /opt && cronlock run …`,
+// `env TZ=UTC /usr/bin/cronlock run …`): wrapping that would hold a second lock, under
+// a key of wrap's, around the line's own.
 func isWrapped(cmd string) bool {
 	w, _ := nextWord(cmd)
-	return w == "cronlock" || strings.HasSuffix(w, "/cronlock")
+	if w == "cronlock" || strings.HasSuffix(w, "/cronlock") {
+		return true
+	}
+	shell, _ := CronCommand(cmd)
+	return runsCronlock(shell)
 }
 
 // ownWrapped returns lines with the job lines whose command starts with o.Cronlock marked

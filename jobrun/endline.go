@@ -59,9 +59,13 @@ func roundDuration(d time.Duration) string {
 // endsMidLine reports whether the job's output that went where cronlock's stderr goes
 // ended without a newline ("partial"): cronlock's line must then start on a line of its
 // own. It is known from the captured tail: all of it when stdout and stderr share one
-// destination (Streams nil), else the stderr part's last byte. Without a capture nothing
-// is known, and the line goes as it is.
-func endsMidLine(res child.Result) bool {
+// destination (Streams nil), else the stderr part's last byte. A spool (--output
+// on-failure) holds all of it, --capture 0 or not, and knows. Without either nothing is
+// known, and the line goes as it is.
+func endsMidLine(res child.Result, spool *child.Spool) bool {
+	if spool != nil {
+		return spool.EndsMidLine()
+	}
 	outb := res.Output
 	if len(outb) == 0 {
 		return false
@@ -82,14 +86,14 @@ func endsMidLine(res child.Result) bool {
 
 // sayEnd prints the run's end line (or its message alone, when there is no line): on a
 // line of its own after output that ended mid-line.
-func (r *runner) sayEnd(out outcome, line string, res child.Result) {
+func (r *runner) sayEnd(out outcome, line string, res child.Result, spool *child.Spool) {
 	if line == "" {
 		line = out.Message
 	}
 	if line == "" || (out.Warning && r.o.Quiet) {
 		return
 	}
-	if endsMidLine(res) {
+	if endsMidLine(res, spool) {
 		io.WriteString(r.o.Stderr, "\n")
 	}
 	if out.Warning {

@@ -314,7 +314,7 @@ func (r *runner) run() int {
 	}
 	r.row.Error = out.Message
 	r.pingLine = r.endLine(out, true)
-	r.sayEnd(out, r.endLine(out, spool != nil), res)
+	r.sayEnd(out, r.endLine(out, spool != nil), res, spool)
 	// The row is written while the lock is being released (usually all of the output is
 	// through at once): the release is what a waiting host is held up by, and a failed
 	// release changes neither status nor exit code.

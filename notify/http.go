@@ -28,11 +28,18 @@ func (e *StatusError) Error() string {
 		hint = " (no check has this ping URL: is it the check's current one?)"
 	case e.Code == 409:
 		hint = " (the slug names more than one check)"
+	case e.Code == http.StatusProxyAuthRequired:
+		return "the proxy answered HTTP 407" + proxyAuthHint
 	case e.Code >= 300 && e.Code < 400:
 		hint = " (a redirect with nowhere to go: give the URL it redirects to)"
 	}
 	return fmt.Sprintf("the server answered HTTP %d%s", e.Code, hint)
 }
+
+// proxyAuthHint is the advice after a proxy's 407, which net/http reports as a status for
+// a forwarded http:// ping and as an error text for an https:// one's CONNECT: the proxy,
+// not the ping's server, refused, and the fix is in the proxy variable.
+const proxyAuthHint = " (it wants a user name and password: give them in HTTPS_PROXY / HTTP_PROXY as http://USER:PASSWORD@HOST:PORT, or check the ones there)"
 
 // Retry spacing: a failed ping (no connection, a connection that broke, a 5xx) is tried
 // again after retryFirst, then twice as long each time, within the run's deadline and at
@@ -137,7 +144,18 @@ func retryable(err error) bool {
 	}
 	var ce *tls.CertificateVerificationError
 	var he tls.RecordHeaderError
-	return !errors.As(err, &ce) && !errors.As(err, &he) && !errors.Is(err, errTooManyRedirects) && !errors.Is(err, errBadProxy)
+	return !errors.As(err, &ce) && !errors.As(err, &he) && !errors.Is(err, errTooManyRedirects) && !errors.Is(err, errBadProxy) && !connectNeedsAuth(err)
+}
+
+// connectNeedsAuth reports a proxy's 407 to an https:// ping's CONNECT, which net/http
+// gives as an error holding only the status text (a forwarded http:// ping gets a
+// StatusError instead). It will not change by asking again.
+func connectNeedsAuth(err error) bool {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return err.Error() == http.StatusText(http.StatusProxyAuthRequired)
 }
 
 var (
@@ -206,6 +224,8 @@ func (p *Pinger) cause(ctx context.Context, err error) error {
 		return fmt.Errorf("%sthe connection was closed without an answer", via)
 	case errors.As(err, &ce):
 		return fmt.Errorf("%sthe server's certificate is not trusted (%s): give its CA in SSL_CERT_FILE", via, p.scrub(ce.Err.Error()))
+	case via != "" && connectNeedsAuth(err):
+		return fmt.Errorf("%sthe proxy answered HTTP 407%s", via, proxyAuthHint)
 	}
 	for inner := errors.Unwrap(err); inner != nil; inner = errors.Unwrap(err) {
 		err = inner

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -285,4 +286,31 @@ func TestDeadlineKeepsTheServersAnswer(t *testing.T) {
 		}
 		mu.Unlock()
 	})
+}
+
+// TestProxyWantsPassword: a proxy's 407, to a forwarded http:// ping (a status) and to an
+// https:// ping's CONNECT (an error text), is said as the proxy's, with what to change;
+// the password in the proxy's URL is never shown, and a 407 is not tried again.
+func TestProxyWantsPassword(t *testing.T) {
+	var tries atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tries.Add(1)
+		w.Header().Set("Proxy-Authenticate", `Basic realm="proxy"`)
+		w.WriteHeader(http.StatusProxyAuthRequired)
+	}))
+	t.Cleanup(proxy.Close)
+	pu, err := url.Parse("http://puser:proxypw@" + strings.TrimPrefix(proxy.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"http://hc.test/uuid", "https://hc.test/uuid"} {
+		tries.Store(0)
+		p := New(target, rid)
+		p.proxy = func(*http.Request) (*url.URL, error) { return pu, nil }
+		err := p.Finish(context.Background(), 0, false, nil)
+		if err == nil || !strings.Contains(err.Error(), "the proxy answered HTTP 407") || !strings.Contains(err.Error(), "HTTPS_PROXY") ||
+			strings.Contains(err.Error(), "proxypw") || strings.Contains(err.Error(), "uuid") || tries.Load() != 1 {
+			t.Errorf("%s: error %v after %d tries; want one try and the proxy's 407 with what to change, no secret", target, err, tries.Load())
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"cronlock/userdb"
 )
@@ -120,7 +121,9 @@ func LoadAll(environ []string) (s *Settings, errs []error) {
 func (s *Settings) ReadFile(path string, named bool) error { return s.readFile(path, named) }
 
 func (s *Settings) readFile(path string, named bool) error {
-	f, err := os.Open(path)
+	// O_NONBLOCK: opening a named pipe would otherwise wait for a writer, and every
+	// cron job of the machine would hang there; it changes nothing for a regular file.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		if named {
 			return fmt.Errorf("%s names %s, which does not exist; fix the name, or unset %s to read %s", ConfigVar, path, ConfigVar, DefaultFile)
@@ -134,10 +137,23 @@ func (s *Settings) readFile(path string, named bool) error {
 		return fmt.Errorf("read config file %s: %w", path, err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && (fi.IsDir() || fi.Mode()&(fs.ModeNamedPipe|fs.ModeSocket) != 0) {
+		what := "a folder"
+		if !fi.IsDir() {
+			what = "a named pipe or socket"
+		}
+		return fmt.Errorf("config file %s is %s, not a file; make it a file of NAME=value lines (or name one in %s)", path, what, ConfigVar)
+	}
 	sc := bufio.NewScanner(f)
 	first := map[string]int{} // the line that set each name
 	for n := 1; sc.Scan(); n++ {
-		name, val, err := parseLine(sc.Text())
+		text := sc.Text()
+		if n == 1 {
+			// A byte order mark, as some Windows editors save UTF-8: like a CR LF line
+			// end, it is the editor's, not the writer's, and it means nothing here.
+			text = strings.TrimPrefix(text, "\uFEFF")
+		}
+		name, val, err := parseLine(text)
 		if err != nil {
 			return fmt.Errorf("config file %s line %d: %w", path, n, err)
 		}

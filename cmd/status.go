@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,7 +35,7 @@ func newStatusCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &statusOptions{Stdout: stdout, Stderr: stderr}
 	c := &cobra.Command{
 		Use:   "status [--key KEY]",
-		Short: "Show the locks held right now and by whom",
+		Short: "Show the locks held right now and by whom, and the suspended keys",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := o.load(c); err != nil {
@@ -66,8 +69,8 @@ type lockStatus struct {
 	TTLLeftMS    int64      `json:"ttl_left_ms,omitempty"`
 	Revoked      bool       `json:"revoked,omitempty"` // by unlock --force; frees itself at ttl_left_ms
 	NoExpiry     bool       `json:"no_expiry,omitempty"`
-	// Suspension is the key's suspension (cronlock suspend), with --key only. A key that
-	// is suspended and not held gets a line of its own with key, backend and suspension.
+	// Suspension is the key's suspension (cronlock suspend). A key that is suspended and
+	// not held gets a line of its own with key, backend and suspension.
 	Suspension *lockrun.Suspension `json:"suspension,omitempty"`
 }
 
@@ -81,7 +84,7 @@ func statusRun(o *statusOptions) error {
 	// listing a large keyspace takes many SCAN calls, each of them quick.
 	ctx := context.Background()
 	held := map[string]lockrun.Holder{}
-	var susp *lockrun.Suspension
+	var susps map[string]*lockrun.Suspension // in force, by key
 	if o.Key != "" {
 		h, err := locker.Inspect(ctx, o.Key)
 		if err != nil {
@@ -90,11 +93,20 @@ func statusRun(o *statusOptions) error {
 		if h != nil {
 			held[o.Key] = *h
 		}
-		if susp, err = lockrun.ReadSuspensionOf(ctx, locker, o.Key); err != nil && !errors.Is(err, lockrun.ErrNoSuspend) {
+		susp, err := lockrun.ReadSuspensionOf(ctx, locker, o.Key)
+		if err != nil && !errors.Is(err, lockrun.ErrNoSuspend) {
 			return exitf(ExitFailed, "%v", err)
 		}
-	} else if held, err = locker.List(ctx); err != nil {
-		return exitf(ExitFailed, "%v", err)
+		if susp != nil {
+			susps = map[string]*lockrun.Suspension{o.Key: susp}
+		}
+	} else {
+		if held, err = locker.List(ctx); err != nil {
+			return exitf(ExitFailed, "%v", err)
+		}
+		if susps, err = lockrun.AllSuspensionsOf(ctx, locker); err != nil && !errors.Is(err, lockrun.ErrNoSuspend) {
+			return exitf(ExitFailed, "%v", err)
+		}
 	}
 	if rl, ok := locker.(interface {
 		Eviction(context.Context) (string, error)
@@ -124,13 +136,19 @@ func statusRun(o *statusOptions) error {
 			since, ms := h.Since.UTC(), now.Sub(h.Since).Milliseconds()
 			r.Since, r.HeldMS = &since, &ms
 		}
-		r.Suspension = susp
+		r.Suspension = susps[k]
 		rows = append(rows, r)
 	}
+	suspended := slices.Sorted(maps.Keys(susps))
 	if o.JSON {
-		if len(rows) == 0 && susp != nil {
-			return runview.WriteJSONLine(o.Stdout, lockStatus{Key: o.Key, Backend: locker.Describe(), Suspension: susp})
+		// Suspended keys that are not held get a line of their own, in key order with
+		// the held ones.
+		for _, k := range suspended {
+			if _, ok := held[k]; !ok {
+				rows = append(rows, lockStatus{Key: k, Backend: locker.Describe(), Suspension: susps[k]})
+			}
 		}
+		slices.SortStableFunc(rows, func(a, b lockStatus) int { return strings.Compare(a.Key, b.Key) })
 		for _, r := range rows {
 			// Node names and run ids come from other hosts.
 			if err := runview.WriteJSONLine(o.Stdout, r); err != nil {
@@ -144,11 +162,10 @@ func statusRun(o *statusOptions) error {
 		if o.Key != "" {
 			what = fmt.Sprintf("%s is not held", o.Key)
 		}
-		if _, err := fmt.Fprintf(o.Stdout, "%s on %s\n", what, locker.Describe()); err != nil || susp == nil {
+		if _, err := fmt.Fprintf(o.Stdout, "%s on %s\n", what, locker.Describe()); err != nil {
 			return err
 		}
-		_, err := fmt.Fprintln(o.Stdout, tty.Escape(suspend.StatusLine(o.Key, susp, now)))
-		return err
+		return writeSuspended(o.Stdout, suspended, susps, now)
 	}
 	fmt.Fprintf(o.Stdout, "locks held on %s:\n", locker.Describe())
 	table := [][]string{{"KEY", "NODE", "PID", "RUN", "SINCE", "HELD", "FENCING TOKEN"}}
@@ -179,9 +196,19 @@ func statusRun(o *statusOptions) error {
 		}
 		table = append(table, []string{tty.Escape(r.Key), node, pid, run, since, heldFor, token})
 	}
-	if _, err = io.WriteString(o.Stdout, formatTable(table, nil, nil)); err != nil || susp == nil {
+	if _, err = io.WriteString(o.Stdout, formatTable(table, nil, nil)); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(o.Stdout, tty.Escape(suspend.StatusLine(o.Key, susp, now)))
-	return err
+	return writeSuspended(o.Stdout, suspended, susps, now)
+}
+
+// writeSuspended prints a line for each suspended key (who, since, until, why), held or
+// not: a suspension outlives its key's runs and is what keeps the next ones from starting.
+func writeSuspended(w io.Writer, keys []string, susps map[string]*lockrun.Suspension, now time.Time) error {
+	for _, k := range keys {
+		if _, err := fmt.Fprintln(w, tty.Escape(suspend.StatusLine(k, susps[k], now))); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -38,6 +38,10 @@ func TestEtcdSuspend(t *testing.T) {
 	if code, out, errs := hosts[1].run("suspend", "-k", "billing", "--reason", "etcd window"); code != 0 {
 		t.Fatalf("suspend: exit %d, %q (%s)", code, out, errs)
 	}
+	// status without --key finds the suspension by itself.
+	if code, out, errs := hosts[0].run("status"); code != 0 || !strings.Contains(out, "billing is suspended by ") || !strings.Contains(out, "etcd window") {
+		t.Errorf("status: exit %d, %q (%s); want billing's suspension", code, out, errs)
+	}
 	for _, h := range hosts {
 		if code, errs := job(h, 1); code != 0 || !strings.Contains(errs, "etcd window") || h.rows("billing")[0].Status != "suspended" {
 			t.Fatalf("%s while suspended: exit %d, stderr %q, status %s", h.node, code, errs, h.rows("billing")[0].Status)

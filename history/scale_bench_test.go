@@ -371,7 +371,9 @@ SELECT
 		WHEN 'interrupted' THEN 143 WHEN 'abandoned' THEN NULL ELSE 125 END,
 	NULL,
 	NULL,
-	1
+	1,
+	NULL,
+	''
 FROM r`
 
 // buildScaleFile creates a current history file at path holding n runs, in one

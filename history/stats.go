@@ -90,9 +90,15 @@ func (k *KeyStats) SuccessRate() (rate float64, ok bool) {
 // Stats summarises the runs that f selects, one KeyStats per key that has at least one
 // matching run, in key order. Every query walks an index: the keys by a skip-scan (one
 // index step per key, not a scan of every row), the window of a key as a merge of its
-// per-status index ranges newest first, the last success and failure by one index step
-// per status. So the cost depends on the window and the number of keys, not on the size
-// of the file (with --node, rows of other nodes are read and passed over).
+// per-status index ranges newest first. So the cost depends on the window and the number
+// of keys, not on the size of the file (with --node, rows of other nodes are read and
+// passed over).
+//
+// Each query is prepared once per call and run for every key: preparing the window's
+// merge costs more than running it on a key of a few runs, so a history of 300 keys
+// spent most of its time in the SQL compiler. The last success and failure come from the
+// window, which is the newest runs of every status: only a key whose window holds none
+// while older runs exist asks the index (one step per status).
 func (s *Store) Stats(f StatsFilter) ([]KeyStats, error) {
 	keys := []string{f.Key}
 	if f.Key == "" {
@@ -101,9 +107,11 @@ func (s *Store) Stats(f StatsFilter) ([]KeyStats, error) {
 			return nil, describe(s.path, fmt.Errorf("list keys: %w", err))
 		}
 	}
+	q := &statsQueries{s: s, f: f}
+	defer q.close()
 	var out []KeyStats
 	for _, k := range keys {
-		ks, err := s.keyStats(k, f)
+		ks, err := q.keyStats(k)
 		if err != nil {
 			return nil, describe(s.path, fmt.Errorf("stats of key %q: %w", k, err))
 		}
@@ -148,14 +156,15 @@ type statsRow struct {
 	finished sql.NullInt64
 }
 
-// newestQuery returns the newest runs of one key among the given statuses, newest first.
-// Each status is its own range of runs_key_status_started, already in time order, and
-// SQLite merges the ranges as it reads them (MERGE (UNION ALL)), so a LIMIT n reads about
-// n index entries and no table row: `status IN (…) ORDER BY started_at` would instead
-// sort every run of the key. Ties are broken by end time, then by insertion order.
-func newestQuery(statuses []string, f StatsFilter, key string, limit int) (string, []any) {
+// newestQuery returns the newest runs of one key (the named argument key) among the given
+// statuses (each row's first column is the index of its status in statuses), newest first, at most lim (named too; -1 = all). Each status is its own range
+// of runs_key_status_started, already in time order, and SQLite merges the ranges as it
+// reads them (MERGE (UNION ALL)), so a LIMIT n reads about n index entries and no table
+// row: `status IN (…) ORDER BY started_at` would instead sort every run of the key. Ties
+// are broken by end time, then by insertion order. args are f's; the caller adds key and
+// lim.
+func newestQuery(statuses []string, f StatsFilter) (q string, args []any) {
 	cond := "key = :key"
-	args := []any{sql.Named("key", key), sql.Named("lim", limit)}
 	if f.Node != "" {
 		cond += " AND node = :node"
 		args = append(args, sql.Named("node", f.Node))
@@ -171,16 +180,42 @@ func newestQuery(statuses []string, f StatsFilter, key string, limit int) (strin
 	arms := make([]string, len(statuses))
 	for i, st := range statuses {
 		// The status is a constant of this package, never user input: a literal lets
-		// each arm seek its own index range.
-		arms[i] = fmt.Sprintf("SELECT status, started_at, finished_at, rowid AS r FROM runs WHERE %s AND status = '%s'", cond, st)
+		// each arm seek its own index range. Each row says its status by its arm's
+		// number, i, which costs the reader no string per row.
+		arms[i] = fmt.Sprintf("SELECT %d AS s, started_at, finished_at, rowid AS r FROM runs WHERE %s AND status = '%s'", i, cond, st)
 	}
 	return strings.Join(arms, "\nUNION ALL\n") +
 		"\nORDER BY started_at DESC, finished_at DESC, r DESC LIMIT :lim", args
 }
 
-func (s *Store) newest(statuses []string, f StatsFilter, key string, limit int) ([]statsRow, error) {
-	q, args := newestQuery(statuses, f, key, limit)
-	rows, err := s.db.Query(q, args...)
+// statsQueries are the prepared queries of one Stats call, each prepared when first
+// needed and then run for every key.
+type statsQueries struct {
+	s                 *Store
+	f                 StatsFilter
+	args              []any // f's arguments, the same for every query
+	window, ok, fails *sql.Stmt
+}
+
+func (q *statsQueries) close() {
+	for _, st := range []*sql.Stmt{q.window, q.ok, q.fails} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
+
+// newest runs the query of statuses (prepared into *st on first use) for key.
+func (q *statsQueries) newest(st **sql.Stmt, statuses []string, key string, limit int) ([]statsRow, error) {
+	if *st == nil {
+		text, args := newestQuery(statuses, q.f)
+		prepared, err := q.s.db.Prepare(text)
+		if err != nil {
+			return nil, err
+		}
+		*st, q.args = prepared, args
+	}
+	rows, err := (*st).Query(append(q.args[:len(q.args):len(q.args)], sql.Named("key", key), sql.Named("lim", limit))...)
 	if err != nil {
 		return nil, err
 	}
@@ -188,23 +223,32 @@ func (s *Store) newest(statuses []string, f StatsFilter, key string, limit int) 
 	var out []statsRow
 	for rows.Next() {
 		var r statsRow
-		var rowid int64
-		if err := rows.Scan(&r.status, &r.started, &r.finished, &rowid); err != nil {
+		var arm, rowid int64
+		if err := rows.Scan(&arm, &r.started, &r.finished, &rowid); err != nil {
 			return nil, err
 		}
+		if arm < 0 || arm >= int64(len(statuses)) {
+			return nil, fmt.Errorf("row of arm %d of %d", arm, len(statuses))
+		}
+		r.status = statuses[arm]
 		out = append(out, r)
 	}
 	return out, rows.Err()
 }
 
 // runStatuses are the statuses a run can end with: every status but retried, so that a
-// run of several tries counts once, by its last try.
-var runStatuses = slices.DeleteFunc(slices.Clone(runstatus.All), func(s string) bool { return s == runstatus.Retried })
+// run of several tries counts once, by its last try. The most common come last: SQLite
+// merges the arms of newestQuery one into the next, so a row of the first arm passes
+// every later merge step and a row of the last arm only one; with succeeded first, the
+// window of a healthy key took twice as long.
+var runStatuses = append(slices.DeleteFunc(slices.Clone(runstatus.All), func(s string) bool {
+	return s == runstatus.Retried || s == runstatus.Skipped || s == runstatus.Succeeded
+}), runstatus.Skipped, runstatus.Succeeded)
 
 // keyStats computes the KeyStats of one key; Runs is 0 when nothing matches.
-func (s *Store) keyStats(key string, f StatsFilter) (KeyStats, error) {
+func (q *statsQueries) keyStats(key string) (KeyStats, error) {
 	ks := KeyStats{Key: key}
-	last := f.Last
+	last := q.f.Last
 	if last == 0 {
 		last = DefaultStatsLast
 	}
@@ -212,7 +256,7 @@ func (s *Store) keyStats(key string, f StatsFilter) (KeyStats, error) {
 	if last > 0 {
 		limit = last + 1 // one more tells whether older runs exist
 	}
-	win, err := s.newest(runStatuses, f, key, limit)
+	win, err := q.newest(&q.window, runStatuses, key, limit)
 	if err != nil {
 		return ks, err
 	}
@@ -222,19 +266,38 @@ func (s *Store) keyStats(key string, f StatsFilter) (KeyStats, error) {
 	if len(win) == 0 {
 		return ks, nil
 	}
-	ok, err := s.newest([]string{runstatus.Succeeded}, f, key, 1)
-	if err != nil {
-		return ks, err
+	// The window is the newest matching runs of every status but retried, in the order
+	// of the lookups below: its first success is the newest success of all matching
+	// runs, and a window that is not truncated holds every matching run.
+	var okFound, badFound bool
+	for _, r := range win {
+		if !okFound && r.status == runstatus.Succeeded {
+			ks.LastSuccess, okFound = time.Unix(0, r.started), true
+		}
+		if !badFound && runstatus.CountsAsFailure(r.status) {
+			ks.LastFailure, badFound = time.Unix(0, r.started), true
+		}
+		if okFound && badFound {
+			break
+		}
 	}
-	if len(ok) > 0 {
-		ks.LastSuccess = time.Unix(0, ok[0].started)
+	if !okFound && ks.Truncated {
+		ok, err := q.newest(&q.ok, []string{runstatus.Succeeded}, key, 1)
+		if err != nil {
+			return ks, err
+		}
+		if len(ok) > 0 {
+			ks.LastSuccess = time.Unix(0, ok[0].started)
+		}
 	}
-	bad, err := s.newest(runstatus.Failures, f, key, 1)
-	if err != nil {
-		return ks, err
-	}
-	if len(bad) > 0 {
-		ks.LastFailure = time.Unix(0, bad[0].started)
+	if !badFound && ks.Truncated {
+		bad, err := q.newest(&q.fails, runstatus.Failures, key, 1)
+		if err != nil {
+			return ks, err
+		}
+		if len(bad) > 0 {
+			ks.LastFailure = time.Unix(0, bad[0].started)
+		}
 	}
 	summarise(&ks, win)
 	return ks, nil

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"database/sql"
 	"fmt"
 	"math"
 	"strings"
@@ -265,7 +266,8 @@ func TestStatsQueryPlans(t *testing.T) {
 	qs := []query{{"keys", statsKeysQuery, nil}}
 	for _, f := range []StatsFilter{{}, {Node: "n2"}, {Since: at(1), Until: at(3)}} {
 		for _, sts := range [][]string{runstatus.All, {runstatus.Succeeded}, runstatus.Failures} {
-			q, args := newestQuery(sts, f, "job", 10)
+			q, args := newestQuery(sts, f)
+			args = append(args, sql.Named("key", "job"), sql.Named("lim", 10))
 			qs = append(qs, query{fmt.Sprintf("newest %v %+v", sts, f), q, args})
 		}
 	}

@@ -149,6 +149,24 @@ type BatchSuspender interface {
 	Suspensions(ctx context.Context, keys []string) (map[string]*Suspension, error)
 }
 
+// SuspensionLister is a Suspender that finds its suspended keys by itself, without being
+// told which keys to look at: `status` without --key lists every suspension, including
+// those of keys that never ran or that no index knows.
+type SuspensionLister interface {
+	// AllSuspensions returns every suspension in force, by key.
+	AllSuspensions(ctx context.Context) (map[string]*Suspension, error)
+}
+
+// AllSuspensionsOf is every suspension in force on l, by key; ErrNoSuspend for a backend
+// that keeps none or cannot list them.
+func AllSuspensionsOf(ctx context.Context, l Locker) (map[string]*Suspension, error) {
+	sl, ok := l.(SuspensionLister)
+	if !ok {
+		return nil, ErrNoSuspend
+	}
+	return sl.AllSuspensions(ctx)
+}
+
 // SuspensionsOf is the suspensions in force of keys on l, by key (keys without one left
 // out): one batch where l is a BatchSuspender, else one ReadSuspension per key.
 // ErrNoSuspend for a backend that keeps none.

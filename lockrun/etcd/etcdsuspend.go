@@ -17,7 +17,10 @@ import (
 // the transaction that reads the lock and the tick record: no round trip of its own. etcd
 // has no clock of its own, so --for and --until are judged on the reading host's clock.
 
-var _ lockrun.Suspender = (*Locker)(nil)
+var (
+	_ lockrun.Suspender        = (*Locker)(nil)
+	_ lockrun.SuspensionLister = (*Locker)(nil)
+)
 
 func (l *Locker) suspendKey(key string) string { return l.prefix + "{" + key + "}:suspend" }
 
@@ -96,6 +99,26 @@ func (l *Locker) ReadSuspension(ctx context.Context, key string) (*lockrun.Suspe
 		return nil, err
 	}
 	return inForce(resp.Kvs[0].Value, time.Now()), nil
+}
+
+// AllSuspensions finds every suspension under the prefix by a walk of its key names
+// (keys only, in pages), then reads each one.
+func (l *Locker) AllSuspensions(ctx context.Context) (map[string]*lockrun.Suspension, error) {
+	names, err := l.walk(ctx, "list the suspensions", "suspend")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*lockrun.Suspension{}
+	for _, n := range names {
+		s, err := l.ReadSuspension(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		if s != nil {
+			out[n] = s
+		}
+	}
+	return out, nil
 }
 
 // inForce is the stored suspension v, nil when its until has passed at now.

@@ -21,7 +21,10 @@ import (
 // --until is judged on this machine's clock; a file whose until has passed is a lifted
 // suspension, left for the next suspend to replace.
 
-var _ lockrun.Suspender = (*Locker)(nil)
+var (
+	_ lockrun.Suspender        = (*Locker)(nil)
+	_ lockrun.SuspensionLister = (*Locker)(nil)
+)
 
 // suspendPath is key's suspension file.
 func (l *Locker) suspendPath(key string) string {
@@ -87,6 +90,50 @@ func ReadSuspension(dir, key string) (*lockrun.Suspension, error) {
 	}
 	l := &Locker{dir: dir}
 	return readSuspension(key, l.suspendPath(key))
+}
+
+// AllSuspensions lists the suspension files of the folder, by key. A hashed name (a
+// long key) is known by the record of its lock file; one without a lock file cronlock
+// can read, and a suspension file this user may not read (another user's, in a shared
+// folder), is passed over, as List passes over such lock files.
+func (l *Locker) AllSuspensions(ctx context.Context) (map[string]*lockrun.Suspension, error) {
+	entries, err := os.ReadDir(l.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read lock folder %s: %w; check --lock-dir or CRONLOCK_LOCK_DIR", l.dir, err)
+	}
+	out := map[string]*lockrun.Suspension{}
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		name := e.Name()
+		if !e.Type().IsRegular() || !strings.HasSuffix(name, ".suspend") {
+			continue
+		}
+		lockName := strings.TrimSuffix(name, ".suspend") + ".lock"
+		key, ok := localKeyFromName(lockName)
+		if !ok {
+			r := l.recordOf(lockName)
+			if r == nil || lockrun.ValidKey(r.Key) != nil || localFileName(r.Key) != lockName {
+				continue
+			}
+			key = r.Key
+		}
+		s, err := readSuspension(key, filepath.Join(l.dir, name))
+		if errors.Is(err, unix.EACCES) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if s != nil {
+			out[key] = s
+		}
+	}
+	return out, nil
 }
 
 func readSuspension(key, path string) (*lockrun.Suspension, error) {

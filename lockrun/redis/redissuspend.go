@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -16,8 +17,9 @@ import (
 // that acquire.lua reads it in the same call that claims the tick and the lock.
 
 var (
-	_ lockrun.Suspender      = (*Locker)(nil)
-	_ lockrun.BatchSuspender = (*Locker)(nil)
+	_ lockrun.Suspender        = (*Locker)(nil)
+	_ lockrun.BatchSuspender   = (*Locker)(nil)
+	_ lockrun.SuspensionLister = (*Locker)(nil)
 )
 
 func (l *Locker) suspendKey(key string) string { return l.prefix + "{" + key + "}:suspend" }
@@ -109,4 +111,16 @@ func (l *Locker) Suspensions(ctx context.Context, keys []string) (map[string]*lo
 		}
 	}
 	return out, nil
+}
+
+// AllSuspensions finds every suspension under the prefix with SCAN (never KEYS) and
+// reads each page of them in one pipeline.
+func (l *Locker) AllSuspensions(ctx context.Context) (map[string]*lockrun.Suspension, error) {
+	out := map[string]*lockrun.Suspension{}
+	err := l.scanNames(ctx, []string{"suspend"}, "list the suspensions", func(names []string) error {
+		got, err := l.Suspensions(ctx, names)
+		maps.Copy(out, got)
+		return err
+	})
+	return out, err
 }

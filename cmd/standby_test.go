@@ -338,7 +338,8 @@ func TestStandbyBackendGone(t *testing.T) {
 	}
 }
 
-// TestStandbyBadFlags: --standby needs --schedule, and --standbys 0 is refused.
+// TestStandbyBadFlags: --standby needs --schedule, and --standbys 0 is refused; so is an
+// empty --standby= (a --standby=$MODE whose variable is unset), which ran with no standby.
 func TestStandbyBadFlags(t *testing.T) {
 	c := newCLI(t, "")
 	for _, args := range [][]string{
@@ -346,6 +347,8 @@ func TestStandbyBadFlags(t *testing.T) {
 		{"run", "-k", "k", "--schedule", "* * * * *", "--standby", "--standbys", "0", "--", "true"},
 		{"run", "-k", "k", "--schedule", "* * * * *", "--standby", "--max-attempts", "0", "--", "true"},
 		{"run", "-k", "k", "--schedule", "* * * * *", "--standby=maybe", "--", "true"},
+		{"run", "-k", "k", "--schedule", "* * * * *", "--standby=", "--", "true"},
+		{"run", "-k", "k", "--schedule", "* * * * *", "--standby=", "--standbys", "1", "--", "true"},
 	} {
 		code, _, errs := c.run(args...)
 		if code != 125 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || errs == "" {

@@ -423,3 +423,17 @@ func TestCheckpointShortTTL(t *testing.T) {
 		t.Fatalf("a 2s lease: exit %d, stdout %q, stderr %q; want the save refused (75) with one line naming --ttl", code, out, errs)
 	}
 }
+
+// A VALUE that starts with - (a negative offset, a base64url page token) reads as a flag:
+// the save is refused with one line saying to put -- before it, and with -- it is saved.
+func TestCheckpointDashValue(t *testing.T) {
+	c, _ := ckptCLI(t, "local")
+	job := `"$CL" checkpoint save -5; echo "bare=$?"; "$CL" checkpoint save -- -Xy_z; echo "dashed=$?"; "$CL" checkpoint load`
+	code, out, errs := c.run("run", "-k", "dash", "--", "sh", "-c", job)
+	if code != 0 || out != "bare=125\ndashed=0\n-Xy_z" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want the bare -5 refused (125) and -Xy_z saved after --", code, out, errs)
+	}
+	if !strings.Contains(errs, `"-5" reads as a flag`) || !strings.Contains(errs, "put -- before it") || strings.Count(errs, "\n") != 1 {
+		t.Fatalf("stderr %q; want one line saying to put -- before the value", errs)
+	}
+}

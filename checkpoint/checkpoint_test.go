@@ -135,4 +135,8 @@ func TestCloseFreesName(t *testing.T) {
 	if _, _, err := (&Client{Path: s.Path()}).Load(false); err == nil || !strings.Contains(err.Error(), "has the run ended") {
 		t.Fatalf("load after Close: %v", err)
 	}
+	// A save that could not even connect says that nothing was saved, not "may or may not".
+	if code, msg := Save(s.Path(), []string{"x"}, nil); code != ExitTempFail || !strings.Contains(msg, "nothing was saved") || !strings.Contains(msg, "has the run ended") {
+		t.Fatalf("save after Close: %d, %q; want 75 saying nothing was saved", code, msg)
+	}
 }

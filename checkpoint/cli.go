@@ -53,11 +53,14 @@ func Save(socket string, args []string, stdin io.Reader) (code int, msg string) 
 	}
 	err := (&Client{Path: socket}).Save(value)
 	var re *ReplyError
+	var ue *UnreachableError
 	switch {
 	case err == nil:
 		return 0, ""
 	case errors.As(err, &re) && re.Status == StatusRefused:
 		return ExitTempFail, re.Msg
+	case errors.As(err, &ue):
+		return ExitTempFail, fmt.Sprintf("checkpoint save failed, nothing was saved: %v", err)
 	default:
 		return ExitTempFail, fmt.Sprintf("checkpoint save failed, it may or may not be stored: %v", err)
 	}

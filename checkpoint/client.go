@@ -16,6 +16,19 @@ type ReplyError struct {
 
 func (e *ReplyError) Error() string { return e.Msg }
 
+// UnreachableError is a request that could not connect to the run: nothing was sent,
+// so nothing was saved.
+type UnreachableError struct {
+	Path string
+	Err  error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach this job's cronlock run at %s: %v (has the run ended?)", e.Path, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
 // Client talks to the run whose socket is Path.
 type Client struct {
 	Path string
@@ -54,7 +67,7 @@ func (c *Client) do(op byte, payload []byte) (Status, []byte, error) {
 	}
 	conn, err := net.DialTimeout("unix", c.Path, timeout)
 	if err != nil {
-		return 0, nil, fmt.Errorf("cannot reach this job's cronlock run at %s: %w (has the run ended?)", c.Path, err)
+		return 0, nil, &UnreachableError{Path: c.Path, Err: err}
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(timeout))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -43,6 +44,22 @@ backend write.`,
 			return codeErr(code, msg)
 		},
 	}
+	// A value that starts with - (a negative offset, a base64url page token) reads as a
+	// flag: say how to save it rather than only that the flag is unknown.
+	save.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		msg := err.Error()
+		v, ok := strings.CutPrefix(msg, "unknown flag: ")
+		if !ok {
+			_, v, ok = strings.Cut(msg, "unknown shorthand flag: ")
+			if ok {
+				_, v, ok = strings.Cut(v, " in ")
+			}
+		}
+		if !ok {
+			return &usageError{plainNumberError(err)}
+		}
+		return exitf(ExitFailed, "checkpoint save: %q reads as a flag; to save a VALUE that starts with -, put -- before it (cronlock checkpoint save -- VALUE); nothing was saved", v)
+	})
 	var lastSuccess bool
 	load := &cobra.Command{
 		Use:   "load [--last-success]",

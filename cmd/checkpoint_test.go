@@ -403,3 +403,37 @@ func TestCheckpointSentinelCluster(t *testing.T) {
 		})
 	}
 }
+
+// A short --ttl with the default --redis-timeout (2s): between two renewals of a 4s lease
+// less than g + 2s (3s) is left for a while, although every renewal is confirmed. A save
+// then waits for the next renewal instead of being refused as in doubt, which told a
+// healthy job that another host may run it. A 2s lease, which no renewal leaves 2.5s of,
+// refuses every save at once with a line that names --ttl.
+func TestCheckpointShortTTL(t *testing.T) {
+	c, _ := ckptCLI(t, "redis")
+	job := `i=0; while [ $i -lt 12 ]; do "$CL" checkpoint save "$i" || exit 8; i=$((i+1)); sleep 0.2; done`
+	if code, _, errs := c.run("run", "-k", "short", "--ttl", "4s", "--", "sh", "-c", job); code != 0 || errs != "" {
+		t.Fatalf("12 saves over 2.4s of a 4s lease: exit %d, stderr %q; want every save accepted", code, errs)
+	}
+	if s := ckptShow(t, c, "short"); s.Last == nil || value(s.Last.Value) != "11" {
+		t.Fatalf("show: %+v; want the last save, 11", s.Last)
+	}
+	code, out, errs := c.run("run", "-k", "tooshort", "--ttl", "2s", "--", "sh", "-c", `"$CL" checkpoint save x; echo "save=$?"`)
+	if code != 0 || out != "save=75\n" || !strings.Contains(errs, "--ttl 2s is too short for checkpoints") || strings.Count(errs, "\n") != 1 {
+		t.Fatalf("a 2s lease: exit %d, stdout %q, stderr %q; want the save refused (75) with one line naming --ttl", code, out, errs)
+	}
+}
+
+// A VALUE that starts with - (a negative offset, a base64url page token) reads as a flag:
+// the save is refused with one line saying to put -- before it, and with -- it is saved.
+func TestCheckpointDashValue(t *testing.T) {
+	c, _ := ckptCLI(t, "local")
+	job := `"$CL" checkpoint save -5; echo "bare=$?"; "$CL" checkpoint save -- -Xy_z; echo "dashed=$?"; "$CL" checkpoint load`
+	code, out, errs := c.run("run", "-k", "dash", "--", "sh", "-c", job)
+	if code != 0 || out != "bare=125\ndashed=0\n-Xy_z" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want the bare -5 refused (125) and -Xy_z saved after --", code, out, errs)
+	}
+	if !strings.Contains(errs, `"-5" reads as a flag`) || !strings.Contains(errs, "put -- before it") || strings.Count(errs, "\n") != 1 {
+		t.Fatalf("stderr %q; want one line saying to put -- before the value", errs)
+	}
+}

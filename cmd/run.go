@@ -251,6 +251,9 @@ func (o *runOptions) resolveStandby(f *pflag.FlagSet) error {
 	j := &o.job
 	switch o.Standby {
 	case "":
+		if f.Changed("standby") {
+			return errors.New("--standby= has no value: give --standby alone, or --standby=failed to take over failed ticks too (leave it out for no standby)")
+		}
 		for _, name := range []string{"standbys", "max-attempts"} {
 			if f.Changed(name) {
 				return fmt.Errorf("--%s works only with --standby", name)

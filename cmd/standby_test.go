@@ -78,8 +78,16 @@ func (h *standbyHost) startStandby(t *testing.T, extra ...string) (done chan sta
 // once it ended without.
 func (h *standbyHost) tryStandby(t *testing.T, then string, extra ...string) (chan standbyEnd, string) {
 	t.Helper()
+	_, done, errs := h.tryStandbyCmd(t, then, extra...)
+	return done, errs
+}
+
+// tryStandbyCmd is tryStandby that also returns the standby's process.
+func (h *standbyHost) tryStandbyCmd(t *testing.T, then string, extra ...string) (*exec.Cmd, chan standbyEnd, string) {
+	t.Helper()
 	out := filepath.Join(h.dir, "job")
-	job := `echo "$CRONLOCK_TICK_ATTEMPT $CRONLOCK_TAKEOVER_OF $CRONLOCK_FENCING_TOKEN $CRONLOCK_SCHEDULED_FOR" > ` + out
+	// Written whole (a rename): a test that sees the file reads all of it.
+	job := `echo "$CRONLOCK_TICK_ATTEMPT $CRONLOCK_TAKEOVER_OF $CRONLOCK_FENCING_TOKEN $CRONLOCK_SCHEDULED_FOR" > ` + out + `.tmp; mv ` + out + `.tmp ` + out
 	if then != "" {
 		job += "; " + then
 	}
@@ -102,7 +110,7 @@ func (h *standbyHost) tryStandby(t *testing.T, then string, extra ...string) (ch
 	}
 	if !strings.Contains(errs.String(), "waiting as a standby") {
 		cmd.Wait()
-		return nil, errs.String()
+		return cmd, nil, errs.String()
 	}
 	done := make(chan standbyEnd, 1)
 	go func() {
@@ -116,7 +124,7 @@ func (h *standbyHost) tryStandby(t *testing.T, then string, extra ...string) (ch
 		}
 		done <- standbyEnd{code, errs.String()}
 	}()
-	return done, ""
+	return cmd, done, ""
 }
 
 type standbyEnd struct {
@@ -338,7 +346,8 @@ func TestStandbyBackendGone(t *testing.T) {
 	}
 }
 
-// TestStandbyBadFlags: --standby needs --schedule, and --standbys 0 is refused.
+// TestStandbyBadFlags: --standby needs --schedule, and --standbys 0 is refused; so is an
+// empty --standby= (a --standby=$MODE whose variable is unset), which ran with no standby.
 func TestStandbyBadFlags(t *testing.T) {
 	c := newCLI(t, "")
 	for _, args := range [][]string{
@@ -346,6 +355,8 @@ func TestStandbyBadFlags(t *testing.T) {
 		{"run", "-k", "k", "--schedule", "* * * * *", "--standby", "--standbys", "0", "--", "true"},
 		{"run", "-k", "k", "--schedule", "* * * * *", "--standby", "--max-attempts", "0", "--", "true"},
 		{"run", "-k", "k", "--schedule", "* * * * *", "--standby=maybe", "--", "true"},
+		{"run", "-k", "k", "--schedule", "* * * * *", "--standby=", "--", "true"},
+		{"run", "-k", "k", "--schedule", "* * * * *", "--standby=", "--standbys", "1", "--", "true"},
 	} {
 		code, _, errs := c.run(args...)
 		if code != 125 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || errs == "" {
@@ -512,6 +523,55 @@ func TestStandbyEnds(t *testing.T) {
 			t.Fatalf("vmB: exit %d, row %+v, job ran %v; want skipped naming %s and succeeded", end.code, r, err == nil, aID)
 		}
 	})
+}
+
+// TestStandbyFrozenPastBound: a standby frozen (SIGSTOP, a suspended VM) while the tick's
+// run is lost, and woken after its bound (--start-deadline) with the lost run's lock free,
+// ends skipped: before, it asked once more on waking and took the tick over late, its job
+// started past the deadline. Local backend, whose host clock judges the deadline.
+func TestStandbyFrozenPastBound(t *testing.T) {
+	off, tick := inMinute()
+	locks := filepath.Join(t.TempDir(), "locks")
+	hs := standbyFleet(t, "", off, "cronA", "cronB")
+	for _, h := range hs {
+		h.env = append(h.env, "CRONLOCK_BACKEND=local", "CRONLOCK_LOCK_DIR="+locks)
+	}
+	a, _ := hs[0].startJob(t)
+	defer func() { os.WriteFile(filepath.Join(hs[0].dir, "stop"), nil, 0o600); a.Wait() }()
+	deadline := (time.Now().Add(off).Sub(tick) + 3*time.Second).Truncate(100 * time.Millisecond)
+	b, done, errs := hs[1].tryStandbyCmd(t, "", "--start-deadline", deadline.String())
+	if done == nil {
+		t.Fatalf("cronB did not become a standby: %q", errs)
+	}
+	defer b.Process.Kill()
+	// Frozen while it waits between two asks, not on its way into the first (which checks
+	// the bound first): once it has read its tick file again after saying it waits.
+	reads := func() string {
+		io, _ := os.ReadFile("/proc/" + strconv.Itoa(b.Process.Pid) + "/io")
+		_, after, _ := strings.Cut(string(io), "syscr:")
+		n, _, _ := strings.Cut(after, "\n")
+		return n
+	}
+	first := reads()
+	waitUntil(t, 20*time.Second, "cronB asking again", func() bool { return reads() != first })
+	if err := b.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	a.Process.Kill() // cronA's host is lost: its guard stops the job and frees the lock
+	a.Wait()
+	waitUntil(t, 20*time.Second, "cronA's lock free", func() bool {
+		_, out, _ := hs[0].run("status", "--key", "bill")
+		return strings.Contains(out, "bill is not held")
+	})
+	waitUntil(t, 20*time.Second, "the clock past tick + --start-deadline", func() bool {
+		return time.Now().Add(off).After(tick.Add(deadline + 100*time.Millisecond))
+	})
+	b.Process.Signal(syscall.SIGCONT)
+	end := awaitEnd(t, done, "cronB's standby")
+	_, err := os.Stat(filepath.Join(hs[1].dir, "job"))
+	if r := hs[1].lastRow(t); end.code != 0 || err == nil || r.Status != "skipped" || !strings.Contains(end.errs, "not taken over") {
+		t.Fatalf("cronB woken past its bound: exit %d, row %+v, job ran %v, stderr %q; want skipped with a line, no job", end.code, r, err == nil, end.errs)
+	}
 }
 
 // TestStandbyHungHolder: a run stopped by --heartbeat-timeout (its job saved no

@@ -154,13 +154,18 @@ func (r *runner) markCheckpoint(c *ckptRun, used bool, res child.Result, end *ou
 }
 
 // Save stores value for the run's scope, fenced by the lease: refused while the lease is
-// in doubt, and by the backend when the lock is no longer this run's.
+// in doubt (once a renewal that was merely due has had its chance: Keeper.Vouch), and by
+// the backend when the lock is no longer this run's.
 func (c *ckptRun) Save(ctx context.Context, value []byte) error {
 	cl, ok := c.lease.(lockrun.CheckpointLease)
 	if !ok {
 		return errors.New("this backend does not store checkpoints")
 	}
-	if left, doubt := c.keeper.InDoubt(c.opTimeout); doubt {
+	left, doubt, never := c.keeper.Vouch(ctx, c.opTimeout)
+	if never {
+		return &checkpoint.RefusedError{Reason: fmt.Sprintf("checkpoint refused: --ttl %v is too short for checkpoints: a save needs min(--grace, ttl/4) + --redis-timeout (%v) of its lease left, more than a renewal leaves; give a longer --ttl or a shorter --redis-timeout", c.lease.TTL(), c.keeper.SaveNeeds(c.opTimeout))}
+	}
+	if doubt {
 		return &checkpoint.RefusedError{Reason: fmt.Sprintf("checkpoint refused: the lease of %s is in doubt (%v left of it unconfirmed, less than a backend call and the stop's grace need): another host may run the job; stop", c.key, left.Round(time.Millisecond))}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opTimeout)

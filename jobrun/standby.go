@@ -93,6 +93,11 @@ func (r *runner) standby(sig *child.Signals, req lockrun.Request, w *lockrun.Sta
 			if s := sleepWake(sig, d, wake); s != nil {
 				return nil, r.interrupted(s), true
 			}
+			// The bound again, on waking: a standby that was frozen (SIGSTOP, a suspended
+			// VM) past it must not take the tick over late.
+			if !wallNow().Before(bound) {
+				return nil, r.standbyGiveUp(w, bound), true
+			}
 		}
 		if lostRun != "" && w.Holder == nil {
 			req.Standby.LostRun = lostRun

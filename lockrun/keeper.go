@@ -111,6 +111,45 @@ func (k *Keeper) InDoubt(margin time.Duration) (left time.Duration, doubt bool) 
 	return max(left, 0), left < k.termGrace()+margin
 }
 
+// Vouch is InDoubt for a call of margin about to be made (a checkpoint save), after
+// waiting out a doubt that is only the renewal being due: between two renewals of a
+// short lease (ttl/3 apart), less than g + margin may be left although every renewal is
+// confirmed, and a save refused then would tell a healthy job to stop. While the lease is
+// in doubt but not lost, Vouch waits for the next confirmed renewal and answers for it; it
+// stops waiting, in doubt, once the keeper gives up (at safe-until − g, less than margin
+// away) or ctx ends. never is true, at once, when even a renewal confirmed on the spot
+// would leave less than g + margin: the TTL is too short to vouch for such a call.
+func (k *Keeper) Vouch(ctx context.Context, margin time.Duration) (left time.Duration, doubt, never bool) {
+	left, doubt = k.InDoubt(margin)
+	if !doubt || k.gone.Load() {
+		return left, doubt, false
+	}
+	if ttl := k.Lease.TTL(); ttl > 0 && ttl-Drift(ttl) < k.SaveNeeds(margin) {
+		return left, true, true
+	}
+	from := k.safeUntil.Load()
+	for k.safeUntil.Load() == from && !k.gone.Load() {
+		d := time.Duration(from) - k.termGrace() - ClockOr(k.Now)()
+		if d <= 0 {
+			break // the keeper gives up now: the renewal did not come
+		}
+		t := time.NewTimer(min(d, 5*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			left, doubt = k.InDoubt(margin)
+			return left, doubt, false
+		case <-t.C:
+		}
+	}
+	left, doubt = k.InDoubt(margin)
+	return left, doubt, false
+}
+
+// SaveNeeds is how much of the lease must be left for InDoubt to vouch for a call of
+// margin: g + margin.
+func (k *Keeper) SaveNeeds(margin time.Duration) time.Duration { return k.termGrace() + margin }
+
 // Lost delivers at most one LockLoss once Run has started; nil before.
 func (k *Keeper) Lost() <-chan LockLoss { return k.lost }
 

@@ -524,20 +524,13 @@ func (l *Locker) List(ctx context.Context) (map[string]lockrun.Holder, error) {
 		if !e.Type().IsRegular() || !strings.HasSuffix(name, ".lock") {
 			continue
 		}
-		key, ok := localKeyFromName(name)
 		h, err := l.inspectPath(filepath.Join(l.dir, name))
 		if err != nil || h == nil {
 			continue
 		}
-		if !ok {
-			// A hashed name: the key is known only from the record, and must hash to it.
-			if r := l.recordOf(name); r != nil && lockrun.ValidKey(r.Key) == nil && localFileName(r.Key) == name {
-				key = r.Key
-			} else {
-				continue
-			}
+		if key, ok := l.keyOfFile(name); ok {
+			out[key] = *h
 		}
-		out[key] = *h
 	}
 	return out, nil
 }
@@ -559,18 +552,26 @@ func (l *Locker) Keys() ([]string, error) {
 		if !e.Type().IsRegular() || !strings.HasSuffix(name, ".lock") {
 			continue
 		}
-		key, ok := localKeyFromName(name)
-		if !ok {
-			r := l.recordOf(name)
-			if r == nil || lockrun.ValidKey(r.Key) != nil || localFileName(r.Key) != name {
-				continue
-			}
-			key = r.Key
+		if key, ok := l.keyOfFile(name); ok {
+			keys = append(keys, key)
 		}
-		keys = append(keys, key)
 	}
 	sort.Strings(keys)
 	return keys, nil
+}
+
+// keyOfFile is the key whose lock file is name: decoded from the name, or for a hashed
+// name (a long key) read from the file's record, which must hash to it. ok is false for
+// a file cronlock did not name and a hashed one whose record it cannot read.
+func (l *Locker) keyOfFile(name string) (key string, ok bool) {
+	if key, ok := localKeyFromName(name); ok {
+		return key, true
+	}
+	r := l.recordOf(name)
+	if r == nil || lockrun.ValidKey(r.Key) != nil || localFileName(r.Key) != name {
+		return "", false
+	}
+	return r.Key, true
 }
 
 func (l *Locker) recordOf(name string) *localRecord {

@@ -113,14 +113,9 @@ func (l *Locker) AllSuspensions(ctx context.Context) (map[string]*lockrun.Suspen
 		if !e.Type().IsRegular() || !strings.HasSuffix(name, ".suspend") {
 			continue
 		}
-		lockName := strings.TrimSuffix(name, ".suspend") + ".lock"
-		key, ok := localKeyFromName(lockName)
+		key, ok := l.keyOfFile(strings.TrimSuffix(name, ".suspend") + ".lock")
 		if !ok {
-			r := l.recordOf(lockName)
-			if r == nil || lockrun.ValidKey(r.Key) != nil || localFileName(r.Key) != lockName {
-				continue
-			}
-			key = r.Key
+			continue
 		}
 		s, err := readSuspension(key, filepath.Join(l.dir, name))
 		if errors.Is(err, unix.EACCES) {

@@ -119,11 +119,7 @@ var serviceActions = map[string]bool{
 // background returns what in a command starts a service or leaves a process running
 // after the line's shell exits, as the user would recognise it, or "".
 func background(cmd string) string {
-	toks := shellTokens(cmd)
-	var words []string
-	target := false // the next word is a redirection's file
-	check := func() string {
-		defer func() { words = words[:0] }()
+	check := func(words []string) string {
 		i := 0
 		for i < len(words) && (skipWords[words[i]] || isAssignment(words[i]) || i > 0 && skipWords[words[i-1]] && strings.HasPrefix(words[i], "-")) {
 			i++
@@ -175,24 +171,38 @@ func background(cmd string) string {
 		}
 		return ""
 	}
-	for _, t := range toks {
+	what := ""
+	simpleCommands(cmd, func(words []string, op string) bool {
+		if what = check(words); what == "" && op == "&" {
+			what = "a command put in the background with &"
+		}
+		return what != ""
+	})
+	return what
+}
+
+// simpleCommands calls each with the words of every simple command of a shell command
+// line (redirections and their files left out) and the operator that ends it ("" for
+// the last), until each returns true; it reports whether one did.
+func simpleCommands(cmd string, each func(words []string, op string) bool) bool {
+	var words []string
+	target := false // the next word is a redirection's file
+	for _, t := range shellTokens(cmd) {
 		switch {
 		case t.redirection():
 			target = true
 		case t.op:
-			if what := check(); what != "" {
-				return what
+			if each(words, t.text) {
+				return true
 			}
-			if t.text == "&" {
-				return "a command put in the background with &"
-			}
+			words = words[:0]
 		case target:
 			target = false
 		default:
 			words = append(words, t.text)
 		}
 	}
-	return check()
+	return each(words, "")
 }
 
 // runsCronlock reports whether one of the simple commands of a shell command line runs
@@ -200,9 +210,7 @@ func background(cmd string) string {
 // program (env, nice, exec, sudo, NAME=value… with their options and values: `nice -n
 // 10`, `sudo -u app`), the words background skips.
 func runsCronlock(cmd string) bool {
-	var words []string
-	check := func() bool {
-		defer func() { words = words[:0] }()
+	return simpleCommands(cmd, func(words []string, _ string) bool {
 		for i := 0; i+1 < len(words); i++ {
 			if path.Base(words[i]) == "cronlock" && words[i+1] == "run" {
 				return true
@@ -212,23 +220,7 @@ func runsCronlock(cmd string) bool {
 			}
 		}
 		return false
-	}
-	target := false // the next word is a redirection's file
-	for _, t := range shellTokens(cmd) {
-		switch {
-		case t.redirection():
-			target = true
-		case t.op:
-			if check() {
-				return true
-			}
-		case target:
-			target = false
-		default:
-			words = append(words, t.text)
-		}
-	}
-	return check()
+	})
 }
 
 // isAssignment reports whether a word is NAME=value before a command.
